@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs every Debian package rfrpc's build, tests and demo need. Idempotent:
+# runs `apt-get update` and `apt-get install` only when something is missing.
+# Usage: tools/setup.sh            (as root, or with sudo available)
+set -euo pipefail
+
+PACKAGES=(
+  # Build.
+  bazel-bootstrap bazel-rules-java g++ python3
+  protobuf-compiler libprotobuf-dev libprotoc-dev
+  libabsl-dev libgflags-dev libgoogle-glog-dev
+  libgtest-dev libgmock-dev googletest libbenchmark-dev
+  # RDMA verbs (the shm provider needs none of it at run time).
+  libibverbs-dev rdma-core ibverbs-providers ibverbs-utils
+)
+# Extra groups, requested by the scripts that need them.
+if [[ " $* " == *" --vm "* ]]; then
+  PACKAGES+=(qemu-system-x86 busybox-static cpio kmod perftest xz-utils)
+fi
+if [[ " $* " == *" --peers "* ]]; then
+  PACKAGES+=(memcached redis-server libmemcached-dev libhiredis-dev)
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=
+if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "setup: done"
