@@ -1,0 +1,112 @@
+// Copyright 2026 The rfrpc Authors.
+
+#include "transport/transport.h"
+
+#include <map>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "glog/logging.h"
+
+namespace rfrpc {
+namespace transport {
+namespace {
+
+struct Registry {
+  absl::Mutex mu;
+  std::map<std::string, ProviderFactory> factories ABSL_GUARDED_BY(mu);
+};
+
+Registry& GetRegistry() {
+  static Registry* registry = new Registry;  // Never destroyed.
+  return *registry;
+}
+
+}  // namespace
+
+const char* WcStatusName(WcStatus status) {
+  switch (status) {
+    case WcStatus::kSuccess:
+      return "success";
+    case WcStatus::kLocalError:
+      return "local error";
+    case WcStatus::kRemoteAccessError:
+      return "remote access error";
+    case WcStatus::kRetryExceeded:
+      return "transport retry counter exceeded";
+    case WcStatus::kFlushed:
+      return "work request flushed";
+    case WcStatus::kOther:
+      return "other error";
+  }
+  return "unknown";
+}
+
+absl::Status Completion::ToStatus() const {
+  const std::string what =
+      absl::StrCat(opcode == Opcode::kRead ? "READ" : "WRITE", " wr_id ",
+                   wr_id, " on connection ", connection_id, ": ",
+                   WcStatusName(status));
+  switch (status) {
+    case WcStatus::kSuccess:
+      return absl::OkStatus();
+    case WcStatus::kRemoteAccessError:
+      return absl::PermissionDeniedError(what);
+    case WcStatus::kRetryExceeded:
+    case WcStatus::kFlushed:
+      return absl::UnavailableError(what);
+    default:
+      return absl::InternalError(what);
+  }
+}
+
+bool RegisterProvider(const char* name, ProviderFactory factory) {
+  Registry& r = GetRegistry();
+  absl::MutexLock lock(&r.mu);
+  r.factories[name] = factory;
+  return true;
+}
+
+absl::StatusOr<std::unique_ptr<Provider>> Provider::Open(
+    const std::string& name, const ProviderOptions& options) {
+  Registry& r = GetRegistry();
+  ProviderFactory verbs = nullptr;
+  ProviderFactory shm = nullptr;
+  ProviderFactory wanted = nullptr;
+  std::vector<std::string> known;
+  {
+    absl::MutexLock lock(&r.mu);
+    for (const auto& [n, f] : r.factories) known.push_back(n);
+    auto find = [&](const std::string& n) -> ProviderFactory {
+      auto it = r.factories.find(n);
+      return it == r.factories.end() ? nullptr : it->second;
+    };
+    verbs = find("verbs");
+    shm = find("shm");
+    wanted = find(name);
+  }
+  if (name == "auto") {
+    if (verbs != nullptr) {
+      absl::StatusOr<std::unique_ptr<Provider>> p = verbs(options);
+      if (p.ok()) {
+        LOG(INFO) << "transport auto: using verbs";
+        return p;
+      }
+      LOG(INFO) << "transport auto: verbs unavailable (" << p.status()
+                << "); using shm";
+    }
+    if (shm != nullptr) return shm(options);
+    return absl::UnavailableError("transport auto: no provider linked in");
+  }
+  if (wanted == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown transport provider \"", name, "\" (linked in: ",
+                     absl::StrJoin(known, ", "), ", auto)"));
+  }
+  return wanted(options);
+}
+
+}  // namespace transport
+}  // namespace rfrpc
