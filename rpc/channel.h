@@ -1,0 +1,160 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// The client side of rfrpc: a Channel to one server, over which generated
+// stubs (or user code) make unary calls.
+//
+// A Channel owns its connections (one per server worker, or as configured).
+// Each call takes a slot on a connection: the request is WRITten into that
+// slot in server memory; the result is fetched with RDMA READs of F bytes
+// (remote fetching) or written back by the server (server-reply), per
+// ChannelOptions::mode.
+//
+//   ChannelOptions opts;
+//   RFRPC_ASSIGN_OR_RETURN(auto channel, Channel::Create(address, opts));
+//   Echo::Stub stub(channel.get());
+//   ClientContext ctx;
+//   ctx.set_timeout(absl::Milliseconds(100));
+//   EchoResponse resp;
+//   absl::Status s = stub.Echo(&ctx, req, &resp);
+//
+// Thread safety: a Channel is thread-safe; sync calls from many threads and
+// async calls may be mixed. Async callbacks run on the channel's progress
+// thread (or on a thread making a sync call) and must not block for long.
+// A ClientContext is for one call at a time.
+
+#ifndef RFRPC_RPC_CHANNEL_H_
+#define RFRPC_RPC_CHANNEL_H_
+
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "google/protobuf/message_lite.h"
+#include "rpc/options.h"
+
+namespace rfrpc {
+
+// Per-call settings in, per-call facts out.
+class ClientContext {
+ public:
+  // The call fails with DEADLINE_EXCEEDED after this long (from the call's
+  // start). Overrides ChannelOptions::default_timeout.
+  void set_timeout(absl::Duration timeout) {
+    timeout_ = timeout;
+    deadline_ = absl::InfiniteFuture();
+  }
+  void set_deadline(absl::Time deadline) {
+    deadline_ = deadline;
+    timeout_ = absl::InfiniteDuration();
+  }
+  // Routes the call to connection shard % connections (e.g. the partition
+  // that owns a key). Without a shard, calls go round robin.
+  void set_shard(uint64_t shard) {
+    shard_ = shard;
+    has_shard_ = true;
+  }
+
+  // After the call: how the result came back and what it cost.
+  RpcMode mode_used() const { return mode_used_; }
+  int fetches() const { return fetches_; }        // READs of the header.
+  int rdma_reads() const { return rdma_reads_; }  // All READs.
+  // Server processing time it reported.
+  absl::Duration server_time() const { return server_time_; }
+
+  // Internal.
+  absl::Duration timeout() const { return timeout_; }
+  absl::Time deadline() const { return deadline_; }
+  bool has_shard() const { return has_shard_; }
+  uint64_t shard() const { return shard_; }
+  void SetResult(RpcMode mode, int fetches, int reads, absl::Duration t) {
+    mode_used_ = mode;
+    fetches_ = fetches;
+    rdma_reads_ = reads;
+    server_time_ = t;
+  }
+
+ private:
+  absl::Duration timeout_ = absl::InfiniteDuration();
+  absl::Time deadline_ = absl::InfiniteFuture();
+  uint64_t shard_ = 0;
+  bool has_shard_ = false;
+  RpcMode mode_used_ = RpcMode::kRemoteFetch;
+  int fetches_ = 0;
+  int rdma_reads_ = 0;
+  absl::Duration server_time_;
+};
+
+struct ChannelStats {
+  uint64_t calls = 0;
+  uint64_t calls_remote_fetch = 0;  // Completed by fetching.
+  uint64_t calls_server_reply = 0;  // Completed by a server WRITE.
+  uint64_t calls_failed = 0;
+  uint64_t rdma_writes = 0;
+  uint64_t rdma_reads = 0;
+  uint64_t fetches = 0;             // Header READs (first READs and retries).
+  uint64_t switches_to_server_reply = 0;
+  uint64_t switches_to_remote_fetch = 0;
+  // fetch_histogram[i]: calls completed by remote fetching after i+1
+  // fetches; the last bucket counts 16 or more.
+  uint64_t fetch_histogram[16] = {};
+  // Sum of server-reported processing time, ns.
+  uint64_t server_time_ns = 0;
+
+  double ReadsPerCall() const {
+    return calls == 0 ? 0.0 : static_cast<double>(rdma_reads) / calls;
+  }
+  double RdmaOpsPerCall() const {
+    return calls == 0 ? 0.0
+                      : static_cast<double>(rdma_reads + rdma_writes) / calls;
+  }
+};
+
+class Channel {
+ public:
+  // Connects to the server at `address`. Errors: UNAVAILABLE (no server,
+  // no device), INVALID_ARGUMENT (bad options), the server's refusal.
+  static absl::StatusOr<std::unique_ptr<Channel>> Create(
+      const std::string& address, const ChannelOptions& options);
+
+  virtual ~Channel() = default;
+
+  // Unary call of method `method_id` (see MethodId()). Blocks until the
+  // response arrives, the deadline passes (DEADLINE_EXCEEDED) or the server
+  // is lost (UNAVAILABLE). `response` must not be null; `ctx` may be null
+  // (defaults apply). Neither is kept after the call returns.
+  virtual absl::Status Call(uint32_t method_id,
+                            const google::protobuf::MessageLite& request,
+                            google::protobuf::MessageLite* response,
+                            ClientContext* ctx) = 0;
+
+  // Starts the same call and returns at once; `done` runs exactly once with
+  // the call's status. `request` may be destroyed when CallAsync returns;
+  // `response` and `ctx` (if not null) must live until `done` runs.
+  virtual void CallAsync(uint32_t method_id,
+                         const google::protobuf::MessageLite& request,
+                         google::protobuf::MessageLite* response,
+                         ClientContext* ctx,
+                         std::function<void(absl::Status)> done) = 0;
+
+  // Future flavour of CallAsync.
+  std::future<absl::Status> CallFuture(
+      uint32_t method_id, const google::protobuf::MessageLite& request,
+      google::protobuf::MessageLite* response, ClientContext* ctx);
+
+  // Server worker count learned at connect, and connections opened.
+  virtual int server_workers() const = 0;
+  virtual int connections() const = 0;
+  // The mode each connection currently uses (hybrid moves between the two).
+  virtual RpcMode connection_mode(int connection) const = 0;
+
+  virtual ChannelStats stats() const = 0;
+};
+
+}  // namespace rfrpc
+
+#endif  // RFRPC_RPC_CHANNEL_H_

@@ -1,0 +1,110 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// Options for rfrpc channels and servers. Library code takes these structs;
+// binaries map gflags onto them (see rpc/flags.h for the standard mapping).
+
+#ifndef RFRPC_RPC_OPTIONS_H_
+#define RFRPC_RPC_OPTIONS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "transport/transport.h"
+
+namespace rfrpc {
+
+// How a connection's results come back (paper §3).
+enum class RpcMode : uint8_t {
+  // The client fetches results with RDMA READs from the server's local
+  // response buffer; never switches.
+  kRemoteFetch = 0,
+  // The server WRITEs results into the client's memory (the baseline).
+  kServerReply = 1,
+  // Remote fetching, switching to server-reply after `switch_after`
+  // consecutive calls needed more than `retries` fetches, and back when the
+  // server's reported processing time shows results are ready sooner.
+  kHybrid = 2,
+};
+
+// "rf", "server_reply", "hybrid".
+absl::string_view RpcModeName(RpcMode mode);
+absl::StatusOr<RpcMode> ParseRpcMode(absl::string_view name);
+
+struct ChannelOptions {
+  // Transport provider: "shm", "verbs" or "auto". Default: "shm".
+  std::string provider = "shm";
+  transport::ProviderOptions provider_options;
+
+  // Default: kHybrid.
+  RpcMode mode = RpcMode::kHybrid;
+  // R: fetches of one call before it counts as slow (paper: 5). Default: 5.
+  int retries = 5;
+  // F: bytes fetched by the first READ (header + payload); a second READ
+  // fetches the rest only when the result is larger. Default: 256.
+  uint32_t fetch_size = 256;
+  // K: consecutive slow calls that switch a connection to server-reply.
+  // Default: 2.
+  int switch_after = 2;
+  // In server-reply, calls whose reported server processing time is below
+  // switch_back_ratio * (retries * measured fetch time) count as fast;
+  // `switch_after` consecutive fast calls switch back. Default: 0.8.
+  double switch_back_ratio = 0.8;
+
+  // Connections to open; 0 opens one per server worker (calls are routed by
+  // ClientContext::set_shard). Default: 1.
+  int connections = 1;
+  // Calls in flight per connection (one slot each). Default: 8.
+  int slots_per_connection = 8;
+  // Largest serialized request. Default: 4096.
+  uint32_t max_request_bytes = 4096;
+  // Largest serialized response. Default: 65536.
+  uint32_t max_response_bytes = 64 * 1024;
+
+  // Deadline of calls whose ClientContext sets none. Default: 5 s.
+  absl::Duration default_timeout = absl::Seconds(5);
+  // Connection set-up limit. Default: 5 s.
+  absl::Duration connect_timeout = absl::Seconds(5);
+  // Shared secret presented in the handshake. Default: "" (none).
+  std::string auth_token;
+};
+
+struct ServerOptions {
+  // Default: "shm".
+  std::string provider = "shm";
+  transport::ProviderOptions provider_options;
+  // Where to listen: shm: a Unix socket path ("" picks one); verbs:
+  // "host:port" (port 0 picks one). Default: "".
+  std::string address;
+  // Worker threads; each owns many connections and polls them round robin.
+  // Default: 1.
+  int workers = 1;
+  // Pin worker i to CPU (first_cpu + i) % ncpus; -1 leaves them unpinned.
+  // Default: -1.
+  int pin_first_cpu = -1;
+  // Upper bounds on what a client may ask for per connection.
+  // Default: 64 slots, 64 KiB requests, 1 MiB responses.
+  int max_slots_per_connection = 64;
+  uint32_t max_request_bytes = 64 * 1024;
+  uint32_t max_response_bytes = 1024 * 1024;
+  // Results larger than this go by server-reply whatever the mode (the
+  // paper's large-entry path). Default: 8192.
+  uint32_t large_result_bytes = 8192;
+  // Connections accepted at most. Default: 1024.
+  int max_connections = 1024;
+  // Idle policy of a worker with nothing to do: spin this many empty rounds,
+  // then yield this many, then sleep `idle_sleep` between rounds. Sleeping
+  // adds up to idle_sleep to the first call after a quiet spell.
+  // Defaults: 2000, 2000, 50 us.
+  int idle_spin_rounds = 2000;
+  int idle_yield_rounds = 2000;
+  absl::Duration idle_sleep = absl::Microseconds(50);
+  // Shared secret clients must present; "" accepts everyone. Default: "".
+  std::string auth_token;
+};
+
+}  // namespace rfrpc
+
+#endif  // RFRPC_RPC_OPTIONS_H_

@@ -1,0 +1,79 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// The server side of rfrpc. A Server runs N worker threads; each owns many
+// connections and polls their request slots round robin (the paper's
+// multi-QP-per-thread design). Handlers run on the worker that polled the
+// request and write results into the server's local response buffers, where
+// clients fetch them (or, in server-reply, the worker WRITEs them back).
+//
+//   Server server(options);
+//   EchoImpl echo;
+//   RFRPC_RETURN_IF_ERROR(server.RegisterService(&echo));
+//   RFRPC_RETURN_IF_ERROR(server.Start());
+//   LOG(INFO) << "listening on " << server.address();
+//   ...
+//   server.Shutdown();
+//
+// Bad input never crashes the server: an unknown method, an unparsable
+// request or a handler error become the caller's status; a malformed slot or
+// a protocol violation fails that one connection; everyone else is served.
+//
+// Thread safety: RegisterService before Start; Start, Shutdown, address and
+// stats are thread-safe.
+
+#ifndef RFRPC_RPC_SERVER_H_
+#define RFRPC_RPC_SERVER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "rpc/options.h"
+#include "rpc/service.h"
+
+namespace rfrpc {
+
+struct ServerStats {
+  uint64_t connections_accepted = 0;
+  uint64_t connections_rejected = 0;
+  uint64_t connections_closed = 0;
+  uint64_t calls = 0;
+  uint64_t calls_server_reply = 0;  // Results written back by the server.
+  uint64_t calls_failed = 0;        // Non-OK status returned to a caller.
+  uint64_t bad_requests = 0;        // Malformed slots.
+  uint64_t rdma_writes = 0;         // Out-bound WRITEs issued by workers.
+};
+
+class Server {
+ public:
+  explicit Server(ServerOptions options);
+  ~Server();  // Shuts down if running.
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Registers every method of `service` (not owned; must outlive the
+  // server). ALREADY_EXISTS if a method id is taken (a name collision),
+  // FAILED_PRECONDITION after Start.
+  absl::Status RegisterService(Service* service);
+
+  // Opens the provider, listens and starts the workers.
+  absl::Status Start();
+
+  // Where clients connect. Valid after Start.
+  std::string address() const;
+
+  // Stops accepting, fails open connections (their clients see
+  // UNAVAILABLE) and joins the threads. Idempotent.
+  void Shutdown();
+
+  ServerStats stats() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rfrpc
+
+#endif  // RFRPC_RPC_SERVER_H_

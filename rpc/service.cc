@@ -1,0 +1,52 @@
+// Copyright 2026 The rfrpc Authors.
+
+#include "rpc/service.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace rfrpc {
+
+uint32_t MethodId(absl::string_view full_method_name) {
+  uint32_t h = 2166136261u;  // FNV-1a 32 offset basis.
+  for (unsigned char c : full_method_name) {
+    h ^= c;
+    h *= 16777619u;
+  }
+  return h == 0 ? 1 : h;
+}
+
+void Service::AddMethod(absl::string_view method_name,
+                        std::unique_ptr<MethodHandler> handler) {
+  MethodEntry entry;
+  entry.full_name = absl::StrCat("/", full_name_, "/", method_name);
+  entry.id = MethodId(entry.full_name);
+  entry.handler = std::move(handler);
+  methods_.push_back(std::move(entry));
+}
+
+namespace internal {
+
+absl::Status ParseRequest(absl::string_view request,
+                          google::protobuf::MessageLite* msg) {
+  if (!msg->ParseFromArray(request.data(), static_cast<int>(request.size()))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "request of ", request.size(), " bytes does not parse as ",
+        msg->GetTypeName()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SerializeResponse(const google::protobuf::MessageLite& msg,
+                               char* buf, size_t cap, size_t* len) {
+  const size_t size = msg.ByteSizeLong();
+  *len = size;
+  if (size > cap) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("response of ", size, " bytes exceeds ", cap));
+  }
+  msg.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(buf));
+  return absl::OkStatus();
+}
+
+}  // namespace internal
+}  // namespace rfrpc
