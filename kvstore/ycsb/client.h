@@ -9,7 +9,7 @@
 // and reports in Java YCSB's text format:
 //
 //   [OVERALL], RunTime(ms), 1021
-//   [OVERALL], Throughput(ops/sec), 9794.319294809011
+//   [OVERALL], Throughput(ops/sec), 9794.31929480901
 //   [READ], Operations, 9502
 //   [READ], AverageLatency(us), 3.41
 //   ...

@@ -87,7 +87,11 @@ AcknowledgedCounter::AcknowledgedCounter(int64_t start)
 
 absl::Status AcknowledgedCounter::Acknowledge(int64_t value) {
   constexpr int64_t kMask = kWindowSize - 1;
-  if (window_[value & kMask].exchange(true, std::memory_order_acq_rel)) {
+  // Java only notices a full window when the slot is still set; checking the
+  // distance to the limit also catches a value landing on the empty slot of
+  // a pending one, which would later be mistaken for it.
+  if (value - limit_.load(std::memory_order_acquire) > kWindowSize ||
+      window_[value & kMask].exchange(true, std::memory_order_acq_rel)) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "too many unacknowledged insertion keys (window ", kWindowSize,
         ") at ", value));

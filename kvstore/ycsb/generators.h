@@ -193,7 +193,9 @@ class Zipfian final : public NumberGenerator {
 
 // Zipfian popularity scattered over [min, max] by FNV-64 hashing. With theta
 // 0.99 this is Java's ScrambledZipfianGenerator exactly: a Zipfian over
-// [0, 10^16] with the precomputed zeta, hashed modulo the item count. Java
+// [0, 10^16] with the precomputed zeta, hashed modulo the item count. (That
+// constant is Java's, not the true zeta(10^16, 0.99), which is about 45.1;
+// it is kept so the key popularity matches Java YCSB's.) Java
 // would compute zeta over 10^16 items for other constants (which never ends);
 // here other constants use a Zipfian over the item count itself.
 // Thread-safe.
