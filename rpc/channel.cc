@@ -190,6 +190,16 @@ class ChannelImpl final : public Channel {
       st.fetch_histogram[i] = counters_.fetch_histogram[i].load();
     }
     st.server_time_ns = counters_.server_time_ns.load();
+    st.batches = counters_.batches.load();
+    st.batched_calls = counters_.batched_calls.load();
+    st.flushes_full = counters_.flushes_full.load();
+    st.flushes_bytes = counters_.flushes_bytes.load();
+    st.flushes_timeout = counters_.flushes_timeout.load();
+    st.result_parts = counters_.result_parts.load();
+    st.publishes_delayed = counters_.publishes_delayed.load();
+    st.batch_size = counters_.batch_size.load();
+    st.sizer_k = counters_.sizer_k.load();
+    st.sizer_adjustments = counters_.sizer_adjustments.load();
     return st;
   }
 

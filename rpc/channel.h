@@ -105,6 +105,22 @@ struct ChannelStats {
   // Sum of server-reported processing time, ns.
   uint64_t server_time_ns = 0;
 
+  // Batching.
+  uint64_t batches = 0;               // Request batches sent.
+  uint64_t batched_calls = 0;         // Calls that went in them.
+  uint64_t flushes_full = 0;          // Flushed on N.
+  uint64_t flushes_bytes = 0;         // Flushed because L would be exceeded.
+  uint64_t flushes_timeout = 0;       // Flushed on T.
+  uint64_t result_parts = 0;          // Result parts received.
+  uint64_t publishes_delayed = 0;     // Adaptive: publishes held back.
+  int batch_size = 0;                 // Current N (auto: the sizer's).
+  double sizer_k = 0;                 // Auto: last window's fraction over.
+  uint64_t sizer_adjustments = 0;
+
+  double CallsPerBatch() const {
+    return batches == 0 ? 0.0 : static_cast<double>(batched_calls) / batches;
+  }
+
   double ReadsPerCall() const {
     return calls == 0 ? 0.0 : static_cast<double>(rdma_reads) / calls;
   }

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "glog/logging.h"
+#include "rpc/batch_format.h"
 #include "rpc/rpc_handshake.pb.h"
 #include "rpc/slot_codec.h"
 #include "rpc/status_macros.h"
@@ -32,6 +33,7 @@ enum WrKind : uint64_t {
   kRestRead = 2,
   kRequestWrite = 3,
   kModeWrite = 4,
+  kPublishWrite = 5,  // Adaptive batching: the header WRITE of a batch.
 };
 constexpr uint64_t WrId(uint32_t slot, WrKind kind) {
   return (uint64_t{slot} << 4) | kind;
@@ -64,7 +66,13 @@ ClientConnection::ClientConnection(ChannelOptions options,
       counters_(counters),
       policy_(HybridPolicy::Params{options_.mode, options_.retries,
                                    options_.switch_after,
-                                   options_.switch_back_ratio}) {
+                                   options_.switch_back_ratio}),
+      flush_(std::max(1, options_.batch_size), options_.batch_bytes,
+             options_.batch_timeout),
+      sizer_(AutoBatchSizer::Options{options_.latency_limit,
+                                     options_.latency_alpha,
+                                     std::max(1, options_.sizer_window), 1, 128,
+                                     std::max(1, options_.batch_size)}) {
   absl::MutexLock lock(&mu_);
   retries_ = options_.retries;
   fetch_size_ = options_.fetch_size;
@@ -223,15 +231,21 @@ absl::Duration ClientConnection::fetch_delay() const {
 }
 
 bool ClientConnection::Post(const WorkRequest& wr) {
-  absl::Status s = conn_->Post(absl::MakeConstSpan(&wr, 1));
+  return PostList(absl::MakeConstSpan(&wr, 1));
+}
+
+bool ClientConnection::PostList(absl::Span<const WorkRequest> wrs) {
+  absl::Status s = conn_->Post(wrs);
   if (!s.ok()) {
     if (status_.ok()) status_ = s;
     return false;
   }
-  if (wr.opcode == transport::Opcode::kRead) {
-    counters_->rdma_reads.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    counters_->rdma_writes.fetch_add(1, std::memory_order_relaxed);
+  for (const WorkRequest& wr : wrs) {
+    if (wr.opcode == transport::Opcode::kRead) {
+      counters_->rdma_reads.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      counters_->rdma_writes.fetch_add(1, std::memory_order_relaxed);
+    }
   }
   return true;
 }
@@ -249,10 +263,16 @@ void ClientConnection::Enqueue(PendingCall* call) {
   UpdateNeedsDriver();
 }
 
+int ClientConnection::BatchSizeNow() const {
+  return options_.batch == BatchMode::kAuto ? sizer_.size()
+                                            : std::max(1, options_.batch_size);
+}
+
 absl::Status ClientConnection::StartLocked(
     PendingCall* call, const char* serialized,
     const google::protobuf::MessageLite* request, size_t size) {
   if (!status_.ok()) return status_;
+  if (batching()) return AddToBatchLocked(call, serialized, request, size);
   if (size > layout_.RequestPayloadCapacity()) {
     return absl::InvalidArgumentError(
         absl::StrCat("request of ", size, " bytes exceeds the connection's ",
@@ -277,13 +297,14 @@ absl::Status ClientConnection::StartLocked(
       buf, static_cast<uint32_t>(size), slot.seq, call->method_id, 0, 0);
 
   WorkRequest wr = WorkRequest::Write(
-      WrId(s, kRequestWrite), local_.get(), staging_offset_ +
-          size_t{s} * layout_.request_slot_bytes,
+      WrId(s, kRequestWrite), local_.get(),
+      staging_offset_ + size_t{s} * layout_.request_slot_bytes,
       static_cast<uint32_t>(framed), server_region_,
       layout_.RequestSlotOffset(s));
   wr.signaled = ++unsignaled_ >= kSignalEvery;
   if (wr.signaled) unsignaled_ = 0;
   const int64_t now = NowNs();
+  slot.batch = false;
   slot.call = call;
   slot.fetches = 0;
   slot.reads = 0;
@@ -292,7 +313,9 @@ absl::Status ClientConnection::StartLocked(
   slot.posted_ns = now;
   slot.last_probe_ns = now;
   slot.fetched_bytes = 0;
+  slot.part_offset = 0;
   ++busy_slots_;
+  ++outstanding_;
   if (!call->sync) ++async_slots_;
   if (policy_.current() == RpcMode::kServerReply) {
     slot.phase = Phase::kWaitReply;
@@ -314,14 +337,200 @@ absl::Status ClientConnection::StartLocked(
   return absl::OkStatus();
 }
 
+absl::Status ClientConnection::AddToBatchLocked(
+    PendingCall* call, const char* serialized,
+    const google::protobuf::MessageLite* request, size_t size) {
+  const size_t entry = wire::EntryBytes(size);
+  if (entry > layout_.RequestPayloadCapacity()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "request of ", size, " bytes (", entry,
+        " as a batch entry) exceeds the connection's ",
+        layout_.RequestPayloadCapacity(),
+        "-byte request slots (ChannelOptions::max_request_bytes)"));
+  }
+  if (outstanding_ >= options_.max_outstanding) {
+    return absl::ResourceExhaustedError(
+        "max_outstanding requests already in flight on the connection");
+  }
+  if (open_ >= 0) {
+    const Slot& o = slots_[open_];
+    const int n = static_cast<int>(o.calls.size());
+    if (flush_.BeforeAdd(n, o.bytes, entry) == FlushReason::kBytes) {
+      FlushLocked(FlushReason::kBytes);
+    } else if (o.bytes + entry > layout_.RequestPayloadCapacity()) {
+      FlushLocked(FlushReason::kBytes);
+    }
+    // A held (elastic) publish that is now full must wait: no room.
+    if (open_ >= 0 &&
+        slots_[open_].bytes + entry > layout_.RequestPayloadCapacity()) {
+      return absl::ResourceExhaustedError("open batch is full");
+    }
+  }
+  const int64_t now = NowNs();
+  if (open_ < 0) {
+    if (free_slots_.empty()) {
+      return absl::ResourceExhaustedError("all slots of the connection are busy");
+    }
+    open_ = static_cast<int>(free_slots_.back());
+    free_slots_.pop_back();
+    Slot& slot = slots_[open_];
+    slot.phase = Phase::kFilling;
+    slot.batch = true;
+    slot.call = nullptr;
+    slot.calls.clear();
+    slot.bytes = 0;
+    slot.transmitted = 0;
+    slot.untransmitted_entries = 0;
+    slot.first_ns = now;
+    slot.results_done = 0;
+    slot.live_calls = 0;
+    slot.publish_pending = false;
+    ++busy_slots_;
+  }
+  const uint32_t s = static_cast<uint32_t>(open_);
+  Slot& slot = slots_[s];
+  char* p = staging(s) + wire::kHeaderBytes + slot.bytes;
+  if (serialized != nullptr) {
+    std::memcpy(p + wire::kEntryHeaderBytes, serialized, size);
+  } else {
+    request->SerializeWithCachedSizesToArray(
+        reinterpret_cast<uint8_t*>(p + wire::kEntryHeaderBytes));
+  }
+  wire::PutBatchEntry(p, static_cast<uint32_t>(size), call->method_id);
+  slot.bytes += static_cast<uint32_t>(entry);
+  slot.calls.push_back(call);
+  ++slot.live_calls;
+  ++slot.untransmitted_entries;
+  ++outstanding_;
+  if (!call->sync) ++async_slots_;
+  if (options_.batch == BatchMode::kAdaptive &&
+      slot.untransmitted_entries >= static_cast<uint32_t>(std::max(1, options_.batch_group))) {
+    TransmitGroupLocked(s);
+  }
+  if (slot.publish_pending) {
+    // Held by the elastic threshold: keep filling until the previous
+    // publish completes (Progress publishes it then).
+  } else if (flush_.AfterAdd(static_cast<int>(slot.calls.size()),
+                             BatchSizeNow()) == FlushReason::kEntries) {
+    FlushLocked(FlushReason::kEntries);
+  }
+  UpdateNeedsDriver();
+  return status_;
+}
+
+void ClientConnection::TransmitGroupLocked(uint32_t s) {
+  Slot& slot = slots_[s];
+  if (slot.bytes == slot.transmitted) return;
+  WorkRequest wr = WorkRequest::Write(
+      WrId(s, kRequestWrite), local_.get(),
+      staging_offset_ + size_t{s} * layout_.request_slot_bytes +
+          wire::kHeaderBytes + slot.transmitted,
+      slot.bytes - slot.transmitted, server_region_,
+      layout_.RequestSlotOffset(s) + wire::kHeaderBytes + slot.transmitted);
+  wr.signaled = ++unsignaled_ >= kSignalEvery;
+  if (wr.signaled) unsignaled_ = 0;
+  if (Post(wr)) {
+    slot.transmitted = slot.bytes;
+    slot.untransmitted_entries = 0;
+  }
+}
+
+void ClientConnection::FlushLocked(FlushReason reason) {
+  if (open_ < 0) return;
+  const uint32_t s = static_cast<uint32_t>(open_);
+  Slot& slot = slots_[s];
+  switch (reason) {
+    case FlushReason::kEntries:
+      counters_->flushes_full.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case FlushReason::kBytes:
+      counters_->flushes_bytes.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case FlushReason::kTimeout:
+      counters_->flushes_timeout.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case FlushReason::kNone:
+      break;
+  }
+  if (options_.batch == BatchMode::kAdaptive && publish_in_flight_ &&
+      reason != FlushReason::kBytes) {
+    // Elastic threshold: the previous publish is still in flight; keep
+    // transmitting entries and publish when it completes.
+    if (!slot.publish_pending) {
+      slot.publish_pending = true;
+      counters_->publishes_delayed.fetch_add(1, std::memory_order_relaxed);
+    }
+    TransmitGroupLocked(s);
+    return;
+  }
+  PublishLocked(s);
+}
+
+void ClientConnection::PublishLocked(uint32_t s) {
+  Slot& slot = slots_[s];
+  open_ = -1;
+  slot.publish_pending = false;
+  char* buf = staging(s);
+  slot.seq = wire::NextSeq(slot.seq);
+  const size_t framed = wire::FinishRequest(
+      buf, slot.bytes, slot.seq, /*method_id=*/0,
+      static_cast<uint16_t>(std::min(BatchSizeNow(), 0xffff)),
+      wire::kRequestFlagBatch);
+  const uint64_t base = staging_offset_ + size_t{s} * layout_.request_slot_bytes;
+  const uint64_t rbase = layout_.RequestSlotOffset(s);
+  bool ok;
+  if (options_.batch == BatchMode::kAdaptive) {
+    // Entries already sent ahead; now the rest and the tail, then the header
+    // (WRITEs apply in order, so the header lands last).
+    const uint32_t from = wire::kHeaderBytes + slot.transmitted;
+    WorkRequest wrs[2];
+    wrs[0] = WorkRequest::Write(WrId(s, kRequestWrite), local_.get(), base + from,
+                                static_cast<uint32_t>(framed - from),
+                                server_region_, rbase + from);
+    wrs[0].signaled = false;
+    wrs[1] = WorkRequest::Write(WrId(s, kPublishWrite), local_.get(), base,
+                                wire::kHeaderBytes, server_region_, rbase);
+    wrs[1].signaled = true;
+    ok = PostList(absl::MakeConstSpan(wrs, 2));
+    if (ok) publish_in_flight_ = true;
+  } else {
+    WorkRequest wr = WorkRequest::Write(WrId(s, kRequestWrite), local_.get(),
+                                        base, static_cast<uint32_t>(framed),
+                                        server_region_, rbase);
+    wr.signaled = ++unsignaled_ >= kSignalEvery;
+    if (wr.signaled) unsignaled_ = 0;
+    ok = Post(wr);
+  }
+  counters_->batches.fetch_add(1, std::memory_order_relaxed);
+  counters_->batched_calls.fetch_add(slot.calls.size(), std::memory_order_relaxed);
+  const int64_t now = NowNs();
+  slot.fetches = 0;
+  slot.reads = 0;
+  slot.counted_slow = false;
+  slot.read_outstanding = false;
+  slot.posted_ns = now;
+  slot.last_probe_ns = now;
+  slot.fetched_bytes = 0;
+  slot.part_offset = 0;
+  slot.results_done = 0;
+  if (policy_.current() == RpcMode::kServerReply) {
+    slot.phase = Phase::kWaitReply;
+  } else {
+    slot.phase = Phase::kFetchHeader;
+    slot.next_fetch_ns =
+        now + (options_.adaptive_fetch_delay ? static_cast<int64_t>(fetch_delay_ns_) : 0);
+  }
+  (void)ok;  // A failed post failed the connection; Progress fails the calls.
+}
+
 void ClientConnection::PostHeaderRead(uint32_t s, int64_t now) {
   Slot& slot = slots_[s];
-  const uint32_t len = std::min<uint32_t>(fetch_size_,
-                                          layout_.response_slot_bytes);
+  const uint32_t room = layout_.response_slot_bytes - slot.part_offset;
+  const uint32_t len = std::min<uint32_t>(fetch_size_, room);
   WorkRequest wr = WorkRequest::Read(
       WrId(s, kHeaderRead), local_.get(),
-      fetch_offset_ + size_t{s} * layout_.response_slot_bytes, len,
-      server_region_, layout_.ResponseSlotOffset(s));
+      fetch_offset_ + size_t{s} * layout_.response_slot_bytes + slot.part_offset,
+      len, server_region_, layout_.ResponseSlotOffset(s) + slot.part_offset);
   slot.read_posted_ns = now;
   slot.fetched_bytes = len;
   if (Post(wr)) {
@@ -342,16 +551,21 @@ void ClientConnection::SetMode(RpcMode mode) {
   wr.signaled = true;
   Post(wr);
   // Order the flag's WRITE before the READs that follow (the server's side
-  // of this Dekker pair is in ServerWorker::Finish).
+  // of this Dekker pair is in ServerWorker::Serve).
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
 void ClientConnection::FreeSlot(uint32_t s) {
   Slot& slot = slots_[s];
+  outstanding_ -= slot.batch ? static_cast<int>(slot.calls.size()) : 1;
   slot.phase = Phase::kFree;
   slot.call = nullptr;
+  slot.calls.clear();
+  slot.live_calls = 0;
   slot.read_outstanding = false;
+  slot.publish_pending = false;
   --busy_slots_;
+  if (open_ == static_cast<int>(s)) open_ = -1;
   free_slots_.push_back(s);
 }
 
@@ -359,10 +573,14 @@ void ClientConnection::UpdateNeedsDriver() {
   int abandoned = 0;
   if (busy_slots_ > 0) {
     for (const Slot& slot : slots_) {
-      if (slot.phase != Phase::kFree && slot.call == nullptr) ++abandoned;
+      if (slot.phase != Phase::kFree && slot.phase != Phase::kFilling &&
+          Abandoned(slot)) {
+        ++abandoned;
+      }
     }
   }
-  needs_driver_.store(async_slots_ + static_cast<int>(queued_.size()) + abandoned,
+  needs_driver_.store(async_slots_ + static_cast<int>(queued_.size()) +
+                          abandoned + (open_ >= 0 ? 1 : 0),
                       std::memory_order_release);
 }
 
@@ -370,6 +588,13 @@ void ClientConnection::FinishCall(PendingCall* call, absl::Status status,
                                   std::vector<PendingCall*>* finished) {
   if (!status.ok()) {
     counters_->calls_failed.fetch_add(1, std::memory_order_relaxed);
+  } else if (options_.batch == BatchMode::kAuto) {
+    const int64_t latency = NowNs() - call->start_ns;
+    if (sizer_.Record(absl::Nanoseconds(latency))) {
+      counters_->sizer_adjustments.fetch_add(1, std::memory_order_relaxed);
+    }
+    counters_->batch_size.store(sizer_.size(), std::memory_order_relaxed);
+    counters_->sizer_k.store(sizer_.last_k(), std::memory_order_relaxed);
   }
   call->status = std::move(status);
   if (call->ctx != nullptr) {
@@ -384,11 +609,40 @@ void ClientConnection::FinishCall(PendingCall* call, absl::Status status,
   }
 }
 
+void ClientConnection::FinishWithResult(PendingCall* call, uint16_t status_code,
+                                        absl::string_view payload, RpcMode via,
+                                        const Slot& slot, int64_t server_ns,
+                                        std::vector<PendingCall*>* finished) {
+  call->mode_used = via;
+  call->fetches = slot.fetches;
+  call->reads = slot.reads;
+  call->server_time_ns = server_ns;
+  counters_->calls.fetch_add(1, std::memory_order_relaxed);
+  counters_->server_time_ns.fetch_add(static_cast<uint64_t>(server_ns),
+                                      std::memory_order_relaxed);
+  if (via == RpcMode::kRemoteFetch) {
+    counters_->calls_remote_fetch.fetch_add(1, std::memory_order_relaxed);
+    const int b = std::min(std::max(slot.fetches, 1), 16) - 1;
+    counters_->fetch_histogram[b].fetch_add(1, std::memory_order_relaxed);
+  } else {
+    counters_->calls_server_reply.fetch_add(1, std::memory_order_relaxed);
+  }
+  absl::Status st;
+  if (status_code != 0) {
+    st = absl::Status(static_cast<absl::StatusCode>(status_code), payload);
+  } else if (!call->response->ParseFromArray(payload.data(),
+                                             static_cast<int>(payload.size()))) {
+    st = absl::InternalError(absl::StrCat("response of ", payload.size(),
+                                          " bytes does not parse as ",
+                                          call->response->GetTypeName()));
+  }
+  FinishCall(call, std::move(st), finished);
+}
+
 void ClientConnection::Complete(uint32_t s, const char* payload,
                                 const wire::ResponseView& view, RpcMode via,
                                 std::vector<PendingCall*>* finished) {
   Slot& slot = slots_[s];
-  PendingCall* call = slot.call;
   const int64_t server_ns = wire::DecodeServerTimeNs(view.server_time);
   if (via == RpcMode::kRemoteFetch) {
     policy_.OnFetchedCall(slot.fetches);
@@ -408,34 +662,77 @@ void ClientConnection::Complete(uint32_t s, const char* payload,
     options_.on_result(static_cast<uint32_t>(wire::kHeaderBytes + view.size),
                        absl::Nanoseconds(server_ns));
   }
-  if (call != nullptr) {
-    call->mode_used = via;
-    call->fetches = slot.fetches;
-    call->reads = slot.reads;
-    call->server_time_ns = server_ns;
-    counters_->calls.fetch_add(1, std::memory_order_relaxed);
-    counters_->server_time_ns.fetch_add(static_cast<uint64_t>(server_ns),
-                                        std::memory_order_relaxed);
-    if (via == RpcMode::kRemoteFetch) {
-      counters_->calls_remote_fetch.fetch_add(1, std::memory_order_relaxed);
-      const int b = std::min(std::max(slot.fetches, 1), 16) - 1;
-      counters_->fetch_histogram[b].fetch_add(1, std::memory_order_relaxed);
-    } else {
-      counters_->calls_server_reply.fetch_add(1, std::memory_order_relaxed);
-    }
-    absl::Status st;
-    if (view.status_code != 0) {
-      st = absl::Status(static_cast<absl::StatusCode>(view.status_code),
-                        absl::string_view(payload, view.size));
-    } else if (!call->response->ParseFromArray(payload,
-                                               static_cast<int>(view.size))) {
-      st = absl::InternalError(absl::StrCat(
-          "response of ", view.size, " bytes does not parse as ",
-          call->response->GetTypeName()));
-    }
-    FinishCall(call, std::move(st), finished);
+  if (slot.batch) {
+    CompletePart(s, payload, view, via, finished);
+    return;
+  }
+  if (slot.call != nullptr) {
+    FinishWithResult(slot.call, view.status_code,
+                     absl::string_view(payload, view.size), via, slot,
+                     server_ns, finished);
   }
   FreeSlot(s);
+}
+
+void ClientConnection::CompletePart(uint32_t s, const char* payload,
+                                    const wire::ResponseView& view, RpcMode via,
+                                    std::vector<PendingCall*>* finished) {
+  Slot& slot = slots_[s];
+  const int64_t server_ns = wire::DecodeServerTimeNs(view.server_time);
+  counters_->result_parts.fetch_add(1, std::memory_order_relaxed);
+  if ((view.flags & wire::kResponseFlagBatch) == 0) {
+    // A batch-level error (e.g. a malformed batch): every call gets it.
+    const absl::string_view msg(payload, view.size);
+    for (PendingCall*& call : slot.calls) {
+      if (call == nullptr) continue;
+      FinishWithResult(call, view.status_code != 0 ? view.status_code
+                                                   : static_cast<uint16_t>(absl::StatusCode::kInternal),
+                       msg, via, slot, server_ns, finished);
+      call = nullptr;
+    }
+    FreeSlot(s);
+    return;
+  }
+  wire::ResultReader reader(absl::string_view(payload, view.size));
+  uint16_t code;
+  absl::string_view result;
+  uint32_t n = 0;
+  while (reader.Next(&code, &result)) {
+    if (slot.results_done >= slot.calls.size()) break;
+    PendingCall*& call = slot.calls[slot.results_done++];
+    ++n;
+    if (call != nullptr) {
+      FinishWithResult(call, code, result, via, slot, server_ns, finished);
+      call = nullptr;
+      --slot.live_calls;
+    }
+  }
+  if (!reader.error().ok() || n != view.entries) {
+    FailLocked(absl::InternalError(absl::StrCat(
+                   "malformed result part on slot ", s, ": ",
+                   reader.error().ok() ? absl::StrCat(n, " entries, header says ",
+                                                      view.entries)
+                                       : std::string(reader.error().message()))),
+               finished);
+    return;
+  }
+  if (slot.results_done >= slot.calls.size()) {
+    FreeSlot(s);
+    return;
+  }
+  // More parts follow, back to back: fetch the next one at once.
+  slot.part_offset += static_cast<uint32_t>(wire::FramedBytes(view.size));
+  if (slot.part_offset + wire::kHeaderBytes > layout_.response_slot_bytes) {
+    FailLocked(absl::InternalError("result parts run past the response buffer"),
+               finished);
+    return;
+  }
+  slot.fetches = 0;
+  slot.counted_slow = true;  // Only a batch's first part feeds the policy.
+  slot.phase = policy_.current() == RpcMode::kServerReply ? Phase::kWaitReply
+                                                          : Phase::kFetchHeader;
+  slot.next_fetch_ns = 0;
+  slot.last_probe_ns = NowNs();
 }
 
 void ClientConnection::HandleHeader(uint32_t s, int64_t now,
@@ -443,10 +740,12 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
   Slot& slot = slots_[s];
   const double rtt = static_cast<double>(now - slot.read_posted_ns);
   rtt_ns_ = rtt_ns_ == 0 ? rtt : 0.9 * rtt_ns_ + 0.1 * rtt;
+  char* buf = fetch_buf(s) + slot.part_offset;
+  const size_t capacity =
+      wire::SlotPayloadCapacity(layout_.response_slot_bytes - slot.part_offset);
   wire::ResponseView view;
   const wire::FetchState st = wire::InspectResponse(
-      fetch_buf(s), slot.fetched_bytes, layout_.ResponsePayloadCapacity(),
-      slot.seq, /*require_tail=*/false, &view);
+      buf, slot.fetched_bytes, capacity, slot.seq, /*require_tail=*/false, &view);
   if (st == wire::FetchState::kCorrupt) {
     FailLocked(absl::InternalError(absl::StrCat(
                    "server sent a corrupt response header on slot ", s)),
@@ -454,8 +753,9 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
     return;
   }
   const bool probe = slot.phase == Phase::kWaitReply;
+  const bool abandoned = Abandoned(slot);
   if (st == wire::FetchState::kReady) {
-    if (!probe && slot.call != nullptr && slot.fetches == 0) {
+    if (!probe && !abandoned && slot.fetches == 0 && slot.part_offset == 0) {
       fetch_delay_ns_ = std::max(0.0, fetch_delay_ns_ - kDelayShrink);
     }
     ++slot.fetches;
@@ -464,19 +764,19 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
       return;
     }
     if (wire::kHeaderBytes + view.size <= slot.fetched_bytes) {
-      Complete(s, fetch_buf(s) + wire::kHeaderBytes, view,
-               RpcMode::kRemoteFetch, finished);
+      Complete(s, buf + wire::kHeaderBytes, view, RpcMode::kRemoteFetch,
+               finished);
       return;
     }
     // The result is larger than F: one more READ for the rest.
-    const uint32_t rest =
-        static_cast<uint32_t>(wire::kHeaderBytes + view.size) - slot.fetched_bytes;
+    const uint32_t rest = static_cast<uint32_t>(wire::kHeaderBytes + view.size) -
+                          slot.fetched_bytes;
     WorkRequest wr = WorkRequest::Read(
         WrId(s, kRestRead), local_.get(),
         fetch_offset_ + size_t{s} * layout_.response_slot_bytes +
-            slot.fetched_bytes,
+            slot.part_offset + slot.fetched_bytes,
         rest, server_region_,
-        layout_.ResponseSlotOffset(s) + slot.fetched_bytes);
+        layout_.ResponseSlotOffset(s) + slot.part_offset + slot.fetched_bytes);
     if (Post(wr)) {
       slot.read_outstanding = true;
       ++slot.reads;
@@ -486,7 +786,7 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
   }
   // Not ready yet.
   if (probe) return;
-  if (slot.call != nullptr && slot.fetches == 0 &&
+  if (!abandoned && slot.fetches == 0 && slot.part_offset == 0 &&
       options_.mode != RpcMode::kServerReply) {
     // Grow the first-fetch delay, but never past R fetch times, so a slow
     // server still shows up as calls needing more than R fetches.
@@ -499,7 +799,7 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
     slot.last_probe_ns = now;
     return;
   }
-  if (slot.call == nullptr) {
+  if (abandoned) {
     slot.next_fetch_ns = now + kAbandonedFetchNs;
     return;
   }
@@ -535,7 +835,14 @@ void ClientConnection::FailLocked(absl::Status status,
   for (uint32_t s = 0; s < slots_.size(); ++s) {
     Slot& slot = slots_[s];
     if (slot.phase == Phase::kFree) continue;
-    if (slot.call != nullptr) FinishCall(slot.call, status_, finished);
+    if (slot.batch) {
+      for (PendingCall*& call : slot.calls) {
+        if (call != nullptr) FinishCall(call, status_, finished);
+        call = nullptr;
+      }
+    } else if (slot.call != nullptr) {
+      FinishCall(slot.call, status_, finished);
+    }
     FreeSlot(s);
   }
   while (!queued_.empty()) {
@@ -553,6 +860,36 @@ void ClientConnection::Abort(absl::Status status,
   FailLocked(std::move(status), finished);
 }
 
+void ClientConnection::ExpireCalls(uint32_t s, int64_t now,
+                                   std::vector<PendingCall*>* finished) {
+  Slot& slot = slots_[s];
+  const absl::Time t = absl::FromUnixNanos(now);
+  auto expire = [&](PendingCall* call) {
+    call->fetches = slot.fetches;
+    call->reads = slot.reads;
+    FinishCall(call,
+               absl::DeadlineExceededError(absl::StrCat(
+                   "deadline exceeded after ",
+                   absl::FormatDuration(absl::Nanoseconds(now - call->start_ns)),
+                   " (", slot.fetches, " fetches, mode ",
+                   RpcModeName(policy_.current()), ")")),
+               finished);
+  };
+  if (slot.batch) {
+    for (PendingCall*& call : slot.calls) {
+      if (call != nullptr && t > call->deadline) {
+        expire(call);
+        call = nullptr;
+        --slot.live_calls;
+      }
+    }
+  } else if (slot.call != nullptr && t > slot.call->deadline) {
+    PendingCall* call = slot.call;
+    slot.call = nullptr;  // Abandoned: reused once its result shows up.
+    expire(call);
+  }
+}
+
 bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
   absl::MutexLock lock(&mu_);
   if (!status_.ok()) {
@@ -568,6 +905,17 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
     }
   }
   int64_t now = NowNs();
+
+  // 0. The open batch goes when T has passed.
+  if (open_ >= 0) {
+    const Slot& o = slots_[open_];
+    if (!o.publish_pending &&
+        flush_.OnTick(static_cast<int>(o.calls.size()), o.first_ns, now) ==
+            FlushReason::kTimeout) {
+      FlushLocked(FlushReason::kTimeout);
+      progressed = true;
+    }
+  }
 
   // 1. Post the header READs that are due.
   for (uint32_t s = 0; s < slots_.size(); ++s) {
@@ -595,6 +943,14 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
     }
     const uint32_t s = static_cast<uint32_t>(c.wr_id >> 4);
     const WrKind kind = static_cast<WrKind>(c.wr_id & 0xf);
+    if (kind == kPublishWrite) {
+      publish_in_flight_ = false;
+      if (open_ >= 0 && slots_[open_].publish_pending) {
+        PublishLocked(static_cast<uint32_t>(open_));
+      }
+      progressed = true;
+      continue;
+    }
     if (kind == kRequestWrite || kind == kModeWrite) continue;
     if (s >= slots_.size()) continue;
     Slot& slot = slots_[s];
@@ -607,10 +963,11 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
       }
     } else if (kind == kRestRead && slot.phase == Phase::kFetchRest) {
       wire::ResponseView view;
-      const char* buf = fetch_buf(s);
-      if (wire::InspectResponse(buf, layout_.response_slot_bytes,
-                                layout_.ResponsePayloadCapacity(), slot.seq,
-                                false, &view) == wire::FetchState::kReady) {
+      const char* buf = fetch_buf(s) + slot.part_offset;
+      const uint32_t room = layout_.response_slot_bytes - slot.part_offset;
+      if (wire::InspectResponse(buf, room, wire::SlotPayloadCapacity(room),
+                                slot.seq, false, &view) ==
+          wire::FetchState::kReady) {
         Complete(s, buf + wire::kHeaderBytes, view, RpcMode::kRemoteFetch,
                  finished);
       } else {
@@ -632,14 +989,16 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
       if (slot.phase == Phase::kFree) continue;
       if (slot.phase == Phase::kWaitReply) {
         wire::ResponseView view;
-        const char* buf = reply_slot(s);
+        const char* buf = reply_slot(s) + slot.part_offset;
+        const uint32_t room = layout_.response_slot_bytes - slot.part_offset;
         const wire::FetchState st = wire::InspectResponse(
-            buf, layout_.response_slot_bytes, layout_.ResponsePayloadCapacity(),
-            slot.seq, /*require_tail=*/true, &view);
+            buf, room, wire::SlotPayloadCapacity(room), slot.seq,
+            /*require_tail=*/true, &view);
         if (st == wire::FetchState::kReady) {
           Complete(s, buf + wire::kHeaderBytes, view, RpcMode::kServerReply,
                    finished);
           progressed = true;
+          if (!status_.ok()) return true;
           continue;
         }
         if (st == wire::FetchState::kCorrupt) {
@@ -652,29 +1011,19 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
           PostHeaderRead(s, now);
         }
       }
-      if (slot.call != nullptr && absl::FromUnixNanos(now) > slot.call->deadline) {
-        PendingCall* call = slot.call;
-        slot.call = nullptr;  // Abandoned: reused once its result shows up.
-        call->fetches = slot.fetches;
-        call->reads = slot.reads;
-        FinishCall(call,
-                   absl::DeadlineExceededError(absl::StrCat(
-                       "deadline exceeded after ",
-                       absl::FormatDuration(absl::Nanoseconds(now - call->start_ns)),
-                       " (", slot.fetches, " fetches, mode ",
-                       RpcModeName(policy_.current()), ")")),
-                   finished);
-        UpdateNeedsDriver();
+      const bool was_abandoned = slot.phase != Phase::kFilling && Abandoned(slot);
+      ExpireCalls(s, now, finished);
+      if (!was_abandoned && slot.phase != Phase::kFilling && Abandoned(slot)) {
         progressed = true;
       }
     }
   }
 
   // 4. Queued async calls take freed slots.
-  while (!queued_.empty() && !free_slots_.empty()) {
+  while (!queued_.empty()) {
     PendingCall* call = queued_.front();
-    queued_.pop_front();
     if (absl::FromUnixNanos(now) > call->deadline) {
+      queued_.pop_front();
       ++async_slots_;
       FinishCall(call, absl::DeadlineExceededError("deadline exceeded waiting for a free slot"),
                  finished);
@@ -682,6 +1031,8 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
     }
     absl::Status st = StartLocked(call, call->queued_request.data(), nullptr,
                                   call->queued_request.size());
+    if (st.code() == absl::StatusCode::kResourceExhausted) break;
+    queued_.pop_front();
     if (!st.ok()) {
       ++async_slots_;
       FinishCall(call, st, finished);

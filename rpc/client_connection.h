@@ -31,6 +31,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "google/protobuf/message_lite.h"
+#include "rpc/batch_policy.h"
 #include "rpc/channel.h"
 #include "rpc/hybrid_policy.h"
 #include "rpc/options.h"
@@ -76,6 +77,16 @@ struct ChannelCounters {
   std::atomic<uint64_t> switches_to_remote_fetch{0};
   std::atomic<uint64_t> fetch_histogram[16] = {};
   std::atomic<uint64_t> server_time_ns{0};
+  std::atomic<uint64_t> batches{0};
+  std::atomic<uint64_t> batched_calls{0};
+  std::atomic<uint64_t> flushes_full{0};
+  std::atomic<uint64_t> flushes_bytes{0};
+  std::atomic<uint64_t> flushes_timeout{0};
+  std::atomic<uint64_t> result_parts{0};
+  std::atomic<uint64_t> publishes_delayed{0};
+  std::atomic<int> batch_size{0};
+  std::atomic<double> sizer_k{0};
+  std::atomic<uint64_t> sizer_adjustments{0};
 };
 
 class ClientConnection {
@@ -125,6 +136,7 @@ class ClientConnection {
  private:
   enum class Phase : uint8_t {
     kFree,
+    kFilling,       // The open request batch, not sent yet.
     kFetchHeader,   // Remote fetching: READ the header (+ F bytes).
     kFetchRest,     // READ of the part past F in flight.
     kWaitReply,     // Server-reply: poll the local reply slot.
@@ -133,7 +145,7 @@ class ClientConnection {
   struct Slot {
     Phase phase = Phase::kFree;
     uint32_t seq = 0;
-    PendingCall* call = nullptr;  // Null when abandoned (deadline passed).
+    PendingCall* call = nullptr;  // Single call; null when abandoned.
     bool read_outstanding = false;
     bool counted_slow = false;
     int fetches = 0;
@@ -142,7 +154,19 @@ class ClientConnection {
     int64_t next_fetch_ns = 0;   // Earliest time of the next header READ.
     int64_t read_posted_ns = 0;
     int64_t last_probe_ns = 0;
-    uint32_t fetched_bytes = 0;  // Bytes valid in the fetch buffer.
+    uint32_t fetched_bytes = 0;  // Bytes valid in the fetch buffer (from
+                                 // part_offset).
+    // Batches.
+    bool batch = false;
+    std::vector<PendingCall*> calls;  // Entry order; null once finished early.
+    uint32_t bytes = 0;               // Payload bytes (entries) so far.
+    uint32_t transmitted = 0;         // Adaptive: payload bytes WRITTen early.
+    uint32_t untransmitted_entries = 0;
+    int64_t first_ns = 0;             // First entry's arrival.
+    uint32_t results_done = 0;
+    uint32_t part_offset = 0;         // Offset of the next result part.
+    uint32_t live_calls = 0;          // Calls not yet finished.
+    bool publish_pending = false;     // Adaptive: held by the elastic rule.
   };
 
   ClientConnection(ChannelOptions options, ChannelCounters* counters);
@@ -150,11 +174,26 @@ class ClientConnection {
   absl::Status StartLocked(PendingCall* call, const char* serialized,
                            const google::protobuf::MessageLite* request,
                            size_t size) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status AddToBatchLocked(PendingCall* call, const char* serialized,
+                                const google::protobuf::MessageLite* request,
+                                size_t size) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sends the open batch (or holds it, adaptive's elastic threshold).
+  void FlushLocked(FlushReason reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PublishLocked(uint32_t s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void TransmitGroupLocked(uint32_t s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PostHeaderRead(uint32_t s, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleHeader(uint32_t s, int64_t now, std::vector<PendingCall*>* finished)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Complete(uint32_t s, const char* payload, const wire::ResponseView& view,
                 RpcMode via, std::vector<PendingCall*>* finished)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CompletePart(uint32_t s, const char* payload,
+                    const wire::ResponseView& view, RpcMode via,
+                    std::vector<PendingCall*>* finished)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FinishWithResult(PendingCall* call, uint16_t status_code,
+                        absl::string_view payload, RpcMode via, const Slot& slot,
+                        int64_t server_ns, std::vector<PendingCall*>* finished)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FinishCall(PendingCall* call, absl::Status status,
                   std::vector<PendingCall*>* finished)
@@ -164,11 +203,20 @@ class ClientConnection {
   void FailLocked(absl::Status status, std::vector<PendingCall*>* finished)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Post(const transport::WorkRequest& wr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool PostList(absl::Span<const transport::WorkRequest> wrs)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateNeedsDriver() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool Abandoned(const Slot& slot) const {
+    return slot.batch ? slot.live_calls == 0 : slot.call == nullptr;
+  }
+  void ExpireCalls(uint32_t s, int64_t now, std::vector<PendingCall*>* finished)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int BatchSizeNow() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   char* staging(uint32_t s) const;
   char* fetch_buf(uint32_t s) const;
   char* reply_slot(uint32_t s) const;
+  bool batching() const { return options_.batch != BatchMode::kOff; }
 
   const ChannelOptions options_;
   ChannelCounters* const counters_;  // Not owned.
@@ -191,6 +239,11 @@ class ClientConnection {
   std::vector<uint32_t> free_slots_ ABSL_GUARDED_BY(mu_);
   std::deque<PendingCall*> queued_ ABSL_GUARDED_BY(mu_);
   HybridPolicy policy_ ABSL_GUARDED_BY(mu_);
+  FlushPolicy flush_;
+  AutoBatchSizer sizer_ ABSL_GUARDED_BY(mu_);
+  int open_ ABSL_GUARDED_BY(mu_) = -1;            // Slot of the open batch.
+  int outstanding_ ABSL_GUARDED_BY(mu_) = 0;      // Requests in flight.
+  bool publish_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   uint32_t unsignaled_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t rounds_ ABSL_GUARDED_BY(mu_) = 0;

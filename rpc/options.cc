@@ -26,4 +26,27 @@ absl::StatusOr<RpcMode> ParseRpcMode(absl::string_view name) {
       "unknown rpc mode \"", name, "\" (expected rf, server_reply or hybrid)"));
 }
 
+absl::string_view BatchModeName(BatchMode mode) {
+  switch (mode) {
+    case BatchMode::kOff:
+      return "off";
+    case BatchMode::kFixed:
+      return "fixed";
+    case BatchMode::kAuto:
+      return "auto";
+    case BatchMode::kAdaptive:
+      return "adaptive";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<BatchMode> ParseBatchMode(absl::string_view name) {
+  if (name == "off" || name == "none") return BatchMode::kOff;
+  if (name == "fixed") return BatchMode::kFixed;
+  if (name == "auto") return BatchMode::kAuto;
+  if (name == "adaptive") return BatchMode::kAdaptive;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown batch mode \"", name, "\" (expected off, fixed, auto or adaptive)"));
+}
+
 }  // namespace rfrpc

@@ -34,6 +34,20 @@ enum class RpcMode : uint8_t {
 absl::string_view RpcModeName(RpcMode mode);
 absl::StatusOr<RpcMode> ParseRpcMode(absl::string_view name);
 
+// Request batching (paper §4; RB²'s adaptive batching).
+enum class BatchMode : uint8_t {
+  kOff = 0,       // One request per slot.
+  kFixed = 1,     // Batches of batch_size, flushed on N, L or T.
+  kAuto = 2,      // The size follows the latency bound (paper §4.2).
+  kAdaptive = 3,  // Entries are transmitted in groups of batch_group as they
+                  // fill and the batch is published after; a publish waits
+                  // while the previous one is in flight (elastic threshold).
+};
+
+// "off", "fixed", "auto", "adaptive".
+absl::string_view BatchModeName(BatchMode mode);
+absl::StatusOr<BatchMode> ParseBatchMode(absl::string_view name);
+
 struct ChannelOptions {
   // Transport provider: "shm", "verbs" or "auto". Default: "shm".
   std::string provider = "shm";
@@ -71,6 +85,26 @@ struct ChannelOptions {
   // Shared secret presented in the handshake. Default: "" (none).
   std::string auth_token;
 
+  // Batching. Default: kOff.
+  BatchMode batch = BatchMode::kOff;
+  // N: requests per batch (fixed), the starting size (auto), the publish
+  // threshold (adaptive). Default: 16.
+  int batch_size = 16;
+  // L: a batch is flushed before its payload would exceed this. Default: 2048.
+  uint32_t batch_bytes = 2048;
+  // T: a batch is flushed this long after its first request. Default: 5 ms.
+  absl::Duration batch_timeout = absl::Milliseconds(5);
+  // Requests in flight per connection (batches are pipelined up to this).
+  // Default: 256.
+  int max_outstanding = 256;
+  // Auto sizer: keep at most latency_alpha of calls above latency_limit,
+  // deciding every sizer_window calls. Defaults: 100 us, 0.05, 1000.
+  absl::Duration latency_limit = absl::Microseconds(100);
+  double latency_alpha = 0.05;
+  int sizer_window = 1000;
+  // Adaptive: entries transmitted per group (RB²'s beta). Default: 4.
+  int batch_group = 4;
+
   // Adaptive delay of a call's first fetch: the client learns how long
   // results take and READs once they are likely ready, instead of at once.
   // Off gives the paper's "fetch immediately, repeatedly". Default: true.
@@ -106,6 +140,10 @@ struct ServerOptions {
   // Results larger than this go by server-reply whatever the mode (the
   // paper's large-entry path). Default: 8192.
   uint32_t large_result_bytes = 8192;
+  // Result parts of a batch hold at most this much payload (unless one
+  // entry is larger) and at most the client's batch size in entries.
+  // Default: 2048.
+  uint32_t result_batch_bytes = 2048;
   // Connections accepted at most. Default: 1024.
   int max_connections = 1024;
   // Idle policy of a worker with nothing to do: spin this many empty rounds,

@@ -105,6 +105,7 @@ class Server::Impl {
     s.calls_failed = counters_.calls_failed.load();
     s.bad_requests = counters_.bad_requests.load();
     s.rdma_writes = counters_.rdma_writes.load();
+    s.batches = counters_.batches.load();
     return s;
   }
 

@@ -43,6 +43,7 @@ struct ServerStats {
   uint64_t calls_failed = 0;        // Non-OK status returned to a caller.
   uint64_t bad_requests = 0;        // Malformed slots.
   uint64_t rdma_writes = 0;         // Out-bound WRITEs issued by workers.
+  uint64_t batches = 0;             // Request batches served.
 };
 
 class Server {

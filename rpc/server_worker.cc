@@ -18,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "glog/logging.h"
+#include "rpc/batch_format.h"
 #include "rpc/slot_codec.h"
 
 namespace rfrpc {
@@ -105,7 +106,9 @@ void ServerWorker::TakeCompletions() {
         Close(k, wc.ToStatus());
       } else {
         const uint64_t slot = wc.wr_id;
-        if (slot < c->push_in_flight.size()) c->push_in_flight[slot] = 0;
+        if (slot < c->push_in_flight.size() && c->push_in_flight[slot] > 0) {
+          --c->push_in_flight[slot];
+        }
       }
       break;
     }
@@ -178,33 +181,16 @@ void ServerWorker::Serve(ServerConnection* c, uint32_t s) {
   if (state == wire::SlotState::kCorrupt) {
     counters_->bad_requests.fetch_add(1, std::memory_order_relaxed);
     status = absl::InvalidArgumentError(why);
+  } else if (req.flags == wire::kRequestFlagBatch) {
+    ServeBatch(c, s, req, start_ns);
+    return;
   } else if (req.flags != 0) {
     counters_->bad_requests.fetch_add(1, std::memory_order_relaxed);
     status = absl::InvalidArgumentError(
         absl::StrFormat("request flags 0x%x not supported", req.flags));
   } else {
-    auto it = methods_->find(req.method_id);
-    if (it == methods_->end()) {
-      status = absl::UnimplementedError(
-          absl::StrFormat("no method with id 0x%08x on this server", req.method_id));
-    } else {
-      const MethodEntry* m = it->second;
-      ctx_.Reset(m->full_name, c->peer, index_, absl::FromUnixNanos(start_ns));
-      try {
-        status = m->handler->Run(&ctx_, req.payload, payload, cap, &len);
-      } catch (const std::exception& e) {
-        status = absl::InternalError(
-            absl::StrCat("handler of ", m->full_name, " threw: ", e.what()));
-      } catch (...) {
-        status = absl::InternalError(
-            absl::StrCat("handler of ", m->full_name, " threw"));
-      }
-      if (status.code() == absl::StatusCode::kResourceExhausted && len > cap) {
-        status = absl::ResourceExhaustedError(absl::StrCat(
-            "response of ", len, " bytes exceeds the connection's ", cap,
-            "-byte response slot (raise ChannelOptions::max_response_bytes)"));
-      }
-    }
+    status = RunHandler(c, req.method_id, req.payload, start_ns, payload, cap,
+                        &len);
   }
   uint16_t code = 0;
   if (!status.ok()) {
@@ -220,26 +206,165 @@ void ServerWorker::Serve(ServerConnection* c, uint32_t s) {
       resp, static_cast<uint32_t>(len), seq, wire::EncodeServerTime(elapsed),
       code, large ? wire::kResponseFlagPushed : 0);
   counters_->calls.fetch_add(1, std::memory_order_relaxed);
+  FinishPublish(c, s, 0, framed, large);
+}
+
+absl::Status ServerWorker::RunHandler(ServerConnection* c, uint32_t method_id,
+                                      absl::string_view request,
+                                      int64_t start_ns, char* out, size_t cap,
+                                      size_t* len) {
+  auto it = methods_->find(method_id);
+  if (it == methods_->end()) {
+    return absl::UnimplementedError(
+        absl::StrFormat("no method with id 0x%08x on this server", method_id));
+  }
+  const MethodEntry* m = it->second;
+  ctx_.Reset(m->full_name, c->peer, index_, absl::FromUnixNanos(start_ns));
+  absl::Status status;
+  try {
+    status = m->handler->Run(&ctx_, request, out, cap, len);
+  } catch (const std::exception& e) {
+    status = absl::InternalError(
+        absl::StrCat("handler of ", m->full_name, " threw: ", e.what()));
+  } catch (...) {
+    status =
+        absl::InternalError(absl::StrCat("handler of ", m->full_name, " threw"));
+  }
+  if (status.code() == absl::StatusCode::kResourceExhausted && *len > cap) {
+    status = absl::ResourceExhaustedError(absl::StrCat(
+        "response of ", *len, " bytes exceeds the ", cap,
+        " bytes left in the connection's response slot (raise "
+        "ChannelOptions::max_response_bytes)"));
+  }
+  return status;
+}
+
+void ServerWorker::ServeBatch(ServerConnection* c, uint32_t s,
+                              const wire::RequestView& req, int64_t start_ns) {
+  const wire::ConnectionLayout& l = c->layout;
+  const uint32_t seq = req.seq;
+  char* resp = c->region->data() + l.ResponseSlotOffset(s);
+  const size_t buf_bytes = l.response_slot_bytes;
+  c->expected_seq[s] = wire::NextSeq(seq);
+  counters_->batches.fetch_add(1, std::memory_order_relaxed);
+
+  uint32_t n = 0;
+  absl::Status bad = wire::CountBatchEntries(req.payload, &n);
+  // Room for every entry's result header in a part of its own, the worst
+  // case, must exist before anything runs.
+  constexpr size_t kPartOverhead = wire::kHeaderBytes + wire::kTailBytes;
+  if (bad.ok() && size_t{n} * (kPartOverhead + wire::kEntryHeaderBytes) > buf_bytes) {
+    bad = absl::ResourceExhaustedError(absl::StrCat(
+        "batch of ", n, " requests cannot fit its results in a ", buf_bytes,
+        "-byte response slot"));
+  }
+  if (!bad.ok()) {
+    // A batch-level error answers the whole batch as one plain response.
+    counters_->bad_requests.fetch_add(1, std::memory_order_relaxed);
+    const size_t len = std::min(bad.message().size(), l.ResponsePayloadCapacity());
+    std::memcpy(resp + wire::kHeaderBytes, bad.message().data(), len);
+    const size_t framed = wire::PublishResponse(
+        resp, static_cast<uint32_t>(len), seq, 0,
+        static_cast<uint16_t>(bad.code()), 0);
+    counters_->calls.fetch_add(1, std::memory_order_relaxed);
+    FinishPublish(c, s, 0, framed, false);
+    return;
+  }
+  const uint32_t max_entries = req.aux == 0 ? 128u : req.aux;
+  const size_t part_bytes_limit = std::max<size_t>(options_.result_batch_bytes, 64);
+
+  size_t part = 0;        // Offset of the current part in the buffer.
+  size_t part_size = 0;   // Its payload bytes so far.
+  uint32_t part_entries = 0;
+  int64_t part_start = start_ns;
+  uint32_t done = 0;
+  auto publish = [&]() {
+    const bool large = part_size > options_.large_result_bytes;
+    const int64_t elapsed = absl::GetCurrentTimeNanos() - part_start;
+    const size_t framed = wire::PublishResponse(
+        resp + part, static_cast<uint32_t>(part_size), seq,
+        wire::EncodeServerTime(elapsed), 0,
+        static_cast<uint16_t>(wire::kResponseFlagBatch |
+                              (large ? wire::kResponseFlagPushed : 0)),
+        static_cast<uint16_t>(part_entries));
+    FinishPublish(c, s, part, framed, large);
+    part += framed;
+    part_size = 0;
+    part_entries = 0;
+    part_start = absl::GetCurrentTimeNanos();
+  };
+
+  wire::BatchReader reader(req.payload);
+  uint32_t method_id;
+  absl::string_view entry;
+  while (reader.Next(&method_id, &entry)) {
+    const uint32_t remaining_after = n - done - 1;
+    // Where this entry's result goes if it stays in the current part, and
+    // what must stay free for the rest (each in a part of its own, plus a
+    // possible move of this one into a new part).
+    char* out = resp + part + wire::kHeaderBytes + part_size;
+    const size_t used = part + wire::kHeaderBytes + part_size +
+                        wire::kEntryHeaderBytes + wire::kTailBytes;
+    const size_t reserve = size_t{remaining_after} *
+                               (kPartOverhead + wire::kEntryHeaderBytes) +
+                           kPartOverhead + 8;
+    size_t cap = buf_bytes > used + reserve ? buf_bytes - used - reserve : 0;
+    cap &= ~size_t{7};
+    size_t len = 0;
+    absl::Status st = RunHandler(c, method_id, entry, absl::GetCurrentTimeNanos(),
+                                 out + wire::kEntryHeaderBytes, cap, &len);
+    if (!st.ok()) {
+      counters_->calls_failed.fetch_add(1, std::memory_order_relaxed);
+      len = std::min(st.message().size(), cap);
+      std::memcpy(out + wire::kEntryHeaderBytes, st.message().data(), len);
+    }
+    const size_t eb = wire::EntryBytes(len);
+    if (part_entries > 0 &&
+        (part_entries >= max_entries || part_size + eb > part_bytes_limit)) {
+      // Close the current part and move this result into a new one: the
+      // move is kPartOverhead bytes forward, which `reserve` kept free.
+      const size_t old_part_end = part + wire::FramedBytes(part_size);
+      publish();  // Writes only up to old_part_end; our bytes lie beyond.
+      (void)old_part_end;
+      char* moved = resp + part + wire::kHeaderBytes;
+      std::memmove(moved + wire::kEntryHeaderBytes,
+                   out + wire::kEntryHeaderBytes, len);
+      out = moved;
+    }
+    wire::PutResultEntry(out, static_cast<uint32_t>(len),
+                         static_cast<uint16_t>(st.code()));
+    part_size += eb;
+    ++part_entries;
+    ++done;
+    counters_->calls.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (part_entries > 0) publish();
+}
+
+void ServerWorker::FinishPublish(ServerConnection* c, uint32_t s,
+                                 size_t offset, size_t framed, bool large) {
   // The other half of the client's Dekker pair in ClientConnection::SetMode:
   // publish, full fence, then read the mode flag. Either the client's fetch
   // after its flag WRITE sees the result, or we see the flag and WRITE back.
   std::atomic_thread_fence(std::memory_order_seq_cst);
   const uint64_t mode = transport::LoadAcquire64(c->region->data());
-  if (large || mode == wire::kModeServerReply) Push(c, s, framed);
+  if (large || mode == wire::kModeServerReply) Push(c, s, offset, framed);
 }
 
-void ServerWorker::Push(ServerConnection* c, uint32_t s, size_t framed) {
+void ServerWorker::Push(ServerConnection* c, uint32_t s, size_t offset,
+                        size_t framed) {
   const wire::ConnectionLayout& l = c->layout;
   transport::WorkRequest wr = transport::WorkRequest::Write(
-      /*wr_id=*/s, c->region.get(), l.ResponseSlotOffset(s),
-      static_cast<uint32_t>(framed), c->client_reply, l.ReplySlotOffset(s));
+      /*wr_id=*/s, c->region.get(), l.ResponseSlotOffset(s) + offset,
+      static_cast<uint32_t>(framed), c->client_reply,
+      l.ReplySlotOffset(s) + offset);
   // Signaled, so the response buffer is not reused while the NIC still reads
   // it (Loop skips the slot until the completion).
   wr.signaled = true;
-  c->push_in_flight[s] = 1;
+  ++c->push_in_flight[s];
   absl::Status st = c->conn->Post(absl::MakeConstSpan(&wr, 1));
   if (!st.ok()) {
-    c->push_in_flight[s] = 0;
+    --c->push_in_flight[s];
     c->conn->Fail(st);  // Liveness check closes it.
     return;
   }

@@ -27,6 +27,7 @@
 #include "absl/synchronization/mutex.h"
 #include "rpc/options.h"
 #include "rpc/service.h"
+#include "rpc/slot_codec.h"
 #include "rpc/wire_format.h"
 #include "transport/transport.h"
 
@@ -44,6 +45,7 @@ struct ServerCounters {
   std::atomic<uint64_t> calls_failed{0};
   std::atomic<uint64_t> bad_requests{0};
   std::atomic<uint64_t> rdma_writes{0};
+  std::atomic<uint64_t> batches{0};
 };
 
 // One accepted client connection and its memory.
@@ -54,7 +56,7 @@ struct ServerConnection {
   transport::RemoteRegion client_reply;             // The client's reply slots.
   std::string peer;
   std::vector<uint32_t> expected_seq;               // Per slot.
-  std::vector<uint8_t> push_in_flight;              // Per slot.
+  std::vector<uint32_t> push_in_flight;             // Per slot: WRITEs.
   uint32_t unsignaled = 0;
 };
 
@@ -80,7 +82,16 @@ class ServerWorker {
   void Loop();
   // Serves one ready request; returns false if the connection must close.
   void Serve(ServerConnection* c, uint32_t slot);
-  void Push(ServerConnection* c, uint32_t slot, size_t framed);
+  void ServeBatch(ServerConnection* c, uint32_t slot,
+                  const wire::RequestView& req, int64_t start_ns);
+  absl::Status RunHandler(ServerConnection* c, uint32_t method_id,
+                          absl::string_view request, int64_t start_ns,
+                          char* out, size_t cap, size_t* len);
+  // After a result (part) at `offset` of the slot's response buffer is
+  // published: WRITE it back if the client is in server-reply or it is large.
+  void FinishPublish(ServerConnection* c, uint32_t slot, size_t offset,
+                     size_t framed, bool large);
+  void Push(ServerConnection* c, uint32_t slot, size_t offset, size_t framed);
   void TakeCompletions();
   void Close(size_t i, const absl::Status& why);
   void Idle(int* empty_rounds);

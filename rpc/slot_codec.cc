@@ -60,7 +60,7 @@ SlotState InspectRequest(const char* slot, size_t slot_bytes,
 
 size_t PublishResponse(char* buf, uint32_t size, uint32_t seq,
                        uint16_t server_time, uint16_t status_code,
-                       uint16_t flags) {
+                       uint16_t flags, uint16_t entries) {
   const size_t pad = Align8(size) - size;
   if (pad > 0) std::memset(buf + kHeaderBytes + size, 0, pad);
   const uint64_t tail = TailWord(seq);
@@ -71,7 +71,7 @@ size_t PublishResponse(char* buf, uint32_t size, uint32_t seq,
   h.server_time = server_time;
   h.status_code = status_code;
   h.flags = flags;
-  h.reserved = 0;
+  h.reserved = entries;
   std::memcpy(buf + 8, reinterpret_cast<const char*>(&h) + 8, 8);
   StoreRelease64(buf, HeadWord(h.size_status, seq));
   return FramedBytes(size);
@@ -100,6 +100,7 @@ FetchState InspectResponse(const char* buf, size_t available, size_t capacity,
   out->server_time = h.server_time;
   out->status_code = h.status_code;
   out->flags = h.flags;
+  out->entries = h.reserved;
   return FetchState::kReady;
 }
 

@@ -50,9 +50,10 @@ SlotState InspectRequest(const char* slot, size_t slot_bytes,
 // buf + kHeaderBytes: writes header fields and tail, then the first word
 // with release semantics. Returns FramedBytes(size).
 // REQUIRES: FramedBytes(size) fits the buffer.
+// `entries`: result entries in a batch part (the header's reserved field).
 size_t PublishResponse(char* buf, uint32_t size, uint32_t seq,
                        uint16_t server_time, uint16_t status_code,
-                       uint16_t flags);
+                       uint16_t flags, uint16_t entries = 0);
 
 enum class FetchState {
   kNotReady,  // Older seq or not yet published.
@@ -65,6 +66,7 @@ struct ResponseView {
   uint16_t server_time = 0;
   uint16_t status_code = 0;
   uint16_t flags = 0;
+  uint16_t entries = 0;  // Batch parts: result entries in the part.
 };
 
 // Client: inspects the header of fetched response bytes (as READ from the

@@ -1,0 +1,109 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// Request and result batches (paper §4.1, Fig. 6), carried inside the slot
+// formats of rpc/wire_format.h. Documented in docs/wire_formats.md.
+//
+// A request batch is a request slot whose header has kRequestFlagBatch set;
+// `aux` carries the batch size the client wants (the auto sizer's choice,
+// which the server also uses as its result-part entry limit) and
+// `method_id` is 0. The payload is a sequence of entries, each 8-aligned:
+//
+//   0  uint32 size        payload bytes of this entry
+//   4  uint32 method_id
+//   8  payload, padded to a multiple of 8
+//
+// The server takes the batch when the head word shows the expected seq (the
+// head status bit) and the tail shows it too (the tail status bit), exactly
+// as for a single request.
+//
+// Results come back as one or more result parts laid back to back in the
+// slot's response buffer (and, when pushed, at the same offsets in the
+// client's reply slot). Each part is a full response frame (header, payload,
+// tail) with kResponseFlagBatch set, `server_time` = processing time of the
+// part and `reserved` = entries in the part. Part payload entries:
+//
+//   0  uint32 size        payload bytes
+//   4  uint16 status_code absl::StatusCode; non-zero: payload = message
+//   6  uint16 reserved
+//   8  payload, padded to a multiple of 8
+//
+// Results are in request order; the client knows it has them all by
+// counting entries. A part holds at most `aux` entries and at most the
+// server's result_batch_bytes of payload unless a single entry is larger; a
+// part above large_result_bytes is pushed (kResponseFlagPushed), like a
+// large single result.
+
+#ifndef RFRPC_RPC_BATCH_FORMAT_H_
+#define RFRPC_RPC_BATCH_FORMAT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "rpc/wire_format.h"
+
+namespace rfrpc {
+namespace wire {
+
+struct BatchEntryHeader {
+  uint32_t size;
+  uint32_t method_id;
+};
+static_assert(sizeof(BatchEntryHeader) == 8, "batch entry header is 8 bytes");
+
+struct ResultEntryHeader {
+  uint32_t size;
+  uint16_t status_code;
+  uint16_t reserved;
+};
+static_assert(sizeof(ResultEntryHeader) == 8, "result entry header is 8 bytes");
+
+inline constexpr size_t kEntryHeaderBytes = 8;
+
+// Bytes an entry of `payload` bytes takes in a batch.
+constexpr size_t EntryBytes(size_t payload) {
+  return kEntryHeaderBytes + Align8(payload);
+}
+
+// Writes an entry header at `p` (the payload follows it) and zeroes the
+// padding after `size` payload bytes. Returns EntryBytes(size).
+size_t PutBatchEntry(char* p, uint32_t size, uint32_t method_id);
+size_t PutResultEntry(char* p, uint32_t size, uint16_t status_code);
+
+// Walks the entries of a request batch payload. Every size is checked
+// against what remains before anything is read.
+class BatchReader {
+ public:
+  explicit BatchReader(absl::string_view payload) : rest_(payload) {}
+  // Returns true and fills the entry, false at the end. A malformed batch
+  // (an entry header or size running past the payload) sets error().
+  bool Next(uint32_t* method_id, absl::string_view* payload);
+  const absl::Status& error() const { return error_; }
+
+ private:
+  absl::string_view rest_;
+  absl::Status error_;
+};
+
+// The same for the payload of a result part.
+class ResultReader {
+ public:
+  explicit ResultReader(absl::string_view payload) : rest_(payload) {}
+  bool Next(uint16_t* status_code, absl::string_view* payload);
+  const absl::Status& error() const { return error_; }
+
+ private:
+  absl::string_view rest_;
+  absl::Status error_;
+};
+
+// Counts the entries of a request batch; INVALID_ARGUMENT if malformed or
+// empty.
+absl::Status CountBatchEntries(absl::string_view payload, uint32_t* count);
+
+}  // namespace wire
+}  // namespace rfrpc
+
+#endif  // RFRPC_RPC_BATCH_FORMAT_H_

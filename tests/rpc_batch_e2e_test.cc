@@ -1,0 +1,195 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// End-to-end batching: fixed, auto and adaptive batches over a real server,
+// async calls and sync calls from many threads, results split across
+// parts, and pipelining limits. Every reply is checked against its request.
+
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/random/random.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "rpc/channel.h"
+#include "rpc/server.h"
+#include "tests/test_service.h"
+
+namespace rfrpc {
+namespace testing {
+namespace {
+
+std::string Provider() {
+  const char* p = std::getenv("RFRPC_TEST_PROVIDER");
+  return p != nullptr ? p : "shm";
+}
+std::string ListenAddress() {
+  const char* a = std::getenv("RFRPC_TEST_ADDRESS");
+  return a != nullptr ? a : "";
+}
+
+struct Param {
+  BatchMode batch;
+  RpcMode mode;
+};
+
+class BatchE2eTest : public ::testing::TestWithParam<Param> {
+ protected:
+  void SetUp() override {
+    ServerOptions opts;
+    opts.provider = Provider();
+    opts.address = ListenAddress();
+    opts.workers = 1;
+    opts.idle_spin_rounds = 200;
+    opts.idle_yield_rounds = 200;
+    opts.result_batch_bytes = 512;  // Small, so results span several parts.
+    server_ = std::make_unique<Server>(opts);
+    ASSERT_TRUE(server_->RegisterService(&service_).ok());
+    absl::Status s = server_->Start();
+    ASSERT_TRUE(s.ok()) << s;
+  }
+
+  std::unique_ptr<Channel> Connect(ChannelOptions opts = {}) {
+    opts.provider = Provider();
+    opts.batch = GetParam().batch;
+    opts.mode = GetParam().mode;
+    opts.batch_timeout = absl::Microseconds(200);
+    absl::StatusOr<std::unique_ptr<Channel>> c =
+        Channel::Create(server_->address(), opts);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? std::move(*c) : nullptr;
+  }
+
+  TestService service_;
+  std::unique_ptr<Server> server_;
+};
+
+TEST_P(BatchE2eTest, AsyncCallsAreBatchedAndEveryReplyMatches) {
+  ChannelOptions opts;
+  opts.batch_size = 16;
+  std::unique_ptr<Channel> ch = Connect(opts);
+  ASSERT_NE(ch, nullptr);
+  constexpr int kCalls = 2000;
+  static const uint32_t kEcho = MethodId(kEchoMethod);
+  std::vector<TestResponse> resps(kCalls);
+  std::vector<absl::Status> statuses(kCalls);
+  std::vector<std::string> want(kCalls);
+  std::atomic<int> done{0};
+  absl::Notification all;
+  absl::BitGen gen;
+  for (int i = 0; i < kCalls; ++i) {
+    TestRequest req;
+    req.set_id(i);
+    if (i % 7 == 0) {
+      req.set_response_size(absl::Uniform(gen, 100, 1500));  // Splits parts.
+      want[i] = ExpectedPayload(i, req.response_size());
+    } else {
+      req.set_payload(ExpectedPayload(i, absl::Uniform(gen, 0, 100)));
+      want[i] = req.payload();
+    }
+    if (i % 97 == 0) req.set_fail_code(static_cast<int>(absl::StatusCode::kAborted));
+    ch->CallAsync(kEcho, req, &resps[i], nullptr, [&, i](absl::Status s) {
+      statuses[i] = s;
+      if (++done == kCalls) all.Notify();
+    });
+  }
+  ASSERT_TRUE(all.WaitForNotificationWithTimeout(absl::Seconds(60)));
+  int bad = 0;
+  for (int i = 0; i < kCalls; ++i) {
+    if (i % 97 == 0) {
+      EXPECT_EQ(statuses[i].code(), absl::StatusCode::kAborted) << i;
+      continue;
+    }
+    if (!statuses[i].ok() || resps[i].id() != static_cast<uint64_t>(i) ||
+        resps[i].payload() != want[i]) {
+      if (bad++ < 5) ADD_FAILURE() << "call " << i << ": " << statuses[i];
+    }
+  }
+  EXPECT_EQ(bad, 0);
+  ChannelStats st = ch->stats();
+  EXPECT_GT(st.batches, 0u);
+  EXPECT_EQ(st.batched_calls, static_cast<uint64_t>(kCalls));
+  // Calls went in batches, not one by one.
+  EXPECT_GT(st.CallsPerBatch(), 2.0) << st.batches << " batches";
+  // Some results took more than one part.
+  EXPECT_GT(st.result_parts, st.batches);
+  EXPECT_EQ(server_->stats().batches, st.batches);
+}
+
+TEST_P(BatchE2eTest, SyncCallsFromManyThreads) {
+  ChannelOptions opts;
+  opts.batch_size = 4;
+  std::unique_ptr<Channel> ch = Connect(opts);
+  ASSERT_NE(ch, nullptr);
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 300; ++i) {
+        TestRequest req;
+        const uint64_t id = uint64_t{static_cast<uint32_t>(t)} << 32 | i;
+        req.set_id(id);
+        req.set_payload(ExpectedPayload(id, i % 50));
+        TestResponse resp;
+        absl::Status s = CallEcho(ch.get(), nullptr, req, &resp);
+        if (!s.ok() || resp.id() != id || resp.payload() != req.payload()) {
+          if (failures++ < 5) ADD_FAILURE() << s;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(ch->stats().batched_calls, 1200u);
+}
+
+TEST_P(BatchE2eTest, PipeliningIsBoundedByMaxOutstanding) {
+  ChannelOptions opts;
+  opts.batch_size = 8;
+  opts.max_outstanding = 16;
+  opts.slots_per_connection = 8;
+  std::unique_ptr<Channel> ch = Connect(opts);
+  ASSERT_NE(ch, nullptr);
+  static const uint32_t kEcho = MethodId(kEchoMethod);
+  constexpr int kCalls = 400;
+  std::vector<TestResponse> resps(kCalls);
+  std::atomic<int> ok{0}, done{0};
+  absl::Notification all;
+  for (int i = 0; i < kCalls; ++i) {
+    TestRequest req;
+    req.set_id(i);
+    req.set_delay_ns(2000);
+    ch->CallAsync(kEcho, req, &resps[i], nullptr, [&, i](absl::Status s) {
+      if (s.ok() && resps[i].id() == static_cast<uint64_t>(i)) ok++;
+      if (++done == kCalls) all.Notify();
+    });
+  }
+  ASSERT_TRUE(all.WaitForNotificationWithTimeout(absl::Seconds(60)));
+  EXPECT_EQ(ok.load(), kCalls);
+  // At most 16 requests in flight: batches of 8 -> at most 2 batches at once,
+  // so no batch ever exceeded 16 entries and at least kCalls/16 were sent.
+  EXPECT_GE(ch->stats().batches, static_cast<uint64_t>(kCalls / 16));
+}
+
+std::string Name(const ::testing::TestParamInfo<Param>& info) {
+  return std::string(BatchModeName(info.param.batch)) + "_" +
+         std::string(RpcModeName(info.param.mode));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Modes, BatchE2eTest,
+    ::testing::Values(Param{BatchMode::kFixed, RpcMode::kRemoteFetch},
+                      Param{BatchMode::kFixed, RpcMode::kServerReply},
+                      Param{BatchMode::kFixed, RpcMode::kHybrid},
+                      Param{BatchMode::kAuto, RpcMode::kHybrid},
+                      Param{BatchMode::kAdaptive, RpcMode::kRemoteFetch},
+                      Param{BatchMode::kAdaptive, RpcMode::kServerReply}),
+    Name);
+
+}  // namespace
+}  // namespace testing
+}  // namespace rfrpc
