@@ -24,11 +24,12 @@ and from /usr/include (the well-known types, e.g.
 
 _PLUGIN = "//codegen:protoc-gen-rfrpc"
 
-# What generated .rfrpc.{h,cc} files include besides protobuf.
-# TODO(codegen): switch to "//rpc:rpc" once main has it.
+# What generated .rfrpc.{h,cc} files include besides protobuf: rpc/service.h
+# (servers) and rpc/channel.h (stubs). Binaries also link a transport
+# provider (//transport/shm, //transport/verbs).
 _RFRPC_RUNTIME_DEPS = [
+    "//rpc",
     "//rpc:service",
-    "//codegen:channel_api",
     "//third_party:absl",
 ]
 

@@ -1,0 +1,372 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// Channel set-up, call routing, the progress thread for async calls, and
+// reconnection after a lost server.
+
+#include "rpc/channel.h"
+
+#include <sched.h>
+
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "glog/logging.h"
+#include "rpc/client_connection.h"
+#include "rpc/status_macros.h"
+
+namespace rfrpc {
+namespace {
+
+using internal::ClientConnection;
+using internal::PendingCall;
+
+// Spin rounds with a pause before a waiting thread starts yielding the CPU.
+constexpr int kSpinRounds = 256;
+// Don't retry a failed connection more often than this.
+constexpr absl::Duration kReconnectInterval = absl::Milliseconds(100);
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+class ChannelImpl final : public Channel {
+ public:
+  ChannelImpl(std::string address, ChannelOptions options)
+      : address_(std::move(address)), options_(std::move(options)) {}
+
+  ~ChannelImpl() override {
+    {
+      absl::MutexLock lock(&driver_mu_);
+      stop_ = true;
+    }
+    if (driver_.joinable()) driver_.join();
+    // Fail what is still outstanding so no callback is lost.
+    std::vector<PendingCall*> finished;
+    for (auto& slot : conns_) {
+      std::shared_ptr<ClientConnection> c = Get(slot.get());
+      if (c) c->Abort(absl::CancelledError("channel destroyed"), &finished);
+    }
+    RunCallbacks(&finished);
+  }
+
+  absl::Status Init() {
+    RFRPC_ASSIGN_OR_RETURN(
+        provider_,
+        transport::Provider::Open(options_.provider, options_.provider_options));
+    int count = options_.connections;
+    std::vector<int> workers;
+    if (count <= 0) {
+      // One per server worker: the first connection tells how many.
+      RFRPC_ASSIGN_OR_RETURN(auto first, Open(0));
+      const int n = first->server_workers();
+      conns_.push_back(std::make_unique<ConnSlot>(std::move(first), 0));
+      for (int w = 1; w < n; ++w) {
+        RFRPC_ASSIGN_OR_RETURN(auto c, Open(w));
+        conns_.push_back(std::make_unique<ConnSlot>(std::move(c), w));
+      }
+    } else {
+      for (int i = 0; i < count; ++i) {
+        RFRPC_ASSIGN_OR_RETURN(auto c, Open(-1));
+        conns_.push_back(std::make_unique<ConnSlot>(std::move(c), -1));
+      }
+    }
+    server_workers_ = Get(conns_[0].get())->server_workers();
+    driver_ = std::thread([this] { DriverLoop(); });
+    return absl::OkStatus();
+  }
+
+  absl::Status Call(uint32_t method_id,
+                    const google::protobuf::MessageLite& request,
+                    google::protobuf::MessageLite* response,
+                    ClientContext* ctx) override {
+    PendingCall call;
+    call.sync = true;
+    Prepare(&call, method_id, response, ctx);
+    std::shared_ptr<ClientConnection> conn;
+    absl::Status s = Route(ctx, &conn);
+    if (!s.ok()) return Fail(&call, s);
+    std::vector<PendingCall*> finished;
+    int idle = 0;
+    for (;;) {
+      s = conn->Start(&call, request);
+      if (s.ok()) break;
+      if (s.code() != absl::StatusCode::kResourceExhausted) {
+        return Fail(&call, s);
+      }
+      // Every slot busy: help the connection along, then try again.
+      if (absl::Now() > call.deadline) {
+        return Fail(&call, absl::DeadlineExceededError(
+                               "deadline exceeded waiting for a free slot"));
+      }
+      if (!conn->Progress(&finished)) Backoff(&idle);
+      RunCallbacks(&finished);
+    }
+    idle = 0;
+    while (!call.finished.load(std::memory_order_acquire)) {
+      if (conn->Progress(&finished)) {
+        idle = 0;
+      } else {
+        Backoff(&idle);
+      }
+      RunCallbacks(&finished);
+    }
+    return call.status;
+  }
+
+  void CallAsync(uint32_t method_id,
+                 const google::protobuf::MessageLite& request,
+                 google::protobuf::MessageLite* response, ClientContext* ctx,
+                 std::function<void(absl::Status)> done) override {
+    auto* call = new PendingCall;
+    call->sync = false;
+    call->done = std::move(done);
+    Prepare(call, method_id, response, ctx);
+    std::shared_ptr<ClientConnection> conn;
+    absl::Status s = Route(ctx, &conn);
+    if (s.ok()) {
+      s = conn->Start(call, request);
+      if (s.code() == absl::StatusCode::kResourceExhausted) {
+        request.SerializeToString(&call->queued_request);
+        conn->Enqueue(call);
+        s = absl::OkStatus();
+      }
+    }
+    if (!s.ok()) {
+      (void)Fail(call, s);
+      std::vector<PendingCall*> one{call};
+      RunCallbacks(&one);
+      return;
+    }
+    WakeDriver();
+  }
+
+  int server_workers() const override { return server_workers_; }
+  int connections() const override { return static_cast<int>(conns_.size()); }
+  RpcMode connection_mode(int i) const override {
+    std::shared_ptr<ClientConnection> c = Get(conns_.at(i).get());
+    return c ? c->mode() : options_.mode;
+  }
+
+  ChannelStats stats() const override {
+    ChannelStats st;
+    st.calls = counters_.calls.load();
+    st.calls_remote_fetch = counters_.calls_remote_fetch.load();
+    st.calls_server_reply = counters_.calls_server_reply.load();
+    st.calls_failed = counters_.calls_failed.load();
+    st.rdma_writes = counters_.rdma_writes.load();
+    st.rdma_reads = counters_.rdma_reads.load();
+    st.fetches = counters_.fetches.load();
+    st.switches_to_server_reply = counters_.switches_to_server_reply.load();
+    st.switches_to_remote_fetch = counters_.switches_to_remote_fetch.load();
+    for (int i = 0; i < 16; ++i) {
+      st.fetch_histogram[i] = counters_.fetch_histogram[i].load();
+    }
+    st.server_time_ns = counters_.server_time_ns.load();
+    return st;
+  }
+
+ private:
+  // A connection that may be replaced after a failure.
+  struct ConnSlot {
+    ConnSlot(std::unique_ptr<ClientConnection> c, int w)
+        : conn(std::move(c)), worker(w) {}
+    mutable absl::Mutex mu;
+    std::shared_ptr<ClientConnection> conn ABSL_GUARDED_BY(mu);
+    int worker;  // Requested worker (-1: any).
+    absl::Time last_attempt ABSL_GUARDED_BY(mu) = absl::InfinitePast();
+  };
+
+  absl::StatusOr<std::unique_ptr<ClientConnection>> Open(int worker) {
+    return ClientConnection::Connect(provider_.get(), address_, worker,
+                                     options_, &counters_);
+  }
+
+  static std::shared_ptr<ClientConnection> Get(const ConnSlot* slot) {
+    absl::MutexLock lock(&slot->mu);
+    return slot->conn;
+  }
+
+  void Prepare(PendingCall* call, uint32_t method_id,
+               google::protobuf::MessageLite* response, ClientContext* ctx) {
+    call->method_id = method_id;
+    call->response = response;
+    call->ctx = ctx;
+    call->start_ns = absl::GetCurrentTimeNanos();
+    const absl::Time start = absl::FromUnixNanos(call->start_ns);
+    if (ctx != nullptr && ctx->deadline() != absl::InfiniteFuture()) {
+      call->deadline = ctx->deadline();
+    } else if (ctx != nullptr && ctx->timeout() != absl::InfiniteDuration()) {
+      call->deadline = start + ctx->timeout();
+    } else {
+      call->deadline = start + options_.default_timeout;
+    }
+  }
+
+  absl::Status Fail(PendingCall* call, absl::Status s) {
+    counters_.calls_failed.fetch_add(1, std::memory_order_relaxed);
+    call->status = s;
+    call->finished.store(true, std::memory_order_release);
+    if (call->ctx != nullptr) {
+      call->ctx->SetResult(options_.mode, 0, 0, absl::ZeroDuration());
+    }
+    return s;
+  }
+
+  // Picks the call's connection, reconnecting a failed one if it is time.
+  absl::Status Route(ClientContext* ctx, std::shared_ptr<ClientConnection>* out) {
+    size_t i;
+    if (ctx != nullptr && ctx->has_shard()) {
+      i = ctx->shard() % conns_.size();
+    } else {
+      i = next_.fetch_add(1, std::memory_order_relaxed) % conns_.size();
+    }
+    ConnSlot* slot = conns_[i].get();
+    std::shared_ptr<ClientConnection> old;
+    absl::Status result;
+    {
+      absl::MutexLock lock(&slot->mu);
+      absl::Status s = slot->conn->status();
+      if (s.ok()) {
+        *out = slot->conn;
+        return absl::OkStatus();
+      }
+      const absl::Time now = absl::Now();
+      if (now - slot->last_attempt < kReconnectInterval) {
+        return absl::UnavailableError(
+            absl::StrCat("connection to ", address_, " lost: ", s.message()));
+      }
+      slot->last_attempt = now;
+      absl::StatusOr<std::unique_ptr<ClientConnection>> fresh =
+          Open(slot->worker);
+      if (!fresh.ok()) {
+        return absl::UnavailableError(absl::StrCat(
+            "connection to ", address_, " lost (", s.message(),
+            ") and reconnecting failed: ", fresh.status().message()));
+      }
+      LOG(INFO) << "rfrpc channel reconnected to " << address_;
+      old = std::move(slot->conn);
+      slot->conn = std::move(*fresh);
+      *out = slot->conn;
+      result = s;
+    }
+    // Whatever the old connection still had fails with its status.
+    std::vector<PendingCall*> finished;
+    old->Abort(result, &finished);
+    RunCallbacks(&finished);
+    return absl::OkStatus();
+  }
+
+  static void RunCallbacks(std::vector<PendingCall*>* finished) {
+    for (PendingCall* call : *finished) {
+      std::function<void(absl::Status)> done = std::move(call->done);
+      absl::Status s = std::move(call->status);
+      delete call;
+      if (done) done(std::move(s));
+    }
+    finished->clear();
+  }
+
+  // Waiting policy: spin briefly, then yield so a server or another poller
+  // on the same core can run (2-core machines).
+  static void Backoff(int* idle) {
+    if (++*idle < kSpinRounds) {
+      CpuRelax();
+    } else {
+      sched_yield();
+    }
+  }
+
+  void WakeDriver() {
+    absl::MutexLock lock(&driver_mu_);
+    ++wakeups_;
+  }
+
+  bool AnyNeedsDriver() const {
+    for (const auto& slot : conns_) {
+      std::shared_ptr<ClientConnection> c = Get(slot.get());
+      if (c && c->NeedsDriver()) return true;
+    }
+    return false;
+  }
+
+  // Advances async calls and abandoned slots; sleeps when there are none.
+  void DriverLoop() {
+    std::vector<PendingCall*> finished;
+    std::vector<std::shared_ptr<ClientConnection>> conns;
+    int idle = 0;
+    for (;;) {
+      {
+        absl::MutexLock lock(&driver_mu_);
+        if (stop_) return;
+        if (!AnyNeedsDriver()) {
+          const uint64_t seen = wakeups_;
+          auto woken = [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(driver_mu_) {
+            return stop_ || wakeups_ != seen;
+          };
+          driver_mu_.AwaitWithTimeout(absl::Condition(&woken),
+                                      absl::Milliseconds(5));
+          if (stop_) return;
+          continue;
+        }
+      }
+      conns.clear();
+      for (const auto& slot : conns_) {
+        std::shared_ptr<ClientConnection> c = Get(slot.get());
+        if (c) conns.push_back(std::move(c));
+      }
+      bool progressed = false;
+      for (const auto& c : conns) {
+        if (c->NeedsDriver()) progressed |= c->Progress(&finished);
+      }
+      RunCallbacks(&finished);
+      if (progressed) {
+        idle = 0;
+      } else if (idle < 4096) {
+        Backoff(&idle);
+      } else {
+        absl::SleepFor(absl::Microseconds(20));
+      }
+    }
+  }
+
+  const std::string address_;
+  const ChannelOptions options_;
+  std::unique_ptr<transport::Provider> provider_;
+  internal::ChannelCounters counters_;
+  std::vector<std::unique_ptr<ConnSlot>> conns_;
+  int server_workers_ = 1;
+  std::atomic<uint64_t> next_{0};
+
+  absl::Mutex driver_mu_;
+  bool stop_ ABSL_GUARDED_BY(driver_mu_) = false;
+  uint64_t wakeups_ ABSL_GUARDED_BY(driver_mu_) = 0;
+  std::thread driver_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Channel>> Channel::Create(
+    const std::string& address, const ChannelOptions& options) {
+  auto channel = std::make_unique<ChannelImpl>(address, options);
+  RFRPC_RETURN_IF_ERROR(channel->Init());
+  return channel;
+}
+
+std::future<absl::Status> Channel::CallFuture(
+    uint32_t method_id, const google::protobuf::MessageLite& request,
+    google::protobuf::MessageLite* response, ClientContext* ctx) {
+  auto promise = std::make_shared<std::promise<absl::Status>>();
+  std::future<absl::Status> f = promise->get_future();
+  CallAsync(method_id, request, response, ctx,
+            [promise](absl::Status s) { promise->set_value(std::move(s)); });
+  return f;
+}
+
+}  // namespace rfrpc

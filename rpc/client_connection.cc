@@ -1,0 +1,680 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// Client datapath: client_send (request WRITE) and client_recv (remote
+// fetching or waiting for a server-reply WRITE), and the hybrid switch.
+
+#include "rpc/client_connection.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "glog/logging.h"
+#include "rpc/rpc_handshake.pb.h"
+#include "rpc/slot_codec.h"
+#include "rpc/status_macros.h"
+
+namespace rfrpc {
+namespace internal {
+namespace {
+
+using transport::WorkRequest;
+
+constexpr uint32_t kRpcVersion = 1;
+
+// wr_id = slot << 4 | kind.
+enum WrKind : uint64_t {
+  kHeaderRead = 1,
+  kRestRead = 2,
+  kRequestWrite = 3,
+  kModeWrite = 4,
+};
+constexpr uint64_t WrId(uint32_t slot, WrKind kind) {
+  return (uint64_t{slot} << 4) | kind;
+}
+
+// Signal one request WRITE in this many so the send queue drains.
+constexpr uint32_t kSignalEvery = 16;
+// In server-reply, READ the response buffer this often anyway: the server
+// always publishes there first, so this bounds any wait on a lost race.
+constexpr int64_t kReplyProbeNs = 1000 * 1000;
+// Abandoned slots (deadline passed) are fetched at most this often until the
+// late result shows up and the slot can be reused.
+constexpr int64_t kAbandonedFetchNs = 20 * 1000;
+// Adaptive first-fetch delay: grow on a miss, shrink slowly on a hit, so it
+// settles near the 99.5th percentile of the time results take.
+constexpr double kDelayStepNs = 20.0;
+constexpr double kDelayShrink = kDelayStepNs / 200.0;
+// Check the transport's liveness every this many progress rounds.
+constexpr uint64_t kStatusCheckRounds = 256;
+
+int64_t NowNs() { return absl::GetCurrentTimeNanos(); }
+
+uint32_t RoundUp64(uint32_t n) { return (n + 63u) & ~63u; }
+
+}  // namespace
+
+ClientConnection::ClientConnection(ChannelOptions options,
+                                   ChannelCounters* counters)
+    : options_(std::move(options)),
+      counters_(counters),
+      policy_(HybridPolicy::Params{options_.mode, options_.retries,
+                                   options_.switch_after,
+                                   options_.switch_back_ratio}) {}
+
+ClientConnection::~ClientConnection() {
+  // The transport connection goes first so the server sees us leave.
+  conn_.reset();
+}
+
+absl::StatusOr<std::unique_ptr<ClientConnection>> ClientConnection::Connect(
+    transport::Provider* provider, const std::string& address, int worker,
+    const ChannelOptions& options, ChannelCounters* counters) {
+  if (options.slots_per_connection < 1 || options.slots_per_connection > 4096) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("slots_per_connection ", options.slots_per_connection,
+                     " is outside [1, 4096]"));
+  }
+  if (options.retries < 1 || options.switch_after < 1) {
+    return absl::InvalidArgumentError("retries and switch_after must be >= 1");
+  }
+  if (options.fetch_size < wire::kHeaderBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "fetch_size ", options.fetch_size, " is below the ",
+        wire::kHeaderBytes, "-byte response header"));
+  }
+  std::unique_ptr<ClientConnection> c(new ClientConnection(options, counters));
+  const uint32_t slots = static_cast<uint32_t>(options.slots_per_connection);
+  const uint32_t req_bytes = RoundUp64(static_cast<uint32_t>(
+      wire::FramedBytes(options.max_request_bytes)));
+  const uint32_t resp_bytes = RoundUp64(static_cast<uint32_t>(
+      wire::FramedBytes(options.max_response_bytes)));
+
+  // Local memory: staging slots, fetch buffers, the mode word.
+  c->staging_offset_ = 0;
+  c->fetch_offset_ = size_t{slots} * req_bytes;
+  c->mode_word_offset_ = c->fetch_offset_ + size_t{slots} * resp_bytes;
+  RFRPC_ASSIGN_OR_RETURN(c->local_,
+                         provider->AllocateMemory(c->mode_word_offset_ + 64));
+  RFRPC_ASSIGN_OR_RETURN(c->reply_,
+                         provider->AllocateMemory(size_t{slots} * resp_bytes));
+  transport::CompletionQueueOptions cq_options;
+  cq_options.depth = static_cast<int>(4 * slots + 64);
+  cq_options.poll_mode = transport::PollMode::kBusy;
+  RFRPC_ASSIGN_OR_RETURN(c->cq_, provider->CreateCompletionQueue(cq_options));
+
+  rpc::RpcHello hello;
+  hello.set_version(kRpcVersion);
+  hello.set_worker(worker);
+  hello.set_slots(slots);
+  hello.set_request_slot_bytes(req_bytes);
+  hello.set_response_slot_bytes(resp_bytes);
+  hello.set_client_name(absl::StrCat("pid ", getpid()));
+
+  transport::ConnectionSetup setup;
+  setup.cq = c->cq_.get();
+  setup.exposed.push_back(transport::ExposedRegion{
+      c->reply_.get(), 0, c->reply_->size(), /*remote_write=*/true,
+      /*remote_read=*/false});
+  setup.user_data = hello.SerializeAsString();
+  setup.max_outstanding = 4 * slots + 64;
+  setup.auth_token = options.auth_token;
+  setup.handshake_timeout = options.connect_timeout;
+  RFRPC_ASSIGN_OR_RETURN(c->conn_, provider->Connect(address, setup));
+
+  rpc::RpcWelcome welcome;
+  if (!welcome.ParseFromString(c->conn_->peer().user_data)) {
+    return absl::InvalidArgumentError(
+        "server's handshake reply does not parse as RpcWelcome");
+  }
+  if (welcome.version() != kRpcVersion) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("server speaks rpc version ", welcome.version(),
+                     ", this client ", kRpcVersion));
+  }
+  if (welcome.slots() < 1 || welcome.slots() > slots ||
+      welcome.request_slot_bytes() > req_bytes ||
+      welcome.response_slot_bytes() > resp_bytes ||
+      welcome.request_slot_bytes() < 64 || welcome.response_slot_bytes() < 64 ||
+      welcome.workers() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "server granted a layout this client cannot use: ",
+        welcome.ShortDebugString()));
+  }
+  c->worker_ = static_cast<int>(welcome.worker());
+  c->server_workers_ = static_cast<int>(welcome.workers());
+  c->layout_.slots = welcome.slots();
+  c->layout_.request_slot_bytes = welcome.request_slot_bytes();
+  c->layout_.response_slot_bytes = welcome.response_slot_bytes();
+  c->large_result_bytes_ = welcome.large_result_bytes();
+  // The granted layout must match our local buffers' strides: keep ours and
+  // only use the granted counts/sizes for what goes on the wire.
+  if (welcome.request_slot_bytes() != req_bytes ||
+      welcome.response_slot_bytes() != resp_bytes) {
+    // Remap strides: simplest is to require equality of strides.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "server reduced the slot sizes (", welcome.request_slot_bytes(), "/",
+        welcome.response_slot_bytes(), " < ", req_bytes, "/", resp_bytes,
+        "); lower max_request_bytes/max_response_bytes to at most the "
+        "server's limits"));
+  }
+  if (c->conn_->peer().regions.empty() ||
+      c->conn_->peer().regions[0].length < c->layout_.ServerRegionBytes()) {
+    return absl::InvalidArgumentError(
+        "server exposed no region large enough for the granted layout");
+  }
+  c->server_region_ = c->conn_->peer().regions[0];
+
+  absl::MutexLock lock(&c->mu_);
+  c->slots_.resize(c->layout_.slots);
+  for (uint32_t s = c->layout_.slots; s > 0; --s) c->free_slots_.push_back(s - 1);
+  if (c->policy_.current() == RpcMode::kServerReply) {
+    c->SetMode(RpcMode::kServerReply);
+    if (!c->status_.ok()) return c->status_;
+  }
+  return c;
+}
+
+char* ClientConnection::staging(uint32_t s) const {
+  return local_->data() + staging_offset_ +
+         size_t{s} * layout_.request_slot_bytes;
+}
+char* ClientConnection::fetch_buf(uint32_t s) const {
+  return local_->data() + fetch_offset_ +
+         size_t{s} * layout_.response_slot_bytes;
+}
+char* ClientConnection::reply_slot(uint32_t s) const {
+  return reply_->data() + layout_.ReplySlotOffset(s);
+}
+
+absl::Status ClientConnection::status() const {
+  absl::MutexLock lock(&mu_);
+  return status_;
+}
+
+RpcMode ClientConnection::mode() const {
+  absl::MutexLock lock(&mu_);
+  return policy_.current();
+}
+
+absl::Duration ClientConnection::fetch_rtt() const {
+  absl::MutexLock lock(&mu_);
+  return absl::Nanoseconds(rtt_ns_);
+}
+
+absl::Duration ClientConnection::fetch_delay() const {
+  absl::MutexLock lock(&mu_);
+  return absl::Nanoseconds(fetch_delay_ns_);
+}
+
+bool ClientConnection::Post(const WorkRequest& wr) {
+  absl::Status s = conn_->Post(absl::MakeConstSpan(&wr, 1));
+  if (!s.ok()) {
+    if (status_.ok()) status_ = s;
+    return false;
+  }
+  if (wr.opcode == transport::Opcode::kRead) {
+    counters_->rdma_reads.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    counters_->rdma_writes.fetch_add(1, std::memory_order_relaxed);
+  }
+  return true;
+}
+
+absl::Status ClientConnection::Start(
+    PendingCall* call, const google::protobuf::MessageLite& request) {
+  const size_t size = request.ByteSizeLong();
+  absl::MutexLock lock(&mu_);
+  return StartLocked(call, nullptr, &request, size);
+}
+
+void ClientConnection::Enqueue(PendingCall* call) {
+  absl::MutexLock lock(&mu_);
+  queued_.push_back(call);
+  UpdateNeedsDriver();
+}
+
+absl::Status ClientConnection::StartLocked(
+    PendingCall* call, const char* serialized,
+    const google::protobuf::MessageLite* request, size_t size) {
+  if (!status_.ok()) return status_;
+  if (size > layout_.RequestPayloadCapacity()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("request of ", size, " bytes exceeds the connection's ",
+                     layout_.RequestPayloadCapacity(),
+                     "-byte request slots (ChannelOptions::max_request_bytes)"));
+  }
+  if (free_slots_.empty()) {
+    return absl::ResourceExhaustedError("all slots of the connection are busy");
+  }
+  const uint32_t s = free_slots_.back();
+  free_slots_.pop_back();
+  Slot& slot = slots_[s];
+  char* buf = staging(s);
+  if (serialized != nullptr) {
+    std::memcpy(buf + wire::kHeaderBytes, serialized, size);
+  } else {
+    request->SerializeWithCachedSizesToArray(
+        reinterpret_cast<uint8_t*>(buf + wire::kHeaderBytes));
+  }
+  slot.seq = wire::NextSeq(slot.seq);
+  const size_t framed = wire::FinishRequest(
+      buf, static_cast<uint32_t>(size), slot.seq, call->method_id, 0, 0);
+
+  WorkRequest wr = WorkRequest::Write(
+      WrId(s, kRequestWrite), local_.get(), staging_offset_ +
+          size_t{s} * layout_.request_slot_bytes,
+      static_cast<uint32_t>(framed), server_region_,
+      layout_.RequestSlotOffset(s));
+  wr.signaled = ++unsignaled_ >= kSignalEvery;
+  if (wr.signaled) unsignaled_ = 0;
+  const int64_t now = NowNs();
+  slot.call = call;
+  slot.fetches = 0;
+  slot.reads = 0;
+  slot.counted_slow = false;
+  slot.read_outstanding = false;
+  slot.posted_ns = now;
+  slot.last_probe_ns = now;
+  slot.fetched_bytes = 0;
+  ++busy_slots_;
+  if (!call->sync) ++async_slots_;
+  if (policy_.current() == RpcMode::kServerReply) {
+    slot.phase = Phase::kWaitReply;
+  } else {
+    slot.phase = Phase::kFetchHeader;
+    slot.next_fetch_ns = now + static_cast<int64_t>(fetch_delay_ns_);
+  }
+  UpdateNeedsDriver();
+  if (!Post(wr)) {
+    absl::Status st = status_;
+    // The call never left: undo and report.
+    slot.call = nullptr;
+    if (!call->sync) --async_slots_;
+    FreeSlot(s);
+    UpdateNeedsDriver();
+    return st;
+  }
+  return absl::OkStatus();
+}
+
+void ClientConnection::PostHeaderRead(uint32_t s, int64_t now) {
+  Slot& slot = slots_[s];
+  const uint32_t len = std::min<uint32_t>(options_.fetch_size,
+                                          layout_.response_slot_bytes);
+  WorkRequest wr = WorkRequest::Read(
+      WrId(s, kHeaderRead), local_.get(),
+      fetch_offset_ + size_t{s} * layout_.response_slot_bytes, len,
+      server_region_, layout_.ResponseSlotOffset(s));
+  slot.read_posted_ns = now;
+  slot.fetched_bytes = len;
+  if (Post(wr)) {
+    slot.read_outstanding = true;
+    ++slot.reads;
+    counters_->fetches.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void ClientConnection::SetMode(RpcMode mode) {
+  const uint64_t word = mode == RpcMode::kServerReply ? wire::kModeServerReply
+                                                      : wire::kModeRemoteFetch;
+  char* src = local_->data() + mode_word_offset_;
+  std::memcpy(src, &word, sizeof(word));
+  WorkRequest wr = WorkRequest::Write(WrId(0, kModeWrite), local_.get(),
+                                      mode_word_offset_, sizeof(word),
+                                      server_region_, 0);
+  wr.signaled = true;
+  Post(wr);
+  // Order the flag's WRITE before the READs that follow (the server's side
+  // of this Dekker pair is in ServerWorker::Finish).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+void ClientConnection::FreeSlot(uint32_t s) {
+  Slot& slot = slots_[s];
+  slot.phase = Phase::kFree;
+  slot.call = nullptr;
+  slot.read_outstanding = false;
+  --busy_slots_;
+  free_slots_.push_back(s);
+}
+
+void ClientConnection::UpdateNeedsDriver() {
+  int abandoned = 0;
+  if (busy_slots_ > 0) {
+    for (const Slot& slot : slots_) {
+      if (slot.phase != Phase::kFree && slot.call == nullptr) ++abandoned;
+    }
+  }
+  needs_driver_.store(async_slots_ + static_cast<int>(queued_.size()) + abandoned,
+                      std::memory_order_release);
+}
+
+void ClientConnection::FinishCall(PendingCall* call, absl::Status status,
+                                  std::vector<PendingCall*>* finished) {
+  if (!status.ok()) {
+    counters_->calls_failed.fetch_add(1, std::memory_order_relaxed);
+  }
+  call->status = std::move(status);
+  if (call->ctx != nullptr) {
+    call->ctx->SetResult(call->mode_used, call->fetches, call->reads,
+                         absl::Nanoseconds(call->server_time_ns));
+  }
+  if (call->sync) {
+    call->finished.store(true, std::memory_order_release);
+  } else {
+    --async_slots_;
+    finished->push_back(call);
+  }
+}
+
+void ClientConnection::Complete(uint32_t s, const char* payload,
+                                const wire::ResponseView& view, RpcMode via,
+                                std::vector<PendingCall*>* finished) {
+  Slot& slot = slots_[s];
+  PendingCall* call = slot.call;
+  const int64_t server_ns = wire::DecodeServerTimeNs(view.server_time);
+  if (via == RpcMode::kRemoteFetch) {
+    policy_.OnFetchedCall(slot.fetches);
+  } else if (policy_.OnServerReplyCall(absl::Nanoseconds(server_ns),
+                                       absl::Nanoseconds(rtt_ns_))) {
+    counters_->switches_to_remote_fetch.fetch_add(1, std::memory_order_relaxed);
+    SetMode(RpcMode::kRemoteFetch);
+    const int64_t now = NowNs();
+    for (uint32_t i = 0; i < slots_.size(); ++i) {
+      if (i != s && slots_[i].phase == Phase::kWaitReply) {
+        slots_[i].phase = Phase::kFetchHeader;
+        slots_[i].next_fetch_ns = now;
+      }
+    }
+  }
+  if (call != nullptr) {
+    call->mode_used = via;
+    call->fetches = slot.fetches;
+    call->reads = slot.reads;
+    call->server_time_ns = server_ns;
+    counters_->calls.fetch_add(1, std::memory_order_relaxed);
+    counters_->server_time_ns.fetch_add(static_cast<uint64_t>(server_ns),
+                                        std::memory_order_relaxed);
+    if (via == RpcMode::kRemoteFetch) {
+      counters_->calls_remote_fetch.fetch_add(1, std::memory_order_relaxed);
+      const int b = std::min(std::max(slot.fetches, 1), 16) - 1;
+      counters_->fetch_histogram[b].fetch_add(1, std::memory_order_relaxed);
+    } else {
+      counters_->calls_server_reply.fetch_add(1, std::memory_order_relaxed);
+    }
+    absl::Status st;
+    if (view.status_code != 0) {
+      st = absl::Status(static_cast<absl::StatusCode>(view.status_code),
+                        absl::string_view(payload, view.size));
+    } else if (!call->response->ParseFromArray(payload,
+                                               static_cast<int>(view.size))) {
+      st = absl::InternalError(absl::StrCat(
+          "response of ", view.size, " bytes does not parse as ",
+          call->response->GetTypeName()));
+    }
+    FinishCall(call, std::move(st), finished);
+  }
+  FreeSlot(s);
+}
+
+void ClientConnection::HandleHeader(uint32_t s, int64_t now,
+                                    std::vector<PendingCall*>* finished) {
+  Slot& slot = slots_[s];
+  const double rtt = static_cast<double>(now - slot.read_posted_ns);
+  rtt_ns_ = rtt_ns_ == 0 ? rtt : 0.9 * rtt_ns_ + 0.1 * rtt;
+  wire::ResponseView view;
+  const wire::FetchState st = wire::InspectResponse(
+      fetch_buf(s), slot.fetched_bytes, layout_.ResponsePayloadCapacity(),
+      slot.seq, /*require_tail=*/false, &view);
+  if (st == wire::FetchState::kCorrupt) {
+    FailLocked(absl::InternalError(absl::StrCat(
+                   "server sent a corrupt response header on slot ", s)),
+               finished);
+    return;
+  }
+  const bool probe = slot.phase == Phase::kWaitReply;
+  if (st == wire::FetchState::kReady) {
+    if (!probe && slot.call != nullptr && slot.fetches == 0) {
+      fetch_delay_ns_ = std::max(0.0, fetch_delay_ns_ - kDelayShrink);
+    }
+    ++slot.fetches;
+    if (view.flags & wire::kResponseFlagPushed) {
+      slot.phase = Phase::kWaitReply;
+      return;
+    }
+    if (wire::kHeaderBytes + view.size <= slot.fetched_bytes) {
+      Complete(s, fetch_buf(s) + wire::kHeaderBytes, view,
+               RpcMode::kRemoteFetch, finished);
+      return;
+    }
+    // The result is larger than F: one more READ for the rest.
+    const uint32_t rest =
+        static_cast<uint32_t>(wire::kHeaderBytes + view.size) - slot.fetched_bytes;
+    WorkRequest wr = WorkRequest::Read(
+        WrId(s, kRestRead), local_.get(),
+        fetch_offset_ + size_t{s} * layout_.response_slot_bytes +
+            slot.fetched_bytes,
+        rest, server_region_,
+        layout_.ResponseSlotOffset(s) + slot.fetched_bytes);
+    if (Post(wr)) {
+      slot.read_outstanding = true;
+      ++slot.reads;
+      slot.phase = Phase::kFetchRest;
+    }
+    return;
+  }
+  // Not ready yet.
+  if (probe) return;
+  if (slot.call != nullptr && slot.fetches == 0 &&
+      options_.mode != RpcMode::kServerReply) {
+    // Grow the first-fetch delay, but never past R fetch times, so a slow
+    // server still shows up as calls needing more than R fetches.
+    fetch_delay_ns_ = std::min(fetch_delay_ns_ + kDelayStepNs,
+                               rtt_ns_ * options_.retries);
+  }
+  ++slot.fetches;
+  if (slot.phase == Phase::kSwitchCheck) {
+    slot.phase = Phase::kWaitReply;
+    slot.last_probe_ns = now;
+    return;
+  }
+  if (slot.call == nullptr) {
+    slot.next_fetch_ns = now + kAbandonedFetchNs;
+    return;
+  }
+  slot.next_fetch_ns = now;
+  if (slot.fetches > options_.retries && !slot.counted_slow) {
+    slot.counted_slow = true;
+    if (policy_.OnCallExceededRetries()) {
+      counters_->switches_to_server_reply.fetch_add(1,
+                                                    std::memory_order_relaxed);
+      SetMode(RpcMode::kServerReply);
+      // Every call still fetching gets one READ after the flag landed: either
+      // the result was already published, or the server will WRITE it.
+      for (uint32_t i = 0; i < slots_.size(); ++i) {
+        Slot& o = slots_[i];
+        if (o.phase == Phase::kFetchHeader) {
+          o.phase = Phase::kSwitchCheck;
+          o.next_fetch_ns = now;
+        }
+      }
+    }
+  }
+}
+
+void ClientConnection::FailLocked(absl::Status status,
+                                  std::vector<PendingCall*>* finished) {
+  if (status_.ok()) {
+    status_ = status;
+    LOG(WARNING) << "rfrpc connection to worker " << worker_
+                 << " failed: " << status;
+    conn_->Fail(status);
+  }
+  failed_.store(true, std::memory_order_release);
+  for (uint32_t s = 0; s < slots_.size(); ++s) {
+    Slot& slot = slots_[s];
+    if (slot.phase == Phase::kFree) continue;
+    if (slot.call != nullptr) FinishCall(slot.call, status_, finished);
+    FreeSlot(s);
+  }
+  while (!queued_.empty()) {
+    PendingCall* call = queued_.front();
+    queued_.pop_front();
+    ++async_slots_;  // FinishCall decrements for async calls.
+    FinishCall(call, status_, finished);
+  }
+  UpdateNeedsDriver();
+}
+
+void ClientConnection::Abort(absl::Status status,
+                             std::vector<PendingCall*>* finished) {
+  absl::MutexLock lock(&mu_);
+  FailLocked(std::move(status), finished);
+}
+
+bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
+  absl::MutexLock lock(&mu_);
+  if (!status_.ok()) {
+    if (busy_slots_ > 0 || !queued_.empty()) FailLocked(status_, finished);
+    return false;
+  }
+  bool progressed = false;
+  if (++rounds_ % kStatusCheckRounds == 0 || busy_slots_ == 0) {
+    absl::Status ts = conn_->status();
+    if (!ts.ok()) {
+      FailLocked(ts, finished);
+      return true;
+    }
+  }
+  int64_t now = NowNs();
+
+  // 1. Post the header READs that are due.
+  for (uint32_t s = 0; s < slots_.size(); ++s) {
+    Slot& slot = slots_[s];
+    if ((slot.phase == Phase::kFetchHeader || slot.phase == Phase::kSwitchCheck) &&
+        !slot.read_outstanding && now >= slot.next_fetch_ns) {
+      PostHeaderRead(s, now);
+      progressed = true;
+    }
+  }
+  if (!status_.ok()) {
+    FailLocked(status_, finished);
+    return true;
+  }
+
+  // 2. Take completions.
+  transport::Completion comps[16];
+  int n = cq_->Poll(absl::MakeSpan(comps));
+  if (n > 0) now = NowNs();
+  for (int i = 0; i < n; ++i) {
+    const transport::Completion& c = comps[i];
+    if (!c.ok()) {
+      FailLocked(c.ToStatus(), finished);
+      return true;
+    }
+    const uint32_t s = static_cast<uint32_t>(c.wr_id >> 4);
+    const WrKind kind = static_cast<WrKind>(c.wr_id & 0xf);
+    if (kind == kRequestWrite || kind == kModeWrite) continue;
+    if (s >= slots_.size()) continue;
+    Slot& slot = slots_[s];
+    slot.read_outstanding = false;
+    progressed = true;
+    if (kind == kHeaderRead) {
+      if (slot.phase == Phase::kFetchHeader || slot.phase == Phase::kSwitchCheck ||
+          slot.phase == Phase::kWaitReply) {
+        HandleHeader(s, now, finished);
+      }
+    } else if (kind == kRestRead && slot.phase == Phase::kFetchRest) {
+      wire::ResponseView view;
+      const char* buf = fetch_buf(s);
+      if (wire::InspectResponse(buf, layout_.response_slot_bytes,
+                                layout_.ResponsePayloadCapacity(), slot.seq,
+                                false, &view) == wire::FetchState::kReady) {
+        Complete(s, buf + wire::kHeaderBytes, view, RpcMode::kRemoteFetch,
+                 finished);
+      } else {
+        FailLocked(absl::InternalError("response changed between READs"),
+                   finished);
+        return true;
+      }
+    }
+    if (!status_.ok()) {
+      FailLocked(status_, finished);
+      return true;
+    }
+  }
+
+  // 3. Server-reply slots, deadlines, probes.
+  if (busy_slots_ > 0) {
+    for (uint32_t s = 0; s < slots_.size(); ++s) {
+      Slot& slot = slots_[s];
+      if (slot.phase == Phase::kFree) continue;
+      if (slot.phase == Phase::kWaitReply) {
+        wire::ResponseView view;
+        const char* buf = reply_slot(s);
+        const wire::FetchState st = wire::InspectResponse(
+            buf, layout_.response_slot_bytes, layout_.ResponsePayloadCapacity(),
+            slot.seq, /*require_tail=*/true, &view);
+        if (st == wire::FetchState::kReady) {
+          Complete(s, buf + wire::kHeaderBytes, view, RpcMode::kServerReply,
+                   finished);
+          progressed = true;
+          continue;
+        }
+        if (st == wire::FetchState::kCorrupt) {
+          FailLocked(absl::InternalError("corrupt server-reply header"),
+                     finished);
+          return true;
+        }
+        if (!slot.read_outstanding && now - slot.last_probe_ns > kReplyProbeNs) {
+          slot.last_probe_ns = now;
+          PostHeaderRead(s, now);
+        }
+      }
+      if (slot.call != nullptr && absl::FromUnixNanos(now) > slot.call->deadline) {
+        PendingCall* call = slot.call;
+        slot.call = nullptr;  // Abandoned: reused once its result shows up.
+        call->fetches = slot.fetches;
+        call->reads = slot.reads;
+        FinishCall(call,
+                   absl::DeadlineExceededError(absl::StrCat(
+                       "deadline exceeded after ",
+                       absl::FormatDuration(absl::Nanoseconds(now - call->start_ns)),
+                       " (", slot.fetches, " fetches, mode ",
+                       RpcModeName(policy_.current()), ")")),
+                   finished);
+        UpdateNeedsDriver();
+        progressed = true;
+      }
+    }
+  }
+
+  // 4. Queued async calls take freed slots.
+  while (!queued_.empty() && !free_slots_.empty()) {
+    PendingCall* call = queued_.front();
+    queued_.pop_front();
+    if (absl::FromUnixNanos(now) > call->deadline) {
+      ++async_slots_;
+      FinishCall(call, absl::DeadlineExceededError("deadline exceeded waiting for a free slot"),
+                 finished);
+      continue;
+    }
+    absl::Status st = StartLocked(call, call->queued_request.data(), nullptr,
+                                  call->queued_request.size());
+    if (!st.ok()) {
+      ++async_slots_;
+      FinishCall(call, st, finished);
+    }
+    progressed = true;
+  }
+  UpdateNeedsDriver();
+  return progressed;
+}
+
+}  // namespace internal
+}  // namespace rfrpc

@@ -1,0 +1,206 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// One client connection of a Channel: its slots, its remote-fetching and
+// server-reply datapath, and its hybrid mode (internal to rpc/).
+//
+// Each call takes a slot. client_send: the request is serialized straight
+// into the slot's registered staging buffer and WRITTen into the server's
+// request slot. client_recv: in remote fetching the client READs F bytes of
+// the server's response buffer (header + payload) until the header shows the
+// call's seq, then READs the rest if the result is larger; in server-reply
+// it polls its local reply slot, which the server WRITEs.
+//
+// Thread safety: all methods are thread-safe (one mutex per connection).
+// Progress() may be called by any thread; whoever calls it advances every
+// call on the connection.
+
+#ifndef RFRPC_RPC_CLIENT_CONNECTION_H_
+#define RFRPC_RPC_CLIENT_CONNECTION_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "google/protobuf/message_lite.h"
+#include "rpc/channel.h"
+#include "rpc/hybrid_policy.h"
+#include "rpc/options.h"
+#include "rpc/slot_codec.h"
+#include "rpc/wire_format.h"
+#include "transport/transport.h"
+
+namespace rfrpc {
+namespace internal {
+
+// One call in progress. Owned by the caller (sync: on its stack; async: by
+// the channel until `done` runs).
+struct PendingCall {
+  uint32_t method_id = 0;
+  google::protobuf::MessageLite* response = nullptr;  // Not owned.
+  ClientContext* ctx = nullptr;                       // Not owned; may be null.
+  std::function<void(absl::Status)> done;             // Async only.
+  absl::Time deadline = absl::InfiniteFuture();
+  int64_t start_ns = 0;
+  // For async calls that waited for a slot: the serialized request.
+  std::string queued_request;
+  bool sync = false;
+
+  // Results.
+  absl::Status status;
+  std::atomic<bool> finished{false};
+  RpcMode mode_used = RpcMode::kRemoteFetch;
+  int fetches = 0;
+  int reads = 0;
+  int64_t server_time_ns = 0;
+};
+
+// Channel-wide counters, updated by every connection.
+struct ChannelCounters {
+  std::atomic<uint64_t> calls{0};
+  std::atomic<uint64_t> calls_remote_fetch{0};
+  std::atomic<uint64_t> calls_server_reply{0};
+  std::atomic<uint64_t> calls_failed{0};
+  std::atomic<uint64_t> rdma_writes{0};
+  std::atomic<uint64_t> rdma_reads{0};
+  std::atomic<uint64_t> fetches{0};
+  std::atomic<uint64_t> switches_to_server_reply{0};
+  std::atomic<uint64_t> switches_to_remote_fetch{0};
+  std::atomic<uint64_t> fetch_histogram[16] = {};
+  std::atomic<uint64_t> server_time_ns{0};
+};
+
+class ClientConnection {
+ public:
+  // Connects to `address`, asking for server worker `worker` (-1: any).
+  // `provider` and `counters` are not owned and must outlive the result.
+  static absl::StatusOr<std::unique_ptr<ClientConnection>> Connect(
+      transport::Provider* provider, const std::string& address, int worker,
+      const ChannelOptions& options, ChannelCounters* counters);
+
+  ~ClientConnection();
+
+  // Starts `call` with `request` (serialized straight into the slot). Returns
+  // RESOURCE_EXHAUSTED if every slot is busy (the caller drives Progress and
+  // tries again), INVALID_ARGUMENT if the request is larger than a slot,
+  // UNAVAILABLE if the connection has failed.
+  absl::Status Start(PendingCall* call,
+                     const google::protobuf::MessageLite& request);
+
+  // Queues an async call that found no free slot; it starts when one frees.
+  // Takes the serialized request in call->queued_request.
+  void Enqueue(PendingCall* call);
+
+  // Advances every call on this connection. Finished async calls are
+  // appended to `finished` (the caller runs their callbacks outside any
+  // lock). Returns true if anything happened.
+  bool Progress(std::vector<PendingCall*>* finished);
+
+  // Fails every outstanding call with `status` (e.g. the channel is being
+  // destroyed) and the connection with it.
+  void Abort(absl::Status status, std::vector<PendingCall*>* finished);
+
+  // True while async calls, queued calls or abandoned slots need someone to
+  // call Progress.
+  bool NeedsDriver() const { return needs_driver_.load(std::memory_order_acquire) > 0; }
+
+  absl::Status status() const;
+  RpcMode mode() const;
+  int worker() const { return worker_; }
+  int server_workers() const { return server_workers_; }
+  const wire::ConnectionLayout& layout() const { return layout_; }
+  absl::Duration fetch_rtt() const;
+  absl::Duration fetch_delay() const;
+
+ private:
+  enum class Phase : uint8_t {
+    kFree,
+    kFetchHeader,   // Remote fetching: READ the header (+ F bytes).
+    kFetchRest,     // READ of the part past F in flight.
+    kWaitReply,     // Server-reply: poll the local reply slot.
+    kSwitchCheck,   // Mode flag WRITE posted; one more READ decides.
+  };
+  struct Slot {
+    Phase phase = Phase::kFree;
+    uint32_t seq = 0;
+    PendingCall* call = nullptr;  // Null when abandoned (deadline passed).
+    bool read_outstanding = false;
+    bool counted_slow = false;
+    int fetches = 0;
+    int reads = 0;
+    int64_t posted_ns = 0;       // When the request WRITE was posted.
+    int64_t next_fetch_ns = 0;   // Earliest time of the next header READ.
+    int64_t read_posted_ns = 0;
+    int64_t last_probe_ns = 0;
+    uint32_t fetched_bytes = 0;  // Bytes valid in the fetch buffer.
+  };
+
+  ClientConnection(ChannelOptions options, ChannelCounters* counters);
+
+  absl::Status StartLocked(PendingCall* call, const char* serialized,
+                           const google::protobuf::MessageLite* request,
+                           size_t size) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PostHeaderRead(uint32_t s, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void HandleHeader(uint32_t s, int64_t now, std::vector<PendingCall*>* finished)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Complete(uint32_t s, const char* payload, const wire::ResponseView& view,
+                RpcMode via, std::vector<PendingCall*>* finished)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FinishCall(PendingCall* call, absl::Status status,
+                  std::vector<PendingCall*>* finished)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FreeSlot(uint32_t s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SetMode(RpcMode mode) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FailLocked(absl::Status status, std::vector<PendingCall*>* finished)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool Post(const transport::WorkRequest& wr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UpdateNeedsDriver() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  char* staging(uint32_t s) const;
+  char* fetch_buf(uint32_t s) const;
+  char* reply_slot(uint32_t s) const;
+
+  const ChannelOptions options_;
+  ChannelCounters* const counters_;  // Not owned.
+  int worker_ = 0;
+  int server_workers_ = 1;
+  wire::ConnectionLayout layout_;
+  uint32_t large_result_bytes_ = 0;
+
+  // Registered memory: staging (requests), fetch buffers, the mode word;
+  // and the reply region the server may WRITE.
+  std::unique_ptr<transport::MemoryRegion> local_;
+  std::unique_ptr<transport::MemoryRegion> reply_;
+  std::unique_ptr<transport::CompletionQueue> cq_;
+  std::unique_ptr<transport::Connection> conn_;
+  transport::RemoteRegion server_region_;
+  size_t staging_offset_ = 0, fetch_offset_ = 0, mode_word_offset_ = 0;
+
+  mutable absl::Mutex mu_;
+  std::vector<Slot> slots_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint32_t> free_slots_ ABSL_GUARDED_BY(mu_);
+  std::deque<PendingCall*> queued_ ABSL_GUARDED_BY(mu_);
+  HybridPolicy policy_ ABSL_GUARDED_BY(mu_);
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+  uint32_t unsignaled_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t rounds_ ABSL_GUARDED_BY(mu_) = 0;
+  double rtt_ns_ ABSL_GUARDED_BY(mu_) = 0;         // EWMA of READ round trips.
+  double fetch_delay_ns_ ABSL_GUARDED_BY(mu_) = 0;  // Adaptive first-fetch delay.
+  int busy_slots_ ABSL_GUARDED_BY(mu_) = 0;
+  int async_slots_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<int> needs_driver_{0};
+  std::atomic<bool> failed_{false};
+};
+
+}  // namespace internal
+}  // namespace rfrpc
+
+#endif  // RFRPC_RPC_CLIENT_CONNECTION_H_

@@ -1,0 +1,237 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// Server set-up: provider, listener, the accept thread that lays out each
+// connection's memory, and the workers.
+
+#include "rpc/server.h"
+
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "glog/logging.h"
+#include "rpc/rpc_handshake.pb.h"
+#include "rpc/server_worker.h"
+#include "rpc/status_macros.h"
+#include "rpc/wire_format.h"
+
+namespace rfrpc {
+
+using internal::ServerConnection;
+using internal::ServerWorker;
+
+namespace {
+constexpr uint32_t kRpcVersion = 1;
+}  // namespace
+
+class Server::Impl {
+ public:
+  explicit Impl(ServerOptions options) : options_(std::move(options)) {}
+  ~Impl() { Shutdown(); }
+
+  absl::Status RegisterService(Service* service) {
+    absl::MutexLock lock(&mu_);
+    if (started_) {
+      return absl::FailedPreconditionError(
+          "RegisterService must come before Server::Start");
+    }
+    for (const MethodEntry& m : service->methods()) {
+      auto [it, inserted] = methods_.emplace(m.id, &m);
+      if (!inserted) {
+        return absl::AlreadyExistsError(absl::StrCat(
+            "method ", m.full_name, " has the id of ", it->second->full_name,
+            " (0x", absl::Hex(m.id), "); rename one of them"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Start() {
+    absl::MutexLock lock(&mu_);
+    if (started_) return absl::FailedPreconditionError("server already started");
+    if (options_.workers < 1 || options_.workers > 1024) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("workers ", options_.workers, " is outside [1, 1024]"));
+    }
+    RFRPC_ASSIGN_OR_RETURN(
+        provider_,
+        transport::Provider::Open(options_.provider, options_.provider_options));
+    for (int i = 0; i < options_.workers; ++i) {
+      transport::CompletionQueueOptions cq_options;
+      cq_options.poll_mode = transport::PollMode::kBusy;
+      RFRPC_ASSIGN_OR_RETURN(auto cq, provider_->CreateCompletionQueue(cq_options));
+      workers_.push_back(std::make_unique<ServerWorker>(
+          i, options_, &methods_, &counters_, std::move(cq)));
+    }
+    RFRPC_ASSIGN_OR_RETURN(listener_, provider_->Listen(options_.address));
+    address_ = listener_->address();
+    for (auto& w : workers_) w->Start();
+    accept_thread_ = std::thread([this] { AcceptLoop(); });
+    started_ = true;
+    LOG(INFO) << "rfrpc server listening on " << address_ << " (provider "
+              << provider_->name() << ", " << options_.workers << " workers)";
+    return absl::OkStatus();
+  }
+
+  std::string address() const {
+    absl::MutexLock lock(&mu_);
+    return address_;
+  }
+
+  void Shutdown() {
+    {
+      absl::MutexLock lock(&mu_);
+      if (!started_ || stopped_) return;
+      stopped_ = true;
+    }
+    stop_.store(true);
+    listener_->Shutdown();
+    if (accept_thread_.joinable()) accept_thread_.join();
+    for (auto& w : workers_) w->Stop();
+    workers_.clear();
+    listener_.reset();
+  }
+
+  ServerStats stats() const {
+    ServerStats s;
+    s.connections_accepted = counters_.connections_accepted.load();
+    s.connections_rejected = counters_.connections_rejected.load();
+    s.connections_closed = counters_.connections_closed.load();
+    s.calls = counters_.calls.load();
+    s.calls_server_reply = counters_.calls_server_reply.load();
+    s.calls_failed = counters_.calls_failed.load();
+    s.bad_requests = counters_.bad_requests.load();
+    s.rdma_writes = counters_.rdma_writes.load();
+    return s;
+  }
+
+ private:
+  void AcceptLoop() {
+    while (!stop_.load()) {
+      absl::StatusOr<std::unique_ptr<transport::IncomingConnection>> in =
+          listener_->Next(absl::Milliseconds(100));
+      if (!in.ok()) {
+        if (in.status().code() != absl::StatusCode::kDeadlineExceeded &&
+            !stop_.load()) {
+          LOG(WARNING) << "rfrpc server: accept: " << in.status();
+        }
+        continue;
+      }
+      absl::Status s = AcceptOne(in->get());
+      if (!s.ok()) {
+        counters_.connections_rejected.fetch_add(1);
+        LOG(WARNING) << "rfrpc server: refused " << (*in)->peer().peer_name
+                     << ": " << s;
+        (*in)->Reject(s);
+      }
+    }
+  }
+
+  absl::Status AcceptOne(transport::IncomingConnection* in) {
+    rpc::RpcHello hello;
+    if (!hello.ParseFromString(in->peer().user_data)) {
+      return absl::InvalidArgumentError(
+          "connection request carries no valid RpcHello");
+    }
+    if (hello.version() != kRpcVersion) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("client speaks rpc version ", hello.version(),
+                       "; this server speaks ", kRpcVersion));
+    }
+    int total = 0;
+    for (auto& w : workers_) total += w->connections();
+    if (total >= options_.max_connections) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "server is at max_connections (", options_.max_connections, ")"));
+    }
+    const uint32_t slots = std::min<uint32_t>(
+        hello.slots(), static_cast<uint32_t>(options_.max_slots_per_connection));
+    const uint32_t req_bytes = hello.request_slot_bytes();
+    const uint32_t resp_bytes = hello.response_slot_bytes();
+    if (slots < 1 || req_bytes < 64 || resp_bytes < 64 || req_bytes % 64 != 0 ||
+        resp_bytes % 64 != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unusable slot layout: ", hello.ShortDebugString()));
+    }
+    if (req_bytes > wire::FramedBytes(options_.max_request_bytes) + 64 ||
+        resp_bytes > wire::FramedBytes(options_.max_response_bytes) + 64) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "requested slots of ", req_bytes, "/", resp_bytes,
+          " bytes exceed this server's max_request_bytes/max_response_bytes (",
+          options_.max_request_bytes, "/", options_.max_response_bytes, ")"));
+    }
+    if (in->peer().regions.empty()) {
+      return absl::InvalidArgumentError("client exposed no reply region");
+    }
+    auto c = std::make_unique<ServerConnection>();
+    c->layout.slots = slots;
+    c->layout.request_slot_bytes = req_bytes;
+    c->layout.response_slot_bytes = resp_bytes;
+    c->client_reply = in->peer().regions[0];
+    if (c->client_reply.length < c->layout.ReplyRegionBytes()) {
+      return absl::InvalidArgumentError(
+          "client's reply region is smaller than its slot layout");
+    }
+    int worker = hello.worker();
+    if (worker < 0 || worker >= static_cast<int>(workers_.size())) {
+      worker = static_cast<int>(next_worker_++ % workers_.size());
+    }
+    RFRPC_ASSIGN_OR_RETURN(c->region,
+                           provider_->AllocateMemory(c->layout.ServerRegionBytes()));
+    c->expected_seq.assign(slots, 1);
+    c->push_in_flight.assign(slots, 0);
+    c->peer = in->peer().peer_name;
+
+    rpc::RpcWelcome welcome;
+    welcome.set_version(kRpcVersion);
+    welcome.set_worker(static_cast<uint32_t>(worker));
+    welcome.set_workers(static_cast<uint32_t>(workers_.size()));
+    welcome.set_slots(slots);
+    welcome.set_request_slot_bytes(req_bytes);
+    welcome.set_response_slot_bytes(resp_bytes);
+    welcome.set_large_result_bytes(options_.large_result_bytes);
+
+    transport::ConnectionSetup setup;
+    setup.cq = workers_[worker]->cq();
+    setup.exposed.push_back(transport::ExposedRegion{
+        c->region.get(), 0, c->region->size(), /*remote_write=*/true,
+        /*remote_read=*/true});
+    setup.user_data = welcome.SerializeAsString();
+    setup.max_outstanding = 2 * slots + 16;
+    setup.auth_token = options_.auth_token;
+    RFRPC_ASSIGN_OR_RETURN(c->conn, in->Accept(setup));
+    counters_.connections_accepted.fetch_add(1);
+    workers_[worker]->Adopt(std::move(c));
+    return absl::OkStatus();
+  }
+
+  const ServerOptions options_;
+  mutable absl::Mutex mu_;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  std::string address_ ABSL_GUARDED_BY(mu_);
+  internal::MethodTable methods_;
+  internal::ServerCounters counters_;
+  std::unique_ptr<transport::Provider> provider_;
+  std::unique_ptr<transport::Listener> listener_;
+  std::vector<std::unique_ptr<ServerWorker>> workers_;
+  std::thread accept_thread_;
+  std::atomic<bool> stop_{false};
+  uint64_t next_worker_ = 0;
+};
+
+Server::Server(ServerOptions options)
+    : impl_(std::make_unique<Impl>(std::move(options))) {}
+Server::~Server() = default;
+absl::Status Server::RegisterService(Service* service) {
+  return impl_->RegisterService(service);
+}
+absl::Status Server::Start() { return impl_->Start(); }
+std::string Server::address() const { return impl_->address(); }
+void Server::Shutdown() { impl_->Shutdown(); }
+ServerStats Server::stats() const { return impl_->stats(); }
+
+}  // namespace rfrpc

@@ -1,0 +1,108 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// A server worker thread and the connections it owns (internal to rpc/).
+//
+// server_recv: the worker polls the request slots of all its connections
+// round robin. server_send: it runs the handler, which serializes the result
+// straight into the slot's response buffer in the server's own memory, and
+// publishes the header last. Only in server-reply (the connection's mode
+// flag says so) or for results above large_result_bytes does it issue an
+// out-bound WRITE into the client's reply slot.
+//
+// Thread safety: Adopt(), Stop() and stats are thread-safe; everything else
+// runs on the worker's own thread.
+
+#ifndef RFRPC_RPC_SERVER_WORKER_H_
+#define RFRPC_RPC_SERVER_WORKER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "rpc/options.h"
+#include "rpc/service.h"
+#include "rpc/wire_format.h"
+#include "transport/transport.h"
+
+namespace rfrpc {
+namespace internal {
+
+using MethodTable = absl::flat_hash_map<uint32_t, const MethodEntry*>;
+
+struct ServerCounters {
+  std::atomic<uint64_t> connections_accepted{0};
+  std::atomic<uint64_t> connections_rejected{0};
+  std::atomic<uint64_t> connections_closed{0};
+  std::atomic<uint64_t> calls{0};
+  std::atomic<uint64_t> calls_server_reply{0};
+  std::atomic<uint64_t> calls_failed{0};
+  std::atomic<uint64_t> bad_requests{0};
+  std::atomic<uint64_t> rdma_writes{0};
+};
+
+// One accepted client connection and its memory.
+struct ServerConnection {
+  std::unique_ptr<transport::Connection> conn;
+  std::unique_ptr<transport::MemoryRegion> region;  // Exposed to the client.
+  wire::ConnectionLayout layout;
+  transport::RemoteRegion client_reply;             // The client's reply slots.
+  std::string peer;
+  std::vector<uint32_t> expected_seq;               // Per slot.
+  std::vector<uint8_t> push_in_flight;              // Per slot.
+  uint32_t unsignaled = 0;
+};
+
+class ServerWorker {
+ public:
+  // `methods` and `counters` are not owned and must outlive the worker.
+  ServerWorker(int index, const ServerOptions& options,
+               const MethodTable* methods, ServerCounters* counters,
+               std::unique_ptr<transport::CompletionQueue> cq);
+  ~ServerWorker();
+
+  void Start();
+  // Stops the thread and fails (closes) every connection.
+  void Stop();
+
+  // Hands a new connection to this worker.
+  void Adopt(std::unique_ptr<ServerConnection> c);
+  int connections() const { return connections_.load(); }
+
+  transport::CompletionQueue* cq() const { return cq_.get(); }
+
+ private:
+  void Loop();
+  // Serves one ready request; returns false if the connection must close.
+  void Serve(ServerConnection* c, uint32_t slot);
+  void Push(ServerConnection* c, uint32_t slot, size_t framed);
+  void TakeCompletions();
+  void Close(size_t i, const absl::Status& why);
+  void Idle(int* empty_rounds);
+
+  const int index_;
+  const ServerOptions options_;
+  const MethodTable* const methods_;
+  ServerCounters* const counters_;
+  std::unique_ptr<transport::CompletionQueue> cq_;
+
+  std::vector<std::unique_ptr<ServerConnection>> conns_;  // Worker thread only.
+  ServerContext ctx_;
+
+  absl::Mutex inbox_mu_;
+  std::vector<std::unique_ptr<ServerConnection>> inbox_ ABSL_GUARDED_BY(inbox_mu_);
+  std::atomic<bool> inbox_nonempty_{false};
+  std::atomic<bool> stop_{false};
+  std::atomic<int> connections_{0};
+  std::thread thread_;
+};
+
+}  // namespace internal
+}  // namespace rfrpc
+
+#endif  // RFRPC_RPC_SERVER_WORKER_H_

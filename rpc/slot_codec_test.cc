@@ -1,0 +1,175 @@
+// Copyright 2026 The rfrpc Authors.
+
+#include "rpc/slot_codec.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace rfrpc {
+namespace wire {
+namespace {
+
+constexpr size_t kSlot = 256;
+
+class SlotCodecTest : public ::testing::Test {
+ protected:
+  // 8-byte aligned buffers, like registered memory.
+  alignas(64) char slot_[kSlot] = {};
+  alignas(64) char resp_[kSlot] = {};
+
+  size_t WriteRequest(absl::string_view payload, uint32_t seq) {
+    std::memcpy(slot_ + kHeaderBytes, payload.data(), payload.size());
+    return FinishRequest(slot_, static_cast<uint32_t>(payload.size()), seq,
+                         /*method_id=*/0xabcd, /*aux=*/3, /*flags=*/0);
+  }
+};
+
+TEST_F(SlotCodecTest, RequestRoundTrip) {
+  EXPECT_EQ(WriteRequest("hello", 1), FramedBytes(5));
+  EXPECT_EQ(FramedBytes(5), 16u + 8u + 8u);
+  RequestView v;
+  std::string why;
+  ASSERT_EQ(InspectRequest(slot_, kSlot, 1, &v, &why), SlotState::kReady);
+  EXPECT_EQ(v.payload, "hello");
+  EXPECT_EQ(v.method_id, 0xabcdu);
+  EXPECT_EQ(v.aux, 3);
+  EXPECT_EQ(v.seq, 1u);
+}
+
+TEST_F(SlotCodecTest, EmptySlotIsEmpty) {
+  RequestView v;
+  std::string why;
+  EXPECT_EQ(InspectRequest(slot_, kSlot, 1, &v, &why), SlotState::kEmpty);
+}
+
+TEST_F(SlotCodecTest, StaleSequenceIsNeverTakenForNewCall) {
+  WriteRequest("old", 7);
+  RequestView v;
+  std::string why;
+  // The server already served seq 7 and waits for 8: the old bytes are stale.
+  EXPECT_EQ(InspectRequest(slot_, kSlot, 8, &v, &why), SlotState::kEmpty);
+  // A replay of an older seq is just as stale.
+  WriteRequest("replay", 5);
+  EXPECT_EQ(InspectRequest(slot_, kSlot, 8, &v, &why), SlotState::kEmpty);
+  WriteRequest("new", 8);
+  ASSERT_EQ(InspectRequest(slot_, kSlot, 8, &v, &why), SlotState::kReady);
+  EXPECT_EQ(v.payload, "new");
+}
+
+TEST_F(SlotCodecTest, MissingTailIsIncomplete) {
+  WriteRequest("payload", 2);
+  // Tail still shows the previous seq: the WRITE is landing.
+  uint64_t old_tail = TailWord(1);
+  std::memcpy(slot_ + TailOffset(7), &old_tail, 8);
+  RequestView v;
+  std::string why;
+  EXPECT_EQ(InspectRequest(slot_, kSlot, 2, &v, &why), SlotState::kIncomplete);
+}
+
+TEST_F(SlotCodecTest, CorruptSizeIsReportedNotRead) {
+  WriteRequest("x", 1);
+  RequestHeader h;
+  std::memcpy(&h, slot_, sizeof(h));
+  h.size_status = kValidBit | 0x7ffffff0u;  // Far past the slot.
+  std::memcpy(slot_, &h, sizeof(h));
+  RequestView v;
+  std::string why;
+  EXPECT_EQ(InspectRequest(slot_, kSlot, 1, &v, &why), SlotState::kCorrupt);
+  EXPECT_NE(why.find("exceeds the 232-byte request slot"), std::string::npos)
+      << why;
+}
+
+TEST_F(SlotCodecTest, SizeAtCapacityIsAcceptedOneMoreIsNot) {
+  const size_t cap = SlotPayloadCapacity(kSlot);
+  EXPECT_EQ(cap, kSlot - kHeaderBytes - kTailBytes);
+  std::string max(cap, 'm');
+  WriteRequest(max, 1);
+  RequestView v;
+  std::string why;
+  EXPECT_EQ(InspectRequest(slot_, kSlot, 1, &v, &why), SlotState::kReady);
+  RequestHeader h;
+  std::memcpy(&h, slot_, sizeof(h));
+  h.size_status = kValidBit | static_cast<uint32_t>(cap + 1);
+  std::memcpy(slot_, &h, sizeof(h));
+  EXPECT_EQ(InspectRequest(slot_, kSlot, 1, &v, &why), SlotState::kCorrupt);
+}
+
+TEST_F(SlotCodecTest, ResponsePublishAndInspect) {
+  std::memcpy(resp_ + kHeaderBytes, "result", 6);
+  EXPECT_EQ(PublishResponse(resp_, 6, 9, EncodeServerTime(1500), 0, 0),
+            FramedBytes(6));
+  ResponseView v;
+  ASSERT_EQ(InspectResponse(resp_, kSlot, SlotPayloadCapacity(kSlot), 9,
+                            /*require_tail=*/true, &v),
+            FetchState::kReady);
+  EXPECT_EQ(v.size, 6u);
+  EXPECT_EQ(DecodeServerTimeNs(v.server_time), 1500);
+  EXPECT_EQ(v.status_code, 0);
+  // The client waiting for seq 10 does not take seq 9's result.
+  EXPECT_EQ(InspectResponse(resp_, kSlot, SlotPayloadCapacity(kSlot), 10,
+                            false, &v),
+            FetchState::kNotReady);
+}
+
+TEST_F(SlotCodecTest, ShortFetchStillSeesHeader) {
+  std::string big(200, 'b');
+  std::memcpy(resp_ + kHeaderBytes, big.data(), big.size());
+  PublishResponse(resp_, 200, 1, 0, 0, 0);
+  ResponseView v;
+  // A 64-byte fetch: header valid, the caller READs the rest.
+  ASSERT_EQ(InspectResponse(resp_, 64, SlotPayloadCapacity(kSlot), 1, false, &v),
+            FetchState::kReady);
+  EXPECT_EQ(v.size, 200u);
+  // Fewer bytes than a header: not ready.
+  EXPECT_EQ(InspectResponse(resp_, 8, SlotPayloadCapacity(kSlot), 1, false, &v),
+            FetchState::kNotReady);
+}
+
+TEST_F(SlotCodecTest, CorruptResponseSize) {
+  PublishResponse(resp_, 4, 1, 0, 0, 0);
+  ResponseHeader h;
+  std::memcpy(&h, resp_, sizeof(h));
+  h.size_status = kValidBit | 100000;
+  std::memcpy(resp_, &h, sizeof(h));
+  ResponseView v;
+  EXPECT_EQ(InspectResponse(resp_, kSlot, SlotPayloadCapacity(kSlot), 1, false, &v),
+            FetchState::kCorrupt);
+}
+
+TEST_F(SlotCodecTest, ReplySlotNeedsTail) {
+  PublishResponse(resp_, 4, 3, 0, 0, 0);
+  uint64_t stale = TailWord(2);
+  std::memcpy(resp_ + TailOffset(4), &stale, 8);
+  ResponseView v;
+  EXPECT_EQ(InspectResponse(resp_, kSlot, SlotPayloadCapacity(kSlot), 3, true, &v),
+            FetchState::kNotReady);
+  EXPECT_EQ(InspectResponse(resp_, kSlot, SlotPayloadCapacity(kSlot), 3, false, &v),
+            FetchState::kReady);
+}
+
+TEST(ServerTimeTest, EncodesSaturating) {
+  EXPECT_EQ(EncodeServerTime(-5), 0);
+  EXPECT_EQ(EncodeServerTime(99), 0);
+  EXPECT_EQ(EncodeServerTime(12000), 120);
+  EXPECT_EQ(EncodeServerTime(int64_t{1} << 40), 0xffff);
+}
+
+TEST(SeqTest, NextSeqSkipsZero) {
+  EXPECT_EQ(NextSeq(1), 2u);
+  EXPECT_EQ(NextSeq(0xffffffffu), 1u);
+}
+
+TEST(LayoutTest, OffsetsDoNotOverlap) {
+  ConnectionLayout l{4, 128, 256};
+  EXPECT_EQ(l.RequestSlotOffset(0), 64u);
+  EXPECT_EQ(l.ResponseSlotOffset(0), 64u + 4 * 128);
+  EXPECT_EQ(l.ResponseSlotOffset(3) + 256, l.ServerRegionBytes());
+  EXPECT_EQ(l.ReplyRegionBytes(), 4u * 256);
+}
+
+}  // namespace
+}  // namespace wire
+}  // namespace rfrpc

@@ -1,0 +1,179 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// The RF-RPC message layer's memory formats: request slots, response
+// buffers, and the per-connection layout both sides record at connect time
+// (paper §3.1, Fig. 3; Table 2's client_send/server_recv/server_send/
+// client_recv). Documented in docs/wire_formats.md. All fields little-endian.
+//
+// Per connection the server allocates one region, exposed to that client
+// only:
+//
+//   [0, 64)                          ControlBlock (the mode flag)
+//   request slot i   at RequestSlotOffset(i)   request_slot_bytes each
+//   response buf i   at ResponseSlotOffset(i)  response_slot_bytes each
+//
+// and the client allocates a reply region (slots * response_slot_bytes),
+// exposed to the server, that server-reply WRITEs land in.
+//
+// A request slot, written by the client with ONE RDMA WRITE:
+//
+//   0   uint32 size_status   bit 31 = valid, bits 0..30 = payload bytes
+//   4   uint32 seq           per-slot sequence number (1, 2, ...; never 0)
+//   8   uint16 aux           batching: entries the client wants per batch
+//   10  uint16 flags         kRequestFlag*
+//   12  uint32 method_id     rfrpc::MethodId of "/pkg.Service/Method"
+//   16  payload              serialized request (or a request batch)
+//   16 + Align8(size)        uint64 tail = TailWord(seq)
+//
+// The server sees a request when the first word shows valid + the expected
+// seq, and knows the WRITE is complete when the tail shows the same seq (the
+// transport's ordering contract: a WRITE's last 8 bytes land last). A stale
+// slot (an older seq) or a replay is never taken for a new call.
+//
+// A response buffer, written by the server into its LOCAL memory, payload
+// first and the first word last with release semantics:
+//
+//   0   uint32 size_status   bit 31 = ready, bits 0..30 = payload bytes
+//   4   uint32 seq           seq of the request it answers
+//   8   uint16 server_time   processing time, units of 100 ns, saturating
+//   10  uint16 status_code   absl::StatusCode; non-zero: payload = message
+//   12  uint16 flags         kResponseFlag*
+//   14  uint16 reserved
+//   16  payload
+//   16 + Align8(size)        uint64 tail = TailWord(seq)
+//
+// The client READs the first F bytes; by the transport's READ contract the
+// first 8 bytes are observed before the rest, so ready + matching seq there
+// guarantee the header and payload behind them. In server-reply the server
+// WRITEs the same bytes [0, 16 + Align8(size) + 8) into the client's reply
+// slot; the client waits for the first word and then the tail.
+
+#ifndef RFRPC_RPC_WIRE_FORMAT_H_
+#define RFRPC_RPC_WIRE_FORMAT_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace rfrpc {
+namespace wire {
+
+inline constexpr uint32_t kValidBit = 0x80000000u;
+inline constexpr uint32_t kSizeMask = 0x7fffffffu;
+inline constexpr uint64_t kTailMagic = 0x52465450u;  // "PTFR"
+
+struct RequestHeader {
+  uint32_t size_status;
+  uint32_t seq;
+  uint16_t aux;
+  uint16_t flags;
+  uint32_t method_id;
+};
+static_assert(sizeof(RequestHeader) == 16, "request header is 16 bytes");
+
+struct ResponseHeader {
+  uint32_t size_status;
+  uint32_t seq;
+  uint16_t server_time;
+  uint16_t status_code;
+  uint16_t flags;
+  uint16_t reserved;
+};
+static_assert(sizeof(ResponseHeader) == 16, "response header is 16 bytes");
+
+// Request flags.
+inline constexpr uint16_t kRequestFlagBatch = 1u << 0;  // Payload is a batch.
+
+// Response flags.
+// The result did not go to the response buffer: the server is writing it
+// into the client's reply slot (large results, or server-reply mode seen by
+// a fetch). The client waits on its reply slot.
+inline constexpr uint16_t kResponseFlagPushed = 1u << 0;
+inline constexpr uint16_t kResponseFlagBatch = 1u << 1;
+
+// The mode flag block at offset 0 of the server's per-connection region.
+// Written only by the client (a local copy and an RDMA WRITE of this word);
+// read by the server after it publishes each result.
+struct ControlBlock {
+  uint64_t mode;  // 0 = remote fetch, 1 = server reply.
+  uint64_t reserved[7];
+};
+static_assert(sizeof(ControlBlock) == 64, "control block is one cache line");
+
+inline constexpr uint64_t kModeRemoteFetch = 0;
+inline constexpr uint64_t kModeServerReply = 1;
+
+inline constexpr size_t kHeaderBytes = 16;
+inline constexpr size_t kTailBytes = 8;
+
+constexpr size_t Align8(size_t n) { return (n + 7) & ~size_t{7}; }
+constexpr size_t Align64(size_t n) { return (n + 63) & ~size_t{63}; }
+
+// Bytes a message of `payload` bytes occupies: header + payload + tail.
+constexpr size_t FramedBytes(size_t payload) {
+  return kHeaderBytes + Align8(payload) + kTailBytes;
+}
+// The largest payload a slot of `slot_bytes` holds.
+constexpr size_t SlotPayloadCapacity(size_t slot_bytes) {
+  return slot_bytes < kHeaderBytes + kTailBytes
+             ? 0
+             : ((slot_bytes - kHeaderBytes - kTailBytes) & ~size_t{7});
+}
+constexpr size_t TailOffset(size_t payload) {
+  return kHeaderBytes + Align8(payload);
+}
+constexpr uint64_t TailWord(uint32_t seq) {
+  return (uint64_t{seq} << 32) | kTailMagic;
+}
+// The first 8 bytes of a header as one word (little-endian): size_status in
+// the low half, seq in the high half.
+constexpr uint64_t HeadWord(uint32_t size_status, uint32_t seq) {
+  return (uint64_t{seq} << 32) | size_status;
+}
+constexpr uint32_t HeadSizeStatus(uint64_t head) {
+  return static_cast<uint32_t>(head);
+}
+constexpr uint32_t HeadSeq(uint64_t head) {
+  return static_cast<uint32_t>(head >> 32);
+}
+constexpr uint32_t NextSeq(uint32_t seq) { return seq + 1 == 0 ? 1 : seq + 1; }
+
+// Server processing time in the header's 16-bit unit (100 ns), saturating.
+constexpr uint16_t EncodeServerTime(int64_t ns) {
+  return ns <= 0 ? 0 : (ns / 100 >= 0xffff ? 0xffff : static_cast<uint16_t>(ns / 100));
+}
+constexpr int64_t DecodeServerTimeNs(uint16_t t) { return int64_t{t} * 100; }
+
+// Where things are in the server's per-connection region.
+struct ConnectionLayout {
+  uint32_t slots = 0;
+  uint32_t request_slot_bytes = 0;   // Multiple of 64.
+  uint32_t response_slot_bytes = 0;  // Multiple of 64.
+
+  size_t RequestSlotOffset(uint32_t i) const {
+    return sizeof(ControlBlock) + size_t{i} * request_slot_bytes;
+  }
+  size_t ResponseSlotOffset(uint32_t i) const {
+    return sizeof(ControlBlock) + size_t{slots} * request_slot_bytes +
+           size_t{i} * response_slot_bytes;
+  }
+  size_t ServerRegionBytes() const {
+    return sizeof(ControlBlock) +
+           size_t{slots} * (request_slot_bytes + response_slot_bytes);
+  }
+  // The client's reply region: one response_slot_bytes slot per slot.
+  size_t ReplySlotOffset(uint32_t i) const {
+    return size_t{i} * response_slot_bytes;
+  }
+  size_t ReplyRegionBytes() const { return size_t{slots} * response_slot_bytes; }
+  size_t RequestPayloadCapacity() const {
+    return SlotPayloadCapacity(request_slot_bytes);
+  }
+  size_t ResponsePayloadCapacity() const {
+    return SlotPayloadCapacity(response_slot_bytes);
+  }
+};
+
+}  // namespace wire
+}  // namespace rfrpc
+
+#endif  // RFRPC_RPC_WIRE_FORMAT_H_

@@ -1,0 +1,333 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// End-to-end RF-RPC scenarios: a server and channels in one process (and
+// peer processes for the kill tests), every reply checked against its
+// request. Runs on the shm provider by default; the Soft-RoCE VM suite runs
+// it on verbs with RFRPC_TEST_PROVIDER=verbs RFRPC_TEST_ADDRESS=<ip>:0.
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "rpc/channel.h"
+#include "rpc/server.h"
+#include "tests/test_service.h"
+
+namespace rfrpc {
+namespace testing {
+namespace {
+
+std::string Provider() {
+  const char* p = std::getenv("RFRPC_TEST_PROVIDER");
+  return p != nullptr ? p : "shm";
+}
+std::string ListenAddress() {
+  const char* a = std::getenv("RFRPC_TEST_ADDRESS");
+  return a != nullptr ? a : "";
+}
+
+class RpcE2eTest : public ::testing::Test {
+ protected:
+  void StartServer(int workers, ServerOptions opts = {}) {
+    opts.provider = Provider();
+    opts.address = ListenAddress();
+    opts.workers = workers;
+    opts.idle_spin_rounds = 200;
+    opts.idle_yield_rounds = 200;
+    server_ = std::make_unique<Server>(opts);
+    ASSERT_TRUE(server_->RegisterService(&service_).ok());
+    absl::Status s = server_->Start();
+    ASSERT_TRUE(s.ok()) << s;
+  }
+
+  std::unique_ptr<Channel> Connect(RpcMode mode, ChannelOptions opts = {}) {
+    opts.provider = Provider();
+    opts.mode = mode;
+    absl::StatusOr<std::unique_ptr<Channel>> c =
+        Channel::Create(server_->address(), opts);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? std::move(*c) : nullptr;
+  }
+
+  TestService service_;
+  std::unique_ptr<Server> server_;
+};
+
+void ExpectEcho(Channel* ch, uint64_t id, size_t size, RpcMode* used = nullptr) {
+  TestRequest req;
+  req.set_id(id);
+  req.set_payload(ExpectedPayload(id + 7, size));
+  TestResponse resp;
+  ClientContext ctx;
+  absl::Status s = CallEcho(ch, &ctx, req, &resp);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(resp.id(), id);
+  EXPECT_EQ(resp.payload(), req.payload());
+  if (used != nullptr) *used = ctx.mode_used();
+}
+
+TEST_F(RpcE2eTest, EchoInEveryMode) {
+  StartServer(1);
+  for (RpcMode mode : {RpcMode::kRemoteFetch, RpcMode::kServerReply,
+                       RpcMode::kHybrid}) {
+    SCOPED_TRACE(RpcModeName(mode));
+    std::unique_ptr<Channel> ch = Connect(mode);
+    ASSERT_NE(ch, nullptr);
+    for (uint64_t i = 1; i <= 200; ++i) {
+      RpcMode used;
+      ExpectEcho(ch.get(), i, i % 64, &used);
+      if (mode == RpcMode::kServerReply) {
+        EXPECT_EQ(used, RpcMode::kServerReply);
+      }
+      if (mode == RpcMode::kRemoteFetch) {
+        EXPECT_EQ(used, RpcMode::kRemoteFetch);
+      }
+    }
+    ChannelStats st = ch->stats();
+    EXPECT_EQ(st.calls, 200u);
+    EXPECT_EQ(st.calls_failed, 0u);
+    if (mode == RpcMode::kRemoteFetch) {
+      EXPECT_EQ(st.calls_remote_fetch, 200u);
+      EXPECT_GE(st.rdma_reads, 200u);
+    }
+    if (mode == RpcMode::kServerReply) {
+      EXPECT_EQ(st.calls_server_reply, 200u);
+    }
+  }
+  EXPECT_GE(server_->stats().calls_server_reply, 200u);
+}
+
+TEST_F(RpcE2eTest, ResultsLargerThanFetchSizeTakeASecondRead) {
+  StartServer(1);
+  ChannelOptions opts;
+  opts.fetch_size = 64;
+  std::unique_ptr<Channel> ch = Connect(RpcMode::kRemoteFetch, opts);
+  ASSERT_NE(ch, nullptr);
+  TestRequest req;
+  req.set_id(5);
+  req.set_response_size(3000);
+  TestResponse resp;
+  ClientContext ctx;
+  ASSERT_TRUE(CallEcho(ch.get(), &ctx, req, &resp).ok());
+  EXPECT_EQ(resp.payload(), ExpectedPayload(5, 3000));
+  EXPECT_EQ(ctx.rdma_reads(), ctx.fetches() + 1);
+}
+
+TEST_F(RpcE2eTest, LargeResultsArePushedAndOversizeIsAnError) {
+  StartServer(1);
+  std::unique_ptr<Channel> ch = Connect(RpcMode::kRemoteFetch);
+  ASSERT_NE(ch, nullptr);
+  TestRequest req;
+  req.set_id(9);
+  req.set_response_size(20000);  // > 8 KiB: the large-entry path.
+  TestResponse resp;
+  ClientContext ctx;
+  absl::Status s = CallEcho(ch.get(), &ctx, req, &resp);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(resp.payload(), ExpectedPayload(9, 20000));
+  EXPECT_EQ(ctx.mode_used(), RpcMode::kServerReply);
+
+  req.set_response_size(200000);  // > the 64 KiB response slot.
+  s = CallEcho(ch.get(), nullptr, req, &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_NE(s.message().find("max_response_bytes"), std::string::npos) << s;
+  // The connection still works.
+  ExpectEcho(ch.get(), 10, 10);
+}
+
+TEST_F(RpcE2eTest, OversizeRequestIsRejectedLocally) {
+  StartServer(1);
+  std::unique_ptr<Channel> ch = Connect(RpcMode::kHybrid);
+  ASSERT_NE(ch, nullptr);
+  TestRequest req;
+  req.set_payload(std::string(10000, 'x'));  // > 4 KiB request slots.
+  TestResponse resp;
+  absl::Status s = CallEcho(ch.get(), nullptr, req, &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  ExpectEcho(ch.get(), 1, 1);
+}
+
+TEST_F(RpcE2eTest, HandlerErrorsAndUnknownMethodsReachTheCaller) {
+  StartServer(1);
+  std::unique_ptr<Channel> ch = Connect(RpcMode::kHybrid);
+  ASSERT_NE(ch, nullptr);
+  TestRequest req;
+  req.set_fail_code(static_cast<int>(absl::StatusCode::kNotFound));
+  TestResponse resp;
+  absl::Status s = CallEcho(ch.get(), nullptr, req, &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(s.message(), "asked to fail");
+
+  s = ch->Call(MethodId("/rfrpc.testing.Test/NoSuchMethod"), req, &resp,
+               nullptr);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+
+  // Bytes that do not parse as a TestRequest: the caller gets
+  // INVALID_ARGUMENT naming the type, the server carries on.
+  NotATestRequest bad;
+  bad.set_text(std::string("\xff\xfe\xfd", 3));
+  s = ch->Call(MethodId(kEchoMethod), bad, &resp, nullptr);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("rfrpc.testing.TestRequest"), std::string::npos)
+      << s;
+  EXPECT_EQ(server_->stats().calls_failed, 3u);
+  ExpectEcho(ch.get(), 3, 3);
+}
+
+TEST_F(RpcE2eTest, ManyClientsManyWorkersEveryReplyChecked) {
+  StartServer(2);
+  constexpr int kClients = 4;
+  constexpr int kCalls = 1500;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kClients; ++t) {
+    threads.emplace_back([&, t] {
+      ChannelOptions opts;
+      opts.connections = 0;  // One per server worker.
+      const RpcMode mode = t % 3 == 0   ? RpcMode::kRemoteFetch
+                           : t % 3 == 1 ? RpcMode::kServerReply
+                                        : RpcMode::kHybrid;
+      std::unique_ptr<Channel> ch = Connect(mode, opts);
+      if (ch == nullptr) {
+        failures++;
+        return;
+      }
+      absl::BitGen gen;
+      for (int i = 0; i < kCalls; ++i) {
+        TestRequest req;
+        const uint64_t id = (uint64_t{static_cast<uint32_t>(t)} << 32) | i;
+        req.set_id(id);
+        req.set_payload(ExpectedPayload(id, absl::Uniform(gen, 0, 600)));
+        if (i % 10 == 0) req.set_response_size(absl::Uniform(gen, 200, 12000));
+        ClientContext ctx;
+        ctx.set_shard(i);
+        TestResponse resp;
+        absl::Status s = CallEcho(ch.get(), &ctx, req, &resp);
+        const std::string want = req.response_size() > 0
+                                     ? ExpectedPayload(id, req.response_size())
+                                     : req.payload();
+        if (!s.ok() || resp.id() != id || resp.payload() != want ||
+            resp.worker() != static_cast<uint32_t>(i % 2)) {
+          if (failures++ < 5) {
+            ADD_FAILURE() << "client " << t << " call " << i << ": " << s
+                          << " id " << resp.id() << " worker " << resp.worker();
+          }
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(server_->stats().calls, uint64_t{kClients} * kCalls);
+}
+
+TEST_F(RpcE2eTest, AsyncCallbacksAndFutures) {
+  StartServer(1);
+  std::unique_ptr<Channel> ch = Connect(RpcMode::kHybrid);
+  ASSERT_NE(ch, nullptr);
+  constexpr int kCalls = 64;  // More than the 8 slots: some wait for one.
+  std::vector<TestResponse> resps(kCalls);
+  std::vector<absl::Status> statuses(kCalls);
+  std::atomic<int> done{0};
+  absl::Notification all_done;
+  static const uint32_t kEcho = MethodId(kEchoMethod);
+  for (int i = 0; i < kCalls; ++i) {
+    TestRequest req;
+    req.set_id(i);
+    req.set_payload(ExpectedPayload(i, i));
+    ch->CallAsync(kEcho, req, &resps[i], nullptr, [&, i](absl::Status s) {
+      statuses[i] = s;
+      if (++done == kCalls) all_done.Notify();
+    });
+  }
+  ASSERT_TRUE(all_done.WaitForNotificationWithTimeout(absl::Seconds(20)));
+  for (int i = 0; i < kCalls; ++i) {
+    EXPECT_TRUE(statuses[i].ok()) << i << ": " << statuses[i];
+    EXPECT_EQ(resps[i].id(), static_cast<uint64_t>(i));
+    EXPECT_EQ(resps[i].payload(), ExpectedPayload(i, i));
+  }
+  TestRequest req;
+  req.set_id(77);
+  TestResponse resp;
+  std::future<absl::Status> f = ch->CallFuture(kEcho, req, &resp, nullptr);
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_TRUE(f.get().ok());
+  EXPECT_EQ(resp.id(), 77u);
+}
+
+TEST_F(RpcE2eTest, DeadlineExpiresAndTheSlotIsReusedAfterwards) {
+  StartServer(1);
+  ChannelOptions opts;
+  opts.slots_per_connection = 1;
+  std::unique_ptr<Channel> ch = Connect(RpcMode::kHybrid, opts);
+  ASSERT_NE(ch, nullptr);
+  TestRequest slow;
+  slow.set_id(1);
+  slow.set_delay_ns(200 * 1000 * 1000);  // 200 ms.
+  TestResponse resp;
+  ClientContext ctx;
+  ctx.set_timeout(absl::Milliseconds(20));
+  const absl::Time start = absl::Now();
+  absl::Status s = CallEcho(ch.get(), &ctx, slow, &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  EXPECT_LT(absl::Now() - start, absl::Milliseconds(150));
+  // The only slot is abandoned until the late result lands; then it serves.
+  ClientContext ctx2;
+  ctx2.set_timeout(absl::Seconds(5));
+  TestRequest next;
+  next.set_id(2);
+  next.set_payload("after");
+  s = CallEcho(ch.get(), &ctx2, next, &resp);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(resp.id(), 2u);
+  EXPECT_EQ(resp.payload(), "after");
+}
+
+TEST_F(RpcE2eTest, HybridSwitchesToServerReplyAndBack) {
+  StartServer(1);
+  ChannelOptions opts;
+  opts.retries = 2;
+  std::unique_ptr<Channel> ch = Connect(RpcMode::kHybrid, opts);
+  ASSERT_NE(ch, nullptr);
+  // Slow handler: results take far longer than R fetches.
+  for (int i = 0; i < 10; ++i) {
+    TestRequest req;
+    req.set_id(i);
+    req.set_delay_ns(300 * 1000);
+    TestResponse resp;
+    ASSERT_TRUE(CallEcho(ch.get(), nullptr, req, &resp).ok());
+    EXPECT_EQ(resp.id(), static_cast<uint64_t>(i));
+  }
+  EXPECT_EQ(ch->connection_mode(0), RpcMode::kServerReply);
+  EXPECT_GE(ch->stats().switches_to_server_reply, 1u);
+  // Fast again: it returns to remote fetching.
+  for (int i = 0; i < 50; ++i) ExpectEcho(ch.get(), 100 + i, 8);
+  EXPECT_EQ(ch->connection_mode(0), RpcMode::kRemoteFetch);
+  EXPECT_GE(ch->stats().switches_to_remote_fetch, 1u);
+}
+
+TEST_F(RpcE2eTest, DuplicateMethodIdsAreRefused) {
+  ServerOptions opts;
+  opts.provider = Provider();
+  Server server(opts);
+  TestService a, b;
+  ASSERT_TRUE(server.RegisterService(&a).ok());
+  EXPECT_EQ(server.RegisterService(&b).code(), absl::StatusCode::kAlreadyExists);
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace rfrpc

@@ -1,0 +1,59 @@
+// Copyright 2026 The rfrpc Authors.
+
+#include "tests/test_service.h"
+
+#include <memory>
+
+#include "absl/time/clock.h"
+
+namespace rfrpc {
+namespace testing {
+
+std::string ExpectedPayload(uint64_t id, size_t size) {
+  std::string s(size, '\0');
+  uint64_t x = id * 0x9E3779B97F4A7C15ull + 1;
+  for (size_t i = 0; i < size; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    s[i] = static_cast<char>(x);
+  }
+  return s;
+}
+
+TestService::TestService() : Service("rfrpc.testing.Test") {
+  AddMethod("Echo",
+            std::make_unique<internal::UnaryHandler<TestService, TestRequest,
+                                                    TestResponse>>(
+                this, &TestService::Echo));
+}
+
+absl::Status TestService::Echo(ServerContext* ctx, const TestRequest* req,
+                               TestResponse* resp) {
+  if (req->delay_ns() > 0) {
+    const int64_t until = absl::GetCurrentTimeNanos() + req->delay_ns();
+    while (absl::GetCurrentTimeNanos() < until) {
+    }
+  }
+  if (req->fail_code() != 0) {
+    return absl::Status(static_cast<absl::StatusCode>(req->fail_code()),
+                        "asked to fail");
+  }
+  resp->set_id(req->id());
+  resp->set_worker(static_cast<uint32_t>(ctx->worker()));
+  if (req->response_size() > 0) {
+    resp->set_payload(ExpectedPayload(req->id(), req->response_size()));
+  } else {
+    resp->set_payload(req->payload());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CallEcho(Channel* channel, ClientContext* ctx,
+                      const TestRequest& req, TestResponse* resp) {
+  static const uint32_t id = MethodId(kEchoMethod);
+  return channel->Call(id, req, resp, ctx);
+}
+
+}  // namespace testing
+}  // namespace rfrpc

@@ -1,0 +1,262 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// The shm provider's data path: Post() executes WRITEs and READs with the
+// initiator's CPU, right away, against the peer's segments mapped into this
+// process. The target process does nothing.
+//
+// Ordering (transport.h contract), made explicit instead of trusting memcpy's
+// store order (glibc's memcpy stores the first vector of a large copy last
+// and may use non-temporal stores):
+//
+//   WRITE  copy bytes [0, n-8); release fence (plus SFENCE on x86 for copies
+//          large enough that memcpy may have used non-temporal stores); store
+//          the last 8 bytes. When those 8 bytes are 8-byte aligned at the
+//          target they go out as ONE release store, so a LoadAcquire64 of
+//          that word sees either the old or the new value and, seeing the
+//          new one, every earlier byte. When they are not aligned (or n < 8,
+//          or n == 8 unaligned) they are stored byte by byte after the fence:
+//          every earlier byte is still visible before any of them, but the
+//          tail itself may be observed half-written.
+//   READ   load the first 8 bytes (one acquire load when 8-byte aligned at
+//          the source, else byte loads followed by an acquire fence), then
+//          copy the rest. A header the owner stores last with release
+//          semantics therefore vouches for the payload behind it.
+//   Order  requests of one post list, and of successive Post() calls on one
+//          connection, execute in order on the posting thread.
+
+#include <cstring>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/str_cat.h"
+#include "transport/shm/shm_internal.h"
+
+namespace rfrpc {
+namespace transport {
+namespace shm {
+namespace {
+
+// Copies at least this big may use non-temporal stores inside memcpy on some
+// CPUs/libcs; fence them explicitly. (glibc already SFENCEs after its
+// non-temporal loop; this does not rely on it.)
+constexpr size_t kSfenceThreshold = 256;
+
+inline void Bump(std::atomic<uint64_t>& c, uint64_t by = 1) {
+  // One posting thread per connection: a plain load/store pair suffices and
+  // avoids a locked RMW; readers on other threads still see atomic values.
+  c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+}
+
+inline bool Aligned(const void* p, uintptr_t a) {
+  return (reinterpret_cast<uintptr_t>(p) & (a - 1)) == 0;
+}
+
+// Stores the final `n` (<= 8) bytes of a WRITE after everything before them.
+inline void StoreTail(char* dst, const char* src, size_t n) {
+  if (n == 8 && Aligned(dst, 8)) {
+    uint64_t v;
+    std::memcpy(&v, src, 8);
+    __atomic_store_n(reinterpret_cast<uint64_t*>(dst), v, __ATOMIC_RELEASE);
+    return;
+  }
+  if (n == 4 && Aligned(dst, 4)) {
+    uint32_t v;
+    std::memcpy(&v, src, 4);
+    __atomic_store_n(reinterpret_cast<uint32_t*>(dst), v, __ATOMIC_RELEASE);
+    return;
+  }
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  for (size_t i = 0; i < n; ++i) {
+    __atomic_store_n(dst + i, src[i], __ATOMIC_RELAXED);
+  }
+}
+
+void OrderedWrite(char* dst, const char* src, size_t n) {
+  if (n > 8) {
+    std::memcpy(dst, src, n - 8);
+#if defined(__x86_64__) || defined(__i386__)
+    if (n - 8 >= kSfenceThreshold) __builtin_ia32_sfence();
+#endif
+    dst += n - 8;
+    src += n - 8;
+    n = 8;
+  }
+  StoreTail(dst, src, n);
+}
+
+void OrderedRead(char* dst, const char* src, size_t n) {
+  const size_t head = n < 8 ? n : 8;
+  if (head == 8 && Aligned(src, 8)) {
+    const uint64_t v =
+        __atomic_load_n(reinterpret_cast<const uint64_t*>(src), __ATOMIC_ACQUIRE);
+    std::memcpy(dst, &v, 8);
+  } else if (head == 4 && Aligned(src, 4)) {
+    const uint32_t v =
+        __atomic_load_n(reinterpret_cast<const uint32_t*>(src), __ATOMIC_ACQUIRE);
+    std::memcpy(dst, &v, 4);
+  } else {
+    for (size_t i = 0; i < head; ++i) {
+      dst[i] = __atomic_load_n(src + i, __ATOMIC_RELAXED);
+    }
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  }
+  if (n > head) std::memcpy(dst + head, src + head, n - head);
+}
+
+// Finds where [addr, addr + len) lies in our mapping of the peer's exposed
+// regions, or nullptr if no region with `rkey` covers it with the right.
+char* Translate(const PeerMemory& peer, uint32_t rkey, uint64_t addr,
+                uint64_t len, bool write) {
+  uint64_t end;
+  if (__builtin_add_overflow(addr, len, &end)) return nullptr;
+  for (const PeerRegion& r : peer.regions) {
+    if (r.rkey != rkey) continue;
+    if (addr < r.addr || end > r.addr + r.length) continue;
+    if (write ? !r.remote_write : !r.remote_read) continue;
+    return r.base + (addr - r.addr);
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+WcStatus ShmConnection::Execute(const WorkRequest& wr, const char** why) {
+  const bool write = wr.opcode == Opcode::kWrite;
+  char* local = nullptr;
+  const char* src = nullptr;
+  if (write && wr.inline_write && wr.inline_data != nullptr) {
+    src = static_cast<const char*>(wr.inline_data);
+  } else {
+    uint64_t end;
+    if (wr.local == nullptr ||
+        __builtin_add_overflow(wr.local_offset, wr.length, &end) ||
+        end > wr.local->size()) {
+      *why = "local buffer null or range outside the local region";
+      return WcStatus::kLocalError;
+    }
+    local = wr.local->data() + wr.local_offset;
+    src = local;
+  }
+  uint64_t target;
+  char* remote = nullptr;
+  if (!__builtin_add_overflow(wr.remote.addr, wr.remote_offset, &target)) {
+    remote = Translate(state_->peer(), wr.remote.rkey, target, wr.length, write);
+  }
+  if (remote == nullptr) {
+    *why = "rkey unknown to this connection, range outside the exposed "
+           "region, or access right not granted";
+    return WcStatus::kRemoteAccessError;
+  }
+  if (write) {
+    OrderedWrite(remote, src, wr.length);
+    Bump(counters_.writes);
+    Bump(counters_.bytes_written, wr.length);
+    if (wr.inline_write) Bump(counters_.inline_writes);
+  } else {
+    OrderedRead(local, remote, wr.length);
+    Bump(counters_.reads);
+    Bump(counters_.bytes_read, wr.length);
+  }
+  return WcStatus::kSuccess;
+}
+
+absl::Status ShmConnection::PostOnFailed(absl::Span<const WorkRequest> wrs) {
+  absl::InlinedVector<Completion, 16> flushed;
+  for (const WorkRequest& wr : wrs) {
+    if (!wr.signaled) continue;
+    Completion c;
+    c.wr_id = wr.wr_id;
+    c.opcode = wr.opcode;
+    c.status = WcStatus::kFlushed;
+    c.connection = this;
+    c.connection_id = id();
+    flushed.push_back(c);
+  }
+  Bump(counters_.errors, flushed.size());
+  Bump(counters_.completions, flushed.size());
+  cq_->Push(flushed, /*reserved=*/0);
+  return state_->status();
+}
+
+absl::Status ShmConnection::Post(absl::Span<const WorkRequest> wrs) {
+  Bump(counters_.post_lists);
+  if (state_->failed()) return PostOnFailed(wrs);
+  if (wrs.size() > max_outstanding_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "post list of ", wrs.size(), " requests exceeds max_outstanding ",
+        max_outstanding_));
+  }
+  uint32_t signaled = 0;
+  for (const WorkRequest& wr : wrs) signaled += wr.signaled ? 1 : 0;
+  if (!cq_->Reserve(signaled)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "completion queue full (depth ", cq_->depth(),
+        "): poll it before posting more signaled requests"));
+  }
+  absl::InlinedVector<Completion, 16> done;
+  absl::Status post_error;
+  for (size_t i = 0; i < wrs.size(); ++i) {
+    const WorkRequest& wr = wrs[i];
+    if (wr.opcode != Opcode::kWrite && wr.opcode != Opcode::kRead) {
+      post_error = absl::InvalidArgumentError(
+          absl::StrCat("wr_id ", wr.wr_id, ": unknown opcode"));
+      break;
+    }
+    if (wr.inline_write &&
+        (wr.opcode != Opcode::kWrite || wr.length > max_inline_)) {
+      post_error = absl::InvalidArgumentError(absl::StrCat(
+          "wr_id ", wr.wr_id, ": inline ",
+          wr.opcode == Opcode::kWrite ? "WRITE of " : "READ (not allowed) of ",
+          wr.length, " bytes; max_inline is ", max_inline_));
+      break;
+    }
+    const char* why = "";
+    const WcStatus st = Execute(wr, &why);
+    if (st == WcStatus::kSuccess) {
+      if (wr.signaled) {
+        Completion c;
+        c.wr_id = wr.wr_id;
+        c.opcode = wr.opcode;
+        c.byte_len = wr.length;
+        c.connection = this;
+        c.connection_id = id();
+        done.push_back(c);
+        Bump(counters_.signaled);
+      }
+      continue;
+    }
+    // An error completion (even for an unsignaled request, as on verbs)
+    // fails the connection; the rest of the list is flushed.
+    Completion c;
+    c.wr_id = wr.wr_id;
+    c.opcode = wr.opcode;
+    c.status = st;
+    c.connection = this;
+    c.connection_id = id();
+    done.push_back(c);
+    Bump(counters_.errors);
+    state_->Fail(absl::UnavailableError(absl::StrCat(
+        c.opcode == Opcode::kRead ? "READ" : "WRITE", " wr_id ", wr.wr_id,
+        " on shm connection ", id(), " to ", state_->peer_name(), ": ",
+        WcStatusName(st), " (", why, ")")));
+    for (size_t j = i + 1; j < wrs.size(); ++j) {
+      Completion f;
+      f.wr_id = wrs[j].wr_id;
+      f.opcode = wrs[j].opcode;
+      f.status = WcStatus::kFlushed;
+      f.connection = this;
+      f.connection_id = id();
+      done.push_back(f);
+      Bump(counters_.errors);
+    }
+    break;
+  }
+  Bump(counters_.completions, done.size());
+  // Releases all `signaled` reservations, including those of requests a
+  // post-time error kept from running.
+  cq_->Push(done, signaled);
+  return post_error;
+}
+
+}  // namespace shm
+}  // namespace transport
+}  // namespace rfrpc

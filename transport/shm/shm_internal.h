@@ -1,0 +1,180 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// Internals of the shm provider shared by its setup code (shm_provider.cc)
+// and its data path (shm_datapath.cc). Not part of the public interface.
+//
+// Ownership graph (so that destroying any public object in any order is
+// safe):
+//
+//   ShmProvider ─┐
+//   ShmListener ─┼─ shared_ptr ─> ProviderCore ─ unique_ptr ─> Monitor (thread)
+//   ShmIncoming ─┤
+//   ShmConnection┘─ shared_ptr ─> ConnState (socket, peer mappings, status)
+//
+// The monitor thread holds only weak_ptrs to ConnState and never a
+// ProviderCore reference, so the last owner of the core is always a user
+// thread and joining the monitor never joins itself. A ConnState may die on
+// the monitor thread; it owns no thread.
+
+#ifndef RFRPC_TRANSPORT_SHM_SHM_INTERNAL_H_
+#define RFRPC_TRANSPORT_SHM_SHM_INTERNAL_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/random/random.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "transport/bootstrap.h"
+#include "transport/shm/shm_completion_queue.h"
+#include "transport/shm/shm_segment.h"
+#include "transport/transport.h"
+
+namespace rfrpc {
+namespace transport {
+namespace shm {
+
+// A MemoryRegion backed by its own memfd segment (one segment per region, so
+// exposing a region hands a peer exactly that region and nothing else).
+class ShmMemoryRegion final : public MemoryRegion {
+ public:
+  ShmMemoryRegion(std::unique_ptr<Segment> segment, size_t size, uint32_t rkey)
+      : MemoryRegion(segment->mapping.data(), size),
+        segment_(std::move(segment)),
+        rkey_(rkey) {}
+  const Segment& segment() const { return *segment_; }
+  uint32_t rkey() const { return rkey_; }
+
+ private:
+  const std::unique_ptr<Segment> segment_;
+  const uint32_t rkey_;
+};
+
+// One region the peer exposed to this connection, mapped here.
+struct PeerRegion {
+  uint64_t addr = 0;    // Peer's address (what WorkRequest::remote names).
+  uint64_t length = 0;
+  uint32_t rkey = 0;
+  bool remote_write = false;
+  bool remote_read = false;
+  char* base = nullptr;  // Our mapping of `addr`.
+};
+
+// The peer's segments mapped into this process, and the regions in them.
+struct PeerMemory {
+  std::vector<Mapping> mappings;
+  std::vector<PeerRegion> regions;
+};
+
+// Connection state shared with the liveness monitor.
+class ConnState {
+ public:
+  ConnState(ScopedFd sock, PeerMemory peer, std::string peer_name)
+      : sock_(std::move(sock)),
+        peer_(std::move(peer)),
+        peer_name_(std::move(peer_name)) {}
+  ~ConnState();
+
+  // First reason wins; shuts the bootstrap socket down so the peer learns.
+  void Fail(const absl::Status& reason);
+  absl::Status status() const;
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+
+  int sock() const { return sock_.get(); }
+  const PeerMemory& peer() const { return peer_; }
+  const std::string& peer_name() const { return peer_name_; }
+
+ private:
+  const ScopedFd sock_;
+  const PeerMemory peer_;
+  const std::string peer_name_;
+  std::atomic<bool> failed_{false};
+  mutable absl::Mutex mu_;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+};
+
+// One thread per provider: epoll on every connection's bootstrap socket plus
+// an eventfd that stops it. A readable or hung-up socket fails the
+// connection. Thread-safe.
+class Monitor {
+ public:
+  static absl::StatusOr<std::unique_ptr<Monitor>> Create();
+  ~Monitor();  // Stops and joins the thread.
+
+  absl::Status Add(uint64_t token, std::weak_ptr<ConnState> conn, int fd);
+  // After Remove returns the monitor no longer looks at `token`'s socket
+  // (it may still hold a reference to the state it was handling).
+  void Remove(uint64_t token, int fd);
+
+ private:
+  Monitor(ScopedFd epoll_fd, ScopedFd stop_fd);
+  void Run();
+
+  const ScopedFd epoll_fd_;
+  const ScopedFd stop_fd_;
+  absl::Mutex mu_;
+  std::map<uint64_t, std::weak_ptr<ConnState>> conns_ ABSL_GUARDED_BY(mu_);
+  std::thread thread_;
+};
+
+// Provider-wide state shared by everything the provider created.
+class ProviderCore {
+ public:
+  ProviderCore(ProviderOptions options, std::unique_ptr<Monitor> monitor)
+      : options_(std::move(options)), monitor_(std::move(monitor)) {}
+
+  const ProviderOptions& options() const { return options_; }
+  Monitor& monitor() { return *monitor_; }
+  uint64_t NextConnectionId() {
+    return next_id_.fetch_add(1, std::memory_order_relaxed);
+  }
+  uint32_t NewRkey();  // Random, non-zero.
+  uint64_t NextSocketSerial() {
+    return next_socket_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+ private:
+  const ProviderOptions options_;
+  std::unique_ptr<Monitor> monitor_;
+  std::atomic<uint64_t> next_id_{1};
+  std::atomic<uint64_t> next_socket_{1};
+  absl::Mutex mu_;
+  absl::BitGen gen_ ABSL_GUARDED_BY(mu_);
+};
+
+class ShmConnection final : public Connection {
+ public:
+  ShmConnection(uint64_t id, ConnectionInfo info,
+                std::shared_ptr<ProviderCore> core,
+                std::shared_ptr<ConnState> state, ShmCompletionQueue* cq,
+                uint32_t max_inline, uint32_t max_outstanding);
+  ~ShmConnection() override;
+
+  absl::Status Post(absl::Span<const WorkRequest> wrs) override;  // Datapath.
+  absl::Status status() const override { return state_->status(); }
+  void Fail(absl::Status reason) override { state_->Fail(reason); }
+
+ private:
+  // Executes one request; returns its completion status. `why` gets a reason
+  // on failure.
+  WcStatus Execute(const WorkRequest& wr, const char** why);
+  absl::Status PostOnFailed(absl::Span<const WorkRequest> wrs);
+
+  const std::shared_ptr<ProviderCore> core_;
+  const std::shared_ptr<ConnState> state_;
+  ShmCompletionQueue* const cq_;
+  const uint32_t max_inline_;
+  const uint32_t max_outstanding_;
+};
+
+}  // namespace shm
+}  // namespace transport
+}  // namespace rfrpc
+
+#endif  // RFRPC_TRANSPORT_SHM_SHM_INTERNAL_H_

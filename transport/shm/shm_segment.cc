@@ -1,0 +1,111 @@
+// Copyright 2026 The rfrpc Authors.
+
+#include "transport/shm/shm_segment.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace rfrpc {
+namespace transport {
+namespace shm {
+
+Mapping::~Mapping() {
+  if (addr_ != nullptr) ::munmap(addr_, size_);
+}
+
+Mapping::Mapping(Mapping&& other) noexcept
+    : addr_(std::exchange(other.addr_, nullptr)),
+      size_(std::exchange(other.size_, 0)) {}
+
+Mapping& Mapping::operator=(Mapping&& other) noexcept {
+  if (this != &other) {
+    if (addr_ != nullptr) ::munmap(addr_, size_);
+    addr_ = std::exchange(other.addr_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+absl::StatusOr<Mapping> Mapping::MapPeerSegment(int fd, size_t size,
+                                                bool writable) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("fstat of peer segment: ", strerror(errno)));
+  }
+  if (size == 0 || static_cast<uint64_t>(st.st_size) < size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("peer segment has ", st.st_size, " bytes; descriptor "
+                     "claims ", size));
+  }
+  const int seals = ::fcntl(fd, F_GET_SEALS);
+  if (seals < 0 || (seals & F_SEAL_SHRINK) == 0) {
+    return absl::InvalidArgumentError(
+        "peer segment is not sealed against shrinking (not an rfrpc shm "
+        "segment?)");
+  }
+  const int prot = PROT_READ | (writable ? PROT_WRITE : 0);
+  void* p = ::mmap(nullptr, size, prot, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("mmap of peer segment (", size, " bytes): ",
+                     strerror(errno)));
+  }
+  return Mapping(p, size);
+}
+
+absl::StatusOr<std::unique_ptr<Segment>> Segment::Create(size_t size) {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  if (size == 0) size = 1;
+  const size_t rounded = (size + page - 1) / page * page;
+  auto seg = std::make_unique<Segment>();
+  seg->fd.reset(::memfd_create("rfrpc-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!seg->fd.valid()) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("memfd_create: ", strerror(errno)));
+  }
+  if (::ftruncate(seg->fd.get(), static_cast<off_t>(rounded)) != 0) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("ftruncate(", rounded, "): ", strerror(errno)));
+  }
+  if (::fcntl(seg->fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0) {
+    return absl::InternalError(
+        absl::StrCat("sealing memfd: ", strerror(errno)));
+  }
+  void* p = ::mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_SHARED,
+                   seg->fd.get(), 0);
+  if (p == MAP_FAILED) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("mmap(", rounded, "): ", strerror(errno)));
+  }
+  // A fresh memfd reads as zeros; nothing to clear.
+  seg->mapping = Mapping(p, rounded);
+  return seg;
+}
+
+absl::StatusOr<ScopedFd> Segment::FdForPeer(bool writable) const {
+  int fd;
+  if (writable) {
+    fd = ::fcntl(this->fd.get(), F_DUPFD_CLOEXEC, 0);
+  } else {
+    const std::string path = absl::StrCat("/proc/self/fd/", this->fd.get());
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  }
+  if (fd < 0) {
+    return absl::InternalError(
+        absl::StrCat("duplicating segment fd: ", strerror(errno)));
+  }
+  return ScopedFd(fd);
+}
+
+}  // namespace shm
+}  // namespace transport
+}  // namespace rfrpc
