@@ -56,6 +56,17 @@ TEST_F(PluginErrorTest, CollidingGeneratedNamesAreRejected) {
                         "Get; rename one of them"));
 }
 
+TEST_F(PluginErrorTest, CollidingMethodIdsAreRejected) {
+  ProtocResult r = RunRfrpcPlugin(
+      {"codegen/testdata/errors/id_collision.proto"}, "", out_dir_);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.stderr_text,
+              HasSubstr("codegen/testdata/errors/id_collision.proto: "
+                        "service pkg.Foo, method MlCaA: method id 0xfe926bdd "
+                        "collides with that of /pkg.Foo/MTaiO; rename one of "
+                        "them"));
+}
+
 TEST_F(PluginErrorTest, UnknownParameterIsRejected) {
   ProtocResult r =
       RunRfrpcPlugin({"proto/echo.proto"}, "no_such_option=1", out_dir_);
