@@ -18,6 +18,7 @@
 #include "glog/logging.h"
 #include "rpc/client_connection.h"
 #include "rpc/status_macros.h"
+#include "rpc/wire_format.h"
 
 namespace rfrpc {
 namespace {
@@ -39,7 +40,10 @@ inline void CpuRelax() {
 class ChannelImpl final : public Channel {
  public:
   ChannelImpl(std::string address, ChannelOptions options)
-      : address_(std::move(address)), options_(std::move(options)) {}
+      : address_(std::move(address)),
+        options_(std::move(options)),
+        retries_(options_.retries),
+        fetch_size_(options_.fetch_size) {}
 
   ~ChannelImpl() override {
     {
@@ -154,6 +158,23 @@ class ChannelImpl final : public Channel {
     return c ? c->mode() : options_.mode;
   }
 
+  absl::Status SetFetchParams(int retries, uint32_t fetch_size) override {
+    if (retries < 1 || fetch_size < wire::kHeaderBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "SetFetchParams: retries ", retries, " (need >= 1), fetch_size ",
+          fetch_size, " (need >= ", wire::kHeaderBytes, ")"));
+    }
+    retries_.store(retries);
+    fetch_size_.store(fetch_size);
+    for (const auto& slot : conns_) {
+      std::shared_ptr<ClientConnection> c = Get(slot.get());
+      if (c) c->SetFetchParams(retries, fetch_size);
+    }
+    return absl::OkStatus();
+  }
+  int retries() const override { return retries_.load(); }
+  uint32_t fetch_size() const override { return fetch_size_.load(); }
+
   ChannelStats stats() const override {
     ChannelStats st;
     st.calls = counters_.calls.load();
@@ -184,8 +205,11 @@ class ChannelImpl final : public Channel {
   };
 
   absl::StatusOr<std::unique_ptr<ClientConnection>> Open(int worker) {
-    return ClientConnection::Connect(provider_.get(), address_, worker,
-                                     options_, &counters_);
+    ChannelOptions opts = options_;
+    opts.retries = retries_.load();
+    opts.fetch_size = fetch_size_.load();
+    return ClientConnection::Connect(provider_.get(), address_, worker, opts,
+                                     &counters_);
   }
 
   static std::shared_ptr<ClientConnection> Get(const ConnSlot* slot) {
@@ -343,6 +367,8 @@ class ChannelImpl final : public Channel {
   std::vector<std::unique_ptr<ConnSlot>> conns_;
   int server_workers_ = 1;
   std::atomic<uint64_t> next_{0};
+  std::atomic<int> retries_{0};
+  std::atomic<uint32_t> fetch_size_{0};
 
   absl::Mutex driver_mu_;
   bool stop_ ABSL_GUARDED_BY(driver_mu_) = false;

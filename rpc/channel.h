@@ -153,6 +153,13 @@ class Channel {
   virtual RpcMode connection_mode(int connection) const = 0;
 
   virtual ChannelStats stats() const = 0;
+
+  // Changes R and F for calls started from now on (the R/F tuner's online
+  // re-selection). INVALID_ARGUMENT if retries < 1 or fetch_size < 16.
+  virtual absl::Status SetFetchParams(int retries, uint32_t fetch_size) = 0;
+  // The R and F in force.
+  virtual int retries() const = 0;
+  virtual uint32_t fetch_size() const = 0;
 };
 
 }  // namespace rfrpc

@@ -64,7 +64,18 @@ ClientConnection::ClientConnection(ChannelOptions options,
       counters_(counters),
       policy_(HybridPolicy::Params{options_.mode, options_.retries,
                                    options_.switch_after,
-                                   options_.switch_back_ratio}) {}
+                                   options_.switch_back_ratio}) {
+  absl::MutexLock lock(&mu_);
+  retries_ = options_.retries;
+  fetch_size_ = options_.fetch_size;
+}
+
+void ClientConnection::SetFetchParams(int retries, uint32_t fetch_size) {
+  absl::MutexLock lock(&mu_);
+  retries_ = retries;
+  fetch_size_ = fetch_size;
+  policy_.set_retries(retries);
+}
 
 ClientConnection::~ClientConnection() {
   // The transport connection goes first so the server sees us leave.
@@ -287,7 +298,8 @@ absl::Status ClientConnection::StartLocked(
     slot.phase = Phase::kWaitReply;
   } else {
     slot.phase = Phase::kFetchHeader;
-    slot.next_fetch_ns = now + static_cast<int64_t>(fetch_delay_ns_);
+    slot.next_fetch_ns =
+        now + (options_.adaptive_fetch_delay ? static_cast<int64_t>(fetch_delay_ns_) : 0);
   }
   UpdateNeedsDriver();
   if (!Post(wr)) {
@@ -304,7 +316,7 @@ absl::Status ClientConnection::StartLocked(
 
 void ClientConnection::PostHeaderRead(uint32_t s, int64_t now) {
   Slot& slot = slots_[s];
-  const uint32_t len = std::min<uint32_t>(options_.fetch_size,
+  const uint32_t len = std::min<uint32_t>(fetch_size_,
                                           layout_.response_slot_bytes);
   WorkRequest wr = WorkRequest::Read(
       WrId(s, kHeaderRead), local_.get(),
@@ -392,6 +404,10 @@ void ClientConnection::Complete(uint32_t s, const char* payload,
       }
     }
   }
+  if (options_.on_result) {
+    options_.on_result(static_cast<uint32_t>(wire::kHeaderBytes + view.size),
+                       absl::Nanoseconds(server_ns));
+  }
   if (call != nullptr) {
     call->mode_used = via;
     call->fetches = slot.fetches;
@@ -475,7 +491,7 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
     // Grow the first-fetch delay, but never past R fetch times, so a slow
     // server still shows up as calls needing more than R fetches.
     fetch_delay_ns_ = std::min(fetch_delay_ns_ + kDelayStepNs,
-                               rtt_ns_ * options_.retries);
+                               rtt_ns_ * retries_);
   }
   ++slot.fetches;
   if (slot.phase == Phase::kSwitchCheck) {
@@ -488,7 +504,7 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
     return;
   }
   slot.next_fetch_ns = now;
-  if (slot.fetches > options_.retries && !slot.counted_slow) {
+  if (slot.fetches > retries_ && !slot.counted_slow) {
     slot.counted_slow = true;
     if (policy_.OnCallExceededRetries()) {
       counters_->switches_to_server_reply.fetch_add(1,

@@ -114,6 +114,8 @@ class ClientConnection {
 
   absl::Status status() const;
   RpcMode mode() const;
+  // Changes R and F for calls from now on.
+  void SetFetchParams(int retries, uint32_t fetch_size);
   int worker() const { return worker_; }
   int server_workers() const { return server_workers_; }
   const wire::ConnectionLayout& layout() const { return layout_; }
@@ -194,6 +196,8 @@ class ClientConnection {
   uint64_t rounds_ ABSL_GUARDED_BY(mu_) = 0;
   double rtt_ns_ ABSL_GUARDED_BY(mu_) = 0;         // EWMA of READ round trips.
   double fetch_delay_ns_ ABSL_GUARDED_BY(mu_) = 0;  // Adaptive first-fetch delay.
+  int retries_ ABSL_GUARDED_BY(mu_) = 5;          // R.
+  uint32_t fetch_size_ ABSL_GUARDED_BY(mu_) = 256; // F.
   int busy_slots_ ABSL_GUARDED_BY(mu_) = 0;
   int async_slots_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<int> needs_driver_{0};

@@ -50,12 +50,15 @@ class HybridPolicy {
   // Returns true if the connection switches back to remote fetching now.
   bool OnServerReplyCall(absl::Duration server_time, absl::Duration fetch_rtt);
 
+  // Changes R (the R/F tuner's online re-selection).
+  void set_retries(int retries) { params_.retries = retries; }
+
   uint64_t switches_to_server_reply() const { return to_server_reply_; }
   uint64_t switches_to_remote_fetch() const { return to_remote_fetch_; }
   int consecutive_slow() const { return consecutive_slow_; }
 
  private:
-  const Params params_;
+  Params params_;
   RpcMode current_;
   int consecutive_slow_ = 0;
   int consecutive_fast_ = 0;

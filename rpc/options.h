@@ -7,6 +7,7 @@
 #define RFRPC_RPC_OPTIONS_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -69,6 +70,19 @@ struct ChannelOptions {
   absl::Duration connect_timeout = absl::Seconds(5);
   // Shared secret presented in the handshake. Default: "" (none).
   std::string auth_token;
+
+  // Adaptive delay of a call's first fetch: the client learns how long
+  // results take and READs once they are likely ready, instead of at once.
+  // Off gives the paper's "fetch immediately, repeatedly". Default: true.
+  bool adaptive_fetch_delay = true;
+
+  // Called for every completed call with the result's size (header +
+  // payload bytes, what F must cover to fetch it in one READ) and the
+  // server's reported processing time; used by the R/F tuner's online
+  // re-selection. Runs under a connection lock: keep it short and do not
+  // call into the channel. Default: none.
+  std::function<void(uint32_t result_bytes, absl::Duration server_time)>
+      on_result;
 };
 
 struct ServerOptions {

@@ -3,7 +3,9 @@
 # every test. Exits non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash tools/setup.sh
+# --peers: //kvstore/ycsb links libmemcached and hiredis, and its peer tests
+# start memcached and redis-server.
+bash tools/setup.sh --peers
 
 BAZEL_FLAGS=()
 if [ -n "${CI:-}" ]; then BAZEL_FLAGS+=(--config=ci); fi

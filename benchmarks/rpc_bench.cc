@@ -1,0 +1,228 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// rpc_bench: echo calls through rfrpc, one server in this process, sweeping
+// payload size, server processing time and mode (the paper's Fig. 9 sweep).
+// Prints ops/s, p50/p99 latency, RDMA ops per call and the provider.
+//
+//   bazel run //benchmarks:rpc_bench -- --modes=rf,server_reply,hybrid
+//       --sizes=8,32,256,1024,8192 --server_time_us=0,1,2,4,8,12
+//
+// Figures from the shm provider are same-host figures; figures from the
+// Soft-RoCE VM show correctness, not hardware speed.
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "gflags/gflags.h"
+#include "glog/logging.h"
+#include "rpc/channel.h"
+#include "rpc/server.h"
+#include "tests/test_service.h"
+
+DEFINE_string(provider, "shm", "Transport provider: shm, verbs or auto.");
+DEFINE_string(address, "", "Listen address (verbs: ip:0).");
+DEFINE_string(modes, "rf,server_reply,hybrid", "Modes to run.");
+DEFINE_string(sizes, "32", "Payload sizes in bytes (comma separated).");
+DEFINE_string(server_time_us, "0", "Server processing times (us) to sweep.");
+DEFINE_int32(threads, 1, "Client threads (each with its own channel).");
+DEFINE_int32(workers, 1, "Server worker threads.");
+DEFINE_int32(rfrpc_retries, 5, "R: fetches before a call counts as slow.");
+DEFINE_int32(rfrpc_fetch_size, 256, "F: bytes of the first READ.");
+DEFINE_int32(rfrpc_switch_after, 2, "K: slow calls before server-reply.");
+DEFINE_double(seconds, 2.0, "Measured seconds per point.");
+DEFINE_double(warmup_seconds, 0.3, "Unmeasured warm-up per point.");
+DEFINE_bool(pin, true, "Pin server worker i to CPU i and client j to the next.");
+DEFINE_bool(csv, false, "Print CSV rows instead of a table.");
+
+namespace rfrpc {
+namespace {
+
+std::vector<int> ParseInts(const std::string& s) {
+  std::vector<int> out;
+  for (absl::string_view p : absl::StrSplit(s, ',', absl::SkipEmpty())) {
+    int v;
+    CHECK(absl::SimpleAtoi(p, &v)) << "not a number: " << p;
+    out.push_back(v);
+  }
+  return out;
+}
+
+void PinSelf(int cpu) {
+  const int n = std::max(1u, std::thread::hardware_concurrency());
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu % n, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+struct Point {
+  double ops = 0;
+  double p50_us = 0, p99_us = 0, avg_us = 0;
+  double ops_per_call = 0, reads_per_call = 0;
+  uint64_t calls = 0, failed = 0, switches = 0;
+  double rf_share = 0;
+};
+
+Point Run(const std::string& address, RpcMode mode, int size, int server_us) {
+  std::atomic<bool> measure{false}, stop{false};
+  std::vector<std::vector<double>> lat(FLAGS_threads);
+  std::vector<ChannelStats> before(FLAGS_threads), after(FLAGS_threads);
+  std::atomic<int> failed{0};
+  std::vector<std::thread> threads;
+  std::atomic<int> ready{0};
+  for (int t = 0; t < FLAGS_threads; ++t) {
+    threads.emplace_back([&, t] {
+      if (FLAGS_pin) PinSelf(FLAGS_workers + t);
+      ChannelOptions opts;
+      opts.provider = FLAGS_provider;
+      opts.mode = mode;
+      opts.retries = FLAGS_rfrpc_retries;
+      opts.fetch_size = static_cast<uint32_t>(FLAGS_rfrpc_fetch_size);
+      opts.switch_after = FLAGS_rfrpc_switch_after;
+      opts.connections = 0;
+      opts.max_request_bytes = std::max(4096, size + 64);
+      opts.max_response_bytes = std::max(64 * 1024, size + 64);
+      absl::StatusOr<std::unique_ptr<Channel>> ch = Channel::Create(address, opts);
+      CHECK(ch.ok()) << ch.status();
+      testing::TestRequest req;
+      req.set_payload(std::string(size, 'p'));
+      req.set_delay_ns(static_cast<uint32_t>(server_us * 1000));
+      testing::TestResponse resp;
+      lat[t].reserve(1 << 20);
+      ready++;
+      bool measuring = false;
+      uint64_t id = 0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        if (!measuring && measure.load(std::memory_order_relaxed)) {
+          measuring = true;
+          before[t] = (*ch)->stats();
+        }
+        req.set_id(++id);
+        const int64_t t0 = absl::GetCurrentTimeNanos();
+        absl::Status s = testing::CallEcho(ch->get(), nullptr, req, &resp);
+        const int64_t t1 = absl::GetCurrentTimeNanos();
+        if (!s.ok() || resp.id() != id) {
+          failed++;
+          continue;
+        }
+        if (measuring) lat[t].push_back((t1 - t0) / 1000.0);
+      }
+      after[t] = (*ch)->stats();
+    });
+  }
+  while (ready.load() < FLAGS_threads) absl::SleepFor(absl::Milliseconds(1));
+  absl::SleepFor(absl::Seconds(FLAGS_warmup_seconds));
+  measure = true;
+  const absl::Time start = absl::Now();
+  absl::SleepFor(absl::Seconds(FLAGS_seconds));
+  stop = true;
+  const double secs = absl::ToDoubleSeconds(absl::Now() - start);
+  for (auto& th : threads) th.join();
+
+  Point p;
+  std::vector<double> all;
+  uint64_t calls = 0, ops = 0, reads = 0, rf = 0;
+  for (int t = 0; t < FLAGS_threads; ++t) {
+    all.insert(all.end(), lat[t].begin(), lat[t].end());
+    calls += after[t].calls - before[t].calls;
+    ops += (after[t].rdma_reads + after[t].rdma_writes) -
+           (before[t].rdma_reads + before[t].rdma_writes);
+    reads += after[t].rdma_reads - before[t].rdma_reads;
+    rf += after[t].calls_remote_fetch - before[t].calls_remote_fetch;
+    p.switches += after[t].switches_to_server_reply +
+                  after[t].switches_to_remote_fetch;
+  }
+  std::sort(all.begin(), all.end());
+  p.calls = all.size();
+  p.failed = failed.load();
+  p.ops = all.size() / secs;
+  if (!all.empty()) {
+    p.p50_us = all[all.size() / 2];
+    p.p99_us = all[std::min(all.size() - 1, all.size() * 99 / 100)];
+    double sum = 0;
+    for (double v : all) sum += v;
+    p.avg_us = sum / all.size();
+  }
+  p.ops_per_call = calls ? static_cast<double>(ops) / calls : 0;
+  p.reads_per_call = calls ? static_cast<double>(reads) / calls : 0;
+  p.rf_share = calls ? static_cast<double>(rf) / calls : 0;
+  return p;
+}
+
+int Main() {
+  ServerOptions so;
+  so.provider = FLAGS_provider;
+  so.address = FLAGS_address;
+  so.workers = FLAGS_workers;
+  so.pin_first_cpu = FLAGS_pin ? 0 : -1;
+  so.max_request_bytes = 1 << 20;
+  Server server(so);
+  testing::TestService service;
+  CHECK(server.RegisterService(&service).ok());
+  absl::Status s = server.Start();
+  if (!s.ok()) {
+    std::fprintf(stderr, "rpc_bench: cannot start server: %s\n",
+                 s.ToString().c_str());
+    return 1;
+  }
+  std::printf("# rpc_bench provider=%s workers=%d client_threads=%d R=%d F=%d K=%d%s\n",
+              FLAGS_provider.c_str(), FLAGS_workers, FLAGS_threads,
+              FLAGS_rfrpc_retries, FLAGS_rfrpc_fetch_size,
+              FLAGS_rfrpc_switch_after,
+              FLAGS_provider == "shm" ? " (same-host shm figures)" : "");
+  if (FLAGS_csv) {
+    std::printf("provider,mode,size,server_us,threads,ops_per_s,avg_us,p50_us,p99_us,"
+                "rdma_ops_per_call,reads_per_call,rf_share,switches,calls,failed\n");
+  } else {
+    std::printf("%-8s %-12s %6s %6s %12s %8s %8s %8s %8s %8s %6s %6s\n",
+                "provider", "mode", "size", "srv_us", "ops/s", "avg_us",
+                "p50_us", "p99_us", "ops/call", "rd/call", "rf%", "fail");
+  }
+  for (const std::string& m : std::vector<std::string>(absl::StrSplit(FLAGS_modes, ','))) {
+    absl::StatusOr<RpcMode> mode = ParseRpcMode(m);
+    CHECK(mode.ok()) << mode.status();
+    for (int us : ParseInts(FLAGS_server_time_us)) {
+      for (int size : ParseInts(FLAGS_sizes)) {
+        Point p = Run(server.address(), *mode, size, us);
+        if (FLAGS_csv) {
+          std::printf("%s,%s,%d,%d,%d,%.0f,%.3f,%.3f,%.3f,%.4f,%.4f,%.3f,%llu,%llu,%llu\n",
+                      FLAGS_provider.c_str(), m.c_str(), size, us, FLAGS_threads,
+                      p.ops, p.avg_us, p.p50_us, p.p99_us, p.ops_per_call,
+                      p.reads_per_call, p.rf_share,
+                      static_cast<unsigned long long>(p.switches),
+                      static_cast<unsigned long long>(p.calls),
+                      static_cast<unsigned long long>(p.failed));
+        } else {
+          std::printf("%-8s %-12s %6d %6d %12.0f %8.3f %8.3f %8.3f %8.4f %8.4f %6.1f %6llu\n",
+                      FLAGS_provider.c_str(), m.c_str(), size, us, p.ops,
+                      p.avg_us, p.p50_us, p.p99_us, p.ops_per_call,
+                      p.reads_per_call, 100 * p.rf_share,
+                      static_cast<unsigned long long>(p.failed));
+        }
+        std::fflush(stdout);
+      }
+    }
+  }
+  server.Shutdown();
+  return 0;
+}
+
+}  // namespace
+}  // namespace rfrpc
+
+int main(int argc, char** argv) {
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  google::InitGoogleLogging(argv[0]);
+  return rfrpc::Main();
+}

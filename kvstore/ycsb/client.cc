@@ -1,0 +1,277 @@
+// Copyright 2026 The rfrpc Authors.
+
+#include "kvstore/ycsb/client.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <random>
+#include <thread>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "kvstore/ycsb/workload.h"
+
+namespace rfrpc {
+namespace ycsb {
+namespace {
+
+// State shared by the threads of one run.
+struct Shared {
+  std::atomic<bool> stop{false};
+
+  absl::Mutex mu;
+  int initialized ABSL_GUARDED_BY(mu) = 0;  // Threads past Init().
+  bool init_failed ABSL_GUARDED_BY(mu) = false;
+  int running ABSL_GUARDED_BY(mu) = 0;  // Threads not yet finished.
+  absl::Status init_error ABSL_GUARDED_BY(mu);
+  std::vector<std::string> thread_errors ABSL_GUARDED_BY(mu);
+};
+
+struct Worker {
+  int index = 0;
+  int64_t ops_todo = 0;  // 0: unlimited.
+  std::atomic<int64_t> ops_done{0};
+  Measurements measurements;
+  std::unique_ptr<DB> db;
+  std::thread thread;
+};
+
+// Sleeps until `deadline_ns` (NowNanos() clock) or until `stop` is set.
+void SleepUntil(int64_t deadline_ns, const std::atomic<bool>& stop) {
+  while (!stop.load(std::memory_order_relaxed)) {
+    const int64_t left = deadline_ns - NowNanos();
+    if (left <= 0) return;
+    std::this_thread::sleep_for(
+        std::chrono::nanoseconds(std::min<int64_t>(left, 100'000'000)));
+  }
+}
+
+void RunWorker(const CoreWorkload& workload, const ClientOptions& options,
+               int num_threads, uint64_t seed, Worker* w, Shared* shared) {
+  MeasuredDb db(w->db.get(), &w->measurements);
+  absl::Status init = db.Init();
+  {
+    absl::MutexLock lock(&shared->mu);
+    if (!init.ok() && !shared->init_failed) {
+      shared->init_failed = true;
+      shared->init_error = absl::Status(
+          init.code(), absl::StrCat("thread ", w->index,
+                                    ": driver Init failed: ", init.message()));
+    }
+    ++shared->initialized;
+    // Start together, and not at all if any thread could not initialize.
+    auto all_initialized = [&]() ABSL_SHARED_LOCKS_REQUIRED(shared->mu) {
+      return shared->initialized == num_threads;
+    };
+    shared->mu.Await(absl::Condition(&all_initialized));
+    if (shared->init_failed) {
+      --shared->running;
+      return;
+    }
+  }
+
+  CoreWorkload::ThreadState state = workload.NewThreadState(seed);
+  const WorkloadSpec& spec = workload.spec();
+  // Each thread gets an equal share of the target rate.
+  const double per_thread_target =
+      spec.target > 0 ? spec.target / num_threads : 0.0;
+  const double tick_ns = per_thread_target > 0 ? 1e9 / per_thread_target : 0;
+  const int64_t start_ns = NowNanos();
+  absl::Status error;
+  int64_t done = 0;
+  while ((w->ops_todo == 0 || done < w->ops_todo) &&
+         !shared->stop.load(std::memory_order_relaxed)) {
+    error = options.load ? workload.DoInsert(db, state)
+                         : workload.DoTransaction(db, state);
+    if (!error.ok()) break;
+    ++done;
+    w->ops_done.store(done, std::memory_order_relaxed);
+    if (tick_ns > 0) {
+      SleepUntil(start_ns + static_cast<int64_t>(done * tick_ns),
+                 shared->stop);
+    }
+  }
+  absl::Status cleanup = db.Cleanup();
+
+  absl::MutexLock lock(&shared->mu);
+  if (!error.ok()) {
+    shared->thread_errors.push_back(
+        absl::StrCat("thread ", w->index, " stopped after ", done,
+                     " operations: ", error.ToString()));
+  }
+  if (!cleanup.ok()) {
+    shared->thread_errors.push_back(absl::StrCat(
+        "thread ", w->index, ": driver Cleanup failed: ", cleanup.ToString()));
+  }
+  --shared->running;
+}
+
+std::string StatusLine(const WorkloadSpec& spec, int64_t elapsed_ms,
+                       int64_t total_ops, int64_t interval_ops,
+                       int64_t interval_ms,
+                       const MeasurementSnapshot& interval) {
+  std::string line = absl::StrCat(
+      spec.label,
+      absl::FormatTime("%Y-%m-%d %H:%M:%E3S", absl::Now(),
+                       absl::LocalTimeZone()),
+      " ", elapsed_ms / 1000, " sec: ", total_ops, " operations; ");
+  if (total_ops != 0 && interval_ms > 0) {
+    absl::StrAppend(&line,
+                    FormatTwoDecimals(1000.0 * static_cast<double>(interval_ops) /
+                                      static_cast<double>(interval_ms)),
+                    " current ops/sec; ");
+  }
+  absl::StrAppend(&line, IntervalSummary(interval));
+  return line;
+}
+
+}  // namespace
+
+absl::StatusOr<RunResult> RunClient(const WorkloadSpec& spec,
+                                    const Properties& props,
+                                    const ClientOptions& options) {
+  if (options.factory == nullptr) {
+    return absl::InvalidArgumentError("ClientOptions.factory is not set");
+  }
+  absl::StatusOr<std::unique_ptr<CoreWorkload>> workload =
+      CoreWorkload::Create(spec);
+  if (!workload.ok()) return workload.status();
+
+  const int num_threads = static_cast<int>(spec.threadcount);
+  const int64_t total_ops = options.load ? spec.insertcount : spec.operationcount;
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (int i = 0; i < num_threads; ++i) {
+    auto w = std::make_unique<Worker>();
+    w->index = i;
+    w->ops_todo = total_ops / num_threads + (i < total_ops % num_threads);
+    absl::StatusOr<std::unique_ptr<DB>> db = options.factory(props);
+    if (!db.ok()) {
+      return absl::Status(db.status().code(),
+                          absl::StrCat("thread ", i, ": cannot create driver: ",
+                                       db.status().message()));
+    }
+    w->db = std::move(*db);
+    workers.push_back(std::move(w));
+  }
+  // A thread whose share is 0 ops would run unlimited; give it nothing to do.
+  if (total_ops > 0) {
+    workers.erase(std::remove_if(workers.begin(), workers.end(),
+                                 [](const auto& w) { return w->ops_todo == 0; }),
+                  workers.end());
+  }
+  const int started = static_cast<int>(workers.size());
+
+  uint64_t base_seed = spec.seed;
+  if (base_seed == 0) base_seed = std::random_device()() | 1;
+
+  Shared shared;
+  {
+    absl::MutexLock lock(&shared.mu);
+    shared.running = started;
+  }
+  const int64_t start_ns = NowNanos();
+  for (auto& w : workers) {
+    Worker* wp = w.get();
+    wp->thread = std::thread(RunWorker, std::cref(**workload),
+                             std::cref(options), started,
+                             base_seed + static_cast<uint64_t>(wp->index), wp,
+                             &shared);
+  }
+
+  // Wait for the threads, waking for status lines and maxexecutiontime.
+  const int64_t deadline_ns =
+      spec.maxexecutiontime > 0
+          ? start_ns + spec.maxexecutiontime * int64_t{1'000'000'000}
+          : 0;
+  const int64_t status_period_ns = spec.status_interval * int64_t{1'000'000'000};
+  int64_t next_status_ns = start_ns + status_period_ns;
+  int64_t last_status_ns = start_ns;
+  int64_t last_status_ops = 0;
+  RunResult result;
+  auto ops_done = [&]() {
+    int64_t n = 0;
+    for (const auto& w : workers) n += w->ops_done.load(std::memory_order_relaxed);
+    return n;
+  };
+  auto print_status = [&](int64_t now_ns) {
+    MeasurementSnapshot interval;
+    for (auto& w : workers) w->measurements.TakeInterval(&interval);
+    const int64_t ops = ops_done();
+    *options.status_out << StatusLine(spec, (now_ns - start_ns) / 1'000'000,
+                                      ops, ops - last_status_ops,
+                                      (now_ns - last_status_ns) / 1'000'000,
+                                      interval)
+                        << std::endl;
+    last_status_ops = ops;
+    last_status_ns = now_ns;
+  };
+  {
+    absl::MutexLock lock(&shared.mu);
+    auto all_done = [&]() ABSL_SHARED_LOCKS_REQUIRED(shared.mu) {
+      return shared.running == 0;
+    };
+    while (!all_done()) {
+      int64_t wake_ns = options.status ? next_status_ns : 0;
+      if (deadline_ns > 0 && (wake_ns == 0 || deadline_ns < wake_ns)) {
+        wake_ns = deadline_ns;
+      }
+      if (wake_ns == 0) {
+        shared.mu.Await(absl::Condition(&all_done));
+        break;
+      }
+      if (shared.mu.AwaitWithTimeout(
+              absl::Condition(&all_done),
+              absl::Nanoseconds(std::max<int64_t>(wake_ns - NowNanos(), 0)))) {
+        break;
+      }
+      const int64_t now = NowNanos();
+      if (deadline_ns > 0 && now >= deadline_ns &&
+          !shared.stop.load(std::memory_order_relaxed)) {
+        shared.stop.store(true, std::memory_order_relaxed);
+        result.timed_out = true;
+      }
+      if (options.status && now >= next_status_ns) {
+        shared.mu.Unlock();
+        print_status(now);
+        shared.mu.Lock();
+        while (next_status_ns <= now) next_status_ns += status_period_ns;
+      }
+    }
+  }
+  for (auto& w : workers) w->thread.join();
+  const int64_t end_ns = NowNanos();
+  if (options.status) print_status(end_ns);
+
+  {
+    absl::MutexLock lock(&shared.mu);
+    if (shared.init_failed) return shared.init_error;
+    result.thread_errors = shared.thread_errors;
+  }
+  result.runtime_ms = (end_ns - start_ns) / 1'000'000;
+  result.operations = ops_done();
+  for (auto& w : workers) w->measurements.MergeTotalInto(&result.measurements);
+  auto verify = result.measurements.find("VERIFY");
+  if (verify != result.measurements.end()) {
+    for (const auto& [name, n] : verify->second.returns) {
+      if (name != "OK") result.integrity_failures += n;
+    }
+  }
+  return result;
+}
+
+void ExportReport(const RunResult& result, const WorkloadSpec& spec,
+                  std::ostream& out) {
+  TextExporter exporter(&out);
+  exporter.Write("OVERALL", "RunTime(ms)", result.runtime_ms);
+  exporter.Write("OVERALL", "Throughput(ops/sec)", result.throughput());
+  ExportMeasurements(result.measurements, spec.percentiles, &exporter);
+}
+
+}  // namespace ycsb
+}  // namespace rfrpc

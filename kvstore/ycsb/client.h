@@ -1,0 +1,102 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// The YCSB client driver loop (Java YCSB's Client + ClientThread +
+// StatusThread): runs the load phase (inserts insertcount records) or the run
+// phase (operationcount operations) of a CoreWorkload on `threadcount`
+// threads, each with its own DB instance from the driver factory, optionally
+// throttled to `target` ops/s in total and stopped after `maxexecutiontime`
+// seconds, printing a status line every `status.interval` seconds when asked,
+// and reports in Java YCSB's text format:
+//
+//   [OVERALL], RunTime(ms), 1021
+//   [OVERALL], Throughput(ops/sec), 9794.31929480901
+//   [READ], Operations, 9502
+//   [READ], AverageLatency(us), 3.41
+//   ...
+//   [READ], Return=OK, 9502
+//
+// Example:
+//
+//   ClientOptions options;
+//   options.load = true;
+//   RFRPC_ASSIGN_OR_RETURN(DriverFactory factory, FindDriver(spec.db));
+//   options.factory = factory;
+//   RFRPC_ASSIGN_OR_RETURN(RunResult result, RunClient(spec, props, options));
+//   ExportReport(result, spec, std::cout);
+//   return result.ok() ? 0 : 1;
+//
+// Thread-safety: RunClient may be called from any thread; it starts and joins
+// its own threads. Calls are independent.
+
+#ifndef RFRPC_KVSTORE_YCSB_CLIENT_H_
+#define RFRPC_KVSTORE_YCSB_CLIENT_H_
+
+#include <cstdint>
+#include <iostream>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kvstore/ycsb/db.h"
+#include "kvstore/ycsb/measurements.h"
+#include "kvstore/ycsb/properties.h"
+
+namespace rfrpc {
+namespace ycsb {
+
+struct ClientOptions {
+  // true: load phase (-load); false: run phase (-t). Default: false.
+  bool load = false;
+  // Print a status line every spec.status_interval seconds (-s).
+  // Default: false.
+  bool status = false;
+  // Where status lines go; not owned, must outlive the call.
+  // Default: &std::cerr.
+  std::ostream* status_out = &std::cerr;
+  // Creates each thread's DB. Required (see FindDriver()).
+  DriverFactory factory;
+};
+
+struct RunResult {
+  // Wall time from the start of the threads to the last Cleanup().
+  int64_t runtime_ms = 0;
+  // Operations completed (inserts in the load phase).
+  int64_t operations = 0;
+  // Everything measured, merged over the threads.
+  MeasurementSnapshot measurements;
+  // Reads whose data failed verification (VERIFY returns other than OK).
+  int64_t integrity_failures = 0;
+  // Threads that stopped early, with why (a failed load insert, a full
+  // acknowledgement window).
+  std::vector<std::string> thread_errors;
+  // True if the run stopped at maxexecutiontime before finishing its
+  // operations.
+  bool timed_out = false;
+
+  double throughput() const {
+    return runtime_ms > 0 ? 1000.0 * static_cast<double>(operations) /
+                                static_cast<double>(runtime_ms)
+                          : 0.0;
+  }
+  // No integrity failures and no thread stopped early.
+  bool ok() const { return integrity_failures == 0 && thread_errors.empty(); }
+};
+
+// Runs one phase. `props` is handed to the driver factory. Errors: the
+// workload cannot be built from `spec` (InvalidArgument), a driver could not
+// be created or initialized (its status, prefixed with the thread). Failed
+// operations are not errors: they are counted in the result.
+absl::StatusOr<RunResult> RunClient(const WorkloadSpec& spec,
+                                    const Properties& props,
+                                    const ClientOptions& options);
+
+// Writes the [OVERALL] lines and every operation's measurements, with
+// spec.percentiles, in Java YCSB's text-exporter format.
+void ExportReport(const RunResult& result, const WorkloadSpec& spec,
+                  std::ostream& out);
+
+}  // namespace ycsb
+}  // namespace rfrpc
+
+#endif  // RFRPC_KVSTORE_YCSB_CLIENT_H_

@@ -1,0 +1,293 @@
+// Copyright 2026 The rfrpc Authors.
+
+#include "kvstore/ycsb/properties.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace rfrpc {
+namespace ycsb {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+// Writes `text` to a fresh file under the test's temporary directory.
+std::string WriteTempFile(const std::string& name, const std::string& text) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  std::string path = absl::StrCat(dir ? dir : "/tmp", "/", name);
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+TEST(PropertiesTest, JavaSyntax) {
+  Properties p;
+  ASSERT_TRUE(p.LoadString("# comment\n"
+                           "  ! another comment\n"
+                           "\n"
+                           "a=1\n"
+                           "b = two words \n"
+                           "c:3\n"
+                           "d 4\n"
+                           "  e\t=\t5\n"
+                           "f\n"
+                           "g=x\\\n"
+                           "    y\n"
+                           "h=tab\\there\\u0041\n"
+                           "key\\ with\\ spaces=k\n"
+                           "i==j\r\n"
+                           "j=last",
+                           "mem")
+                  .ok());
+  EXPECT_EQ(p.GetOr("a", ""), "1");
+  EXPECT_EQ(p.GetOr("b", ""), "two words ");
+  EXPECT_EQ(p.GetOr("c", ""), "3");
+  EXPECT_EQ(p.GetOr("d", ""), "4");
+  EXPECT_EQ(p.GetOr("e", ""), "5");
+  ASSERT_TRUE(p.Contains("f"));
+  EXPECT_EQ(p.GetOr("f", "unset"), "");
+  EXPECT_EQ(p.GetOr("g", ""), "xy");
+  EXPECT_EQ(p.GetOr("h", ""), "tab\there" "A");
+  EXPECT_EQ(p.GetOr("key with spaces", ""), "k");
+  EXPECT_EQ(p.GetOr("i", ""), "=j");
+  EXPECT_EQ(p.GetOr("j", ""), "last");
+  EXPECT_FALSE(p.Contains("comment"));
+  EXPECT_EQ(p.Find("g")->origin, "mem:10");
+  EXPECT_EQ(p.Find("j")->origin, "mem:15");
+}
+
+TEST(PropertiesTest, LaterSourcesOverrideEarlier) {
+  const std::string first =
+      WriteTempFile("first", "recordcount=10\nfieldcount=3\nthreadcount=2\n");
+  const std::string second = WriteTempFile("second", "recordcount=20\n");
+  Properties p;
+  ASSERT_TRUE(p.LoadFile(first).ok());
+  ASSERT_TRUE(p.LoadFile(second).ok());
+  ASSERT_TRUE(p.SetFromArgument("fieldcount=7").ok());
+  EXPECT_EQ(p.GetOr("recordcount", ""), "20");
+  EXPECT_EQ(p.Find("recordcount")->origin, second + ":1");
+  EXPECT_EQ(p.GetOr("fieldcount", ""), "7");
+  EXPECT_EQ(p.Find("fieldcount")->origin, "-p");
+  EXPECT_EQ(p.GetOr("threadcount", ""), "2");
+
+  absl::StatusOr<WorkloadSpec> spec = ParseWorkloadSpec(p, {}, nullptr);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->recordcount, 20);
+  EXPECT_EQ(spec->fieldcount, 7);
+  EXPECT_EQ(spec->threadcount, 2);
+  EXPECT_EQ(spec->insertcount, 20);
+}
+
+TEST(PropertiesTest, MissingFileIsNotFound) {
+  Properties p;
+  EXPECT_EQ(p.LoadFile("/nonexistent/workloadz").code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(PropertiesTest, BadArgument) {
+  Properties p;
+  EXPECT_EQ(p.SetFromArgument("novalue").code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(p.SetFromArgument("=x").code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(p.SetFromArgument("table=a=b").ok());
+  EXPECT_EQ(p.GetOr("table", ""), "a=b");
+}
+
+TEST(PropertiesTest, MalformedValueNamesFileAndLine) {
+  Properties p;
+  ASSERT_TRUE(p.LoadString("recordcount=10\n"
+                           "# c\n"
+                           "\n"
+                           "\n"
+                           "\n"
+                           "\n"
+                           "fieldcount=x\n",
+                           "workloada")
+                  .ok());
+  absl::StatusOr<WorkloadSpec> spec = ParseWorkloadSpec(p, {}, nullptr);
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(spec.status().message(),
+            "workloada:7: fieldcount: expected integer, got \"x\"");
+}
+
+TEST(PropertiesTest, MalformedValuesOfEachType) {
+  struct Case {
+    std::string line;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"readproportion=lots",
+       "w:1: readproportion: expected number, got \"lots\""},
+      {"readproportion=1.5", "w:1: readproportion: expected number in [0, 1]"},
+      {"readallfields=yes", "w:1: readallfields: expected true or false"},
+      {"requestdistribution=gaussian",
+       "w:1: requestdistribution: expected uniform, zipfian, latest, hotspot, "
+       "sequential, exponential"},
+      {"fieldlengthdistribution=latest",
+       "w:1: fieldlengthdistribution: expected constant, uniform, zipfian"},
+      {"insertorder=random", "w:1: insertorder: expected hashed or ordered"},
+      {"recordcount=-5", "w:1: recordcount: expected non-negative integer"},
+      {"keylength=3", "w:1: keylength: expected 0 or at least 5"},
+      {"workload=site.ycsb.workloads.TimeSeriesWorkload",
+       "w:1: workload: expected site.ycsb.workloads.CoreWorkload"},
+      {"target=fast", "w:1: target: expected number"},
+  };
+  for (const Case& c : cases) {
+    Properties p;
+    p.Set("recordcount", "100");
+    ASSERT_TRUE(p.LoadString(c.line, "w").ok());
+    absl::StatusOr<WorkloadSpec> spec = ParseWorkloadSpec(p, {}, nullptr);
+    EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument)
+        << c.line;
+    EXPECT_THAT(spec.status().message(), HasSubstr(c.message)) << c.line;
+  }
+}
+
+TEST(PropertiesTest, InvalidCombinations) {
+  {
+    Properties p;
+    ASSERT_TRUE(
+        p.LoadString("recordcount=100\ninsertstart=50\ninsertcount=60\n", "w")
+            .ok());
+    absl::StatusOr<WorkloadSpec> spec = ParseWorkloadSpec(p, {}, nullptr);
+    EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(spec.status().message(), HasSubstr("w:3: insertstart (50)"));
+  }
+  {
+    Properties p;
+    ASSERT_TRUE(p.LoadString("dataintegrity=true\n"
+                             "fieldlengthdistribution=uniform\n",
+                             "w")
+                    .ok());
+    EXPECT_EQ(ParseWorkloadSpec(p, {}, nullptr).status().code(),
+              absl::StatusCode::kInvalidArgument);
+  }
+  {
+    Properties p;
+    ASSERT_TRUE(p.LoadString("readproportion=0\nupdateproportion=0\n", "w").ok());
+    EXPECT_EQ(ParseWorkloadSpec(p, {}, nullptr).status().code(),
+              absl::StatusCode::kInvalidArgument);
+  }
+}
+
+TEST(PropertiesTest, UnknownPropertiesAreReported) {
+  Properties p;
+  ASSERT_TRUE(p.LoadString("recordcount=10\n"
+                           "recordcont=11\n"
+                           "memcached.hosts=127.0.0.1:11211\n"
+                           "redis.port=6379\n",
+                           "w")
+                  .ok());
+  std::vector<std::string> warnings;
+  absl::StatusOr<WorkloadSpec> spec =
+      ParseWorkloadSpec(p, {"memcached"}, &warnings);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_THAT(warnings,
+              ElementsAre("w:2: unknown property \"recordcont\" (ignored)",
+                          "w:4: unknown property \"redis.port\" (ignored)"));
+}
+
+TEST(PropertiesTest, DefaultsAreJavaYcsbs) {
+  Properties p;
+  std::vector<std::string> warnings;
+  absl::StatusOr<WorkloadSpec> spec = ParseWorkloadSpec(p, {}, &warnings);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_THAT(warnings, IsEmpty());
+  EXPECT_EQ(spec->table, "usertable");
+  EXPECT_EQ(spec->fieldcount, 10);
+  EXPECT_EQ(spec->fieldlength, 100);
+  EXPECT_TRUE(spec->readallfields);
+  EXPECT_FALSE(spec->writeallfields);
+  EXPECT_DOUBLE_EQ(spec->readproportion, 0.95);
+  EXPECT_DOUBLE_EQ(spec->updateproportion, 0.05);
+  EXPECT_EQ(spec->requestdistribution, Distribution::kUniform);
+  EXPECT_TRUE(spec->hashed_inserts);
+  EXPECT_EQ(spec->maxscanlength, 1000);
+  EXPECT_EQ(spec->threadcount, 1);
+  EXPECT_THAT(spec->percentiles, ElementsAre(95.0, 99.0, 99.9));
+}
+
+TEST(PropertiesTest, ParsesEveryStandardProperty) {
+  Properties p;
+  ASSERT_TRUE(p.LoadString("workload=site.ycsb.workloads.CoreWorkload\n"
+                           "table=t\n"
+                           "recordcount=1000\n"
+                           "operationcount=500\n"
+                           "insertstart=100\n"
+                           "insertcount=200\n"
+                           "fieldcount=1\n"
+                           "fieldlength=32\n"
+                           "fieldlengthdistribution=zipfian\n"
+                           "readallfields=false\n"
+                           "writeallfields=TRUE\n"
+                           "readproportion=0.1\n"
+                           "updateproportion=0.2\n"
+                           "insertproportion=0.3\n"
+                           "scanproportion=0.2\n"
+                           "readmodifywriteproportion=0.2\n"
+                           "requestdistribution=hotspot\n"
+                           "zipfianconstant=0.8\n"
+                           "hotspotdatafraction=0.1\n"
+                           "hotspotopnfraction=0.9\n"
+                           "minscanlength=5\n"
+                           "maxscanlength=100\n"
+                           "scanlengthdistribution=zipfian\n"
+                           "insertorder=ordered\n"
+                           "zeropadding=8\n"
+                           "keylength=16\n"
+                           "maxexecutiontime=30\n"
+                           "dataintegrity=false\n"
+                           "threadcount=4\n"
+                           "target=1000.5\n"
+                           "hdrhistogram.percentiles=50,99.99\n"
+                           "exporter=site.ycsb.measurements.exporter."
+                           "TextMeasurementsExporter\n"
+                           "exportfile=/tmp/out.txt\n"
+                           "seed=7\n",
+                           "w")
+                  .ok());
+  std::vector<std::string> warnings;
+  absl::StatusOr<WorkloadSpec> s = ParseWorkloadSpec(p, {}, &warnings);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_THAT(warnings, IsEmpty());
+  EXPECT_EQ(s->table, "t");
+  EXPECT_EQ(s->recordcount, 1000);
+  EXPECT_EQ(s->operationcount, 500);
+  EXPECT_EQ(s->insertstart, 100);
+  EXPECT_EQ(s->insertcount, 200);
+  EXPECT_EQ(s->fieldcount, 1);
+  EXPECT_EQ(s->fieldlength, 32);
+  EXPECT_EQ(s->fieldlengthdistribution, Distribution::kZipfian);
+  EXPECT_FALSE(s->readallfields);
+  EXPECT_TRUE(s->writeallfields);
+  EXPECT_DOUBLE_EQ(s->insertproportion, 0.3);
+  EXPECT_DOUBLE_EQ(s->readmodifywriteproportion, 0.2);
+  EXPECT_EQ(s->requestdistribution, Distribution::kHotspot);
+  EXPECT_DOUBLE_EQ(s->zipfianconstant, 0.8);
+  EXPECT_DOUBLE_EQ(s->hotspotdatafraction, 0.1);
+  EXPECT_DOUBLE_EQ(s->hotspotopnfraction, 0.9);
+  EXPECT_EQ(s->minscanlength, 5);
+  EXPECT_EQ(s->maxscanlength, 100);
+  EXPECT_EQ(s->scanlengthdistribution, Distribution::kZipfian);
+  EXPECT_FALSE(s->hashed_inserts);
+  EXPECT_EQ(s->zeropadding, 8);
+  EXPECT_EQ(s->keylength, 16);
+  EXPECT_EQ(s->maxexecutiontime, 30);
+  EXPECT_EQ(s->threadcount, 4);
+  EXPECT_DOUBLE_EQ(s->target, 1000.5);
+  EXPECT_THAT(s->percentiles, ElementsAre(50.0, 99.99));
+  EXPECT_EQ(s->exportfile, "/tmp/out.txt");
+  EXPECT_EQ(s->seed, 7u);
+}
+
+}  // namespace
+}  // namespace ycsb
+}  // namespace rfrpc

@@ -1,0 +1,60 @@
+// Copyright 2026 The rfrpc Authors.
+
+#include "kvstore/ycsb/record_codec.h"
+
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+
+namespace rfrpc {
+namespace ycsb {
+namespace {
+
+void PutLength(size_t n, std::string* out) {
+  const uint32_t v = static_cast<uint32_t>(n);
+  for (int i = 0; i < 4; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
+}
+
+bool GetChunk(absl::string_view* in, absl::string_view* chunk) {
+  if (in->size() < 4) return false;
+  uint32_t n = 0;
+  for (int i = 0; i < 4; ++i) {
+    n |= static_cast<uint32_t>(static_cast<unsigned char>((*in)[i])) << (8 * i);
+  }
+  in->remove_prefix(4);
+  if (in->size() < n) return false;
+  *chunk = in->substr(0, n);
+  in->remove_prefix(n);
+  return true;
+}
+
+}  // namespace
+
+void EncodeRecord(const Record& record, std::string* out) {
+  size_t total = 0;
+  for (const Field& f : record) total += 8 + f.name.size() + f.value.size();
+  out->reserve(out->size() + total);
+  for (const Field& f : record) {
+    PutLength(f.name.size(), out);
+    out->append(f.name);
+    PutLength(f.value.size(), out);
+    out->append(f.value);
+  }
+}
+
+absl::StatusOr<Record> DecodeRecord(absl::string_view bytes) {
+  Record record;
+  const size_t size = bytes.size();
+  while (!bytes.empty()) {
+    absl::string_view name, value;
+    if (!GetChunk(&bytes, &name) || !GetChunk(&bytes, &value)) {
+      return absl::DataLossError(absl::StrCat(
+          "malformed record: truncated field at byte ", size - bytes.size()));
+    }
+    record.push_back({std::string(name), std::string(value)});
+  }
+  return record;
+}
+
+}  // namespace ycsb
+}  // namespace rfrpc

@@ -1,0 +1,136 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// The redis driver against a real redis-server on 127.0.0.1, started here.
+
+#include "kvstore/ycsb/redis_db.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kvstore/ycsb/client.h"
+#include "kvstore/ycsb/peer_process.h"
+
+namespace rfrpc {
+namespace ycsb {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::UnorderedElementsAre;
+
+class RedisDbTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string binary = FindExecutable("redis-server");
+    if (binary.empty()) {
+      GTEST_SKIP()
+          << "redis-server is not installed (bash tools/setup.sh --peers)";
+    }
+    absl::StatusOr<std::unique_ptr<PeerProcess>> peer = PeerProcess::Start(
+        binary, [](int port, const std::string& dir) {
+          return std::vector<std::string>{
+              "--port", absl::StrCat(port), "--bind", "127.0.0.1",
+              "--save", "", "--appendonly", "no", "--dir", dir,
+              "--daemonize", "no", "--logfile", ""};
+        });
+    ASSERT_TRUE(peer.ok()) << peer.status();
+    peer_ = *std::move(peer);
+    options_.port = peer_->port();
+  }
+
+  std::unique_ptr<PeerProcess> peer_;
+  RedisOptions options_;
+};
+
+TEST_F(RedisDbTest, ReadInsertUpdateDeleteScan) {
+  RedisDb db(options_);
+  ASSERT_TRUE(db.Init().ok());
+  Record r;
+  EXPECT_EQ(db.Read("t", "user1", nullptr, &r).code(),
+            absl::StatusCode::kNotFound);
+  for (int i = 1; i <= 5; ++i) {
+    ASSERT_TRUE(db.Insert("t", absl::StrCat("user", i),
+                          {{"f0", absl::StrCat("a", i)}, {"f1", "b"}})
+                    .ok());
+  }
+  ASSERT_TRUE(db.Read("t", "user1", nullptr, &r).ok());
+  EXPECT_THAT(r, UnorderedElementsAre(Field{"f0", "a1"}, Field{"f1", "b"}));
+  const std::vector<std::string> f0 = {"f0", "missing"};
+  ASSERT_TRUE(db.Read("t", "user1", &f0, &r).ok());
+  EXPECT_THAT(r, ElementsAre(Field{"f0", "a1"}));
+
+  ASSERT_TRUE(db.Update("t", "user1", {{"f1", "B"}}).ok());
+  ASSERT_TRUE(db.Read("t", "user1", nullptr, &r).ok());
+  EXPECT_THAT(r, UnorderedElementsAre(Field{"f0", "a1"}, Field{"f1", "B"}));
+
+  std::vector<Record> scanned;
+  const std::vector<std::string> only_f0 = {"f0"};
+  ASSERT_TRUE(db.Scan("t", "user2", 3, &only_f0, &scanned).ok());
+  ASSERT_EQ(scanned.size(), 3u);
+  EXPECT_THAT(scanned[0], ElementsAre(Field{"f0", "a2"}));
+  EXPECT_THAT(scanned[2], ElementsAre(Field{"f0", "a4"}));
+
+  ASSERT_TRUE(db.Delete("t", "user3").ok());
+  EXPECT_EQ(db.Delete("t", "user3").code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(db.Scan("t", "user2", 3, nullptr, &scanned).ok());
+  ASSERT_EQ(scanned.size(), 3u);
+  EXPECT_THAT(scanned[1], UnorderedElementsAre(Field{"f0", "a4"},
+                                               Field{"f1", "b"}));
+  EXPECT_TRUE(db.Cleanup().ok());
+}
+
+TEST_F(RedisDbTest, LostServerIsUnavailable) {
+  RedisDb db(options_);
+  ASSERT_TRUE(db.Init().ok());
+  peer_.reset();
+  Record r;
+  EXPECT_EQ(db.Read("t", "user1", nullptr, &r).code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(db.Init().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST_F(RedisDbTest, LoadAndRunWithDataIntegrity) {
+  Properties props;
+  props.Set("redis.port", absl::StrCat(options_.port));
+  WorkloadSpec spec;
+  spec.recordcount = 500;
+  spec.insertcount = 500;
+  spec.operationcount = 2000;
+  spec.fieldcount = 2;
+  spec.fieldlength = 32;
+  spec.readproportion = 0.6;
+  spec.updateproportion = 0.2;
+  spec.scanproportion = 0.1;
+  spec.insertproportion = 0.1;
+  spec.maxscanlength = 10;
+  spec.requestdistribution = Distribution::kLatest;
+  spec.dataintegrity = true;
+  spec.threadcount = 2;
+  spec.seed = 5;
+  ClientOptions options;
+  absl::StatusOr<DriverFactory> factory = FindDriver("redis");
+  ASSERT_TRUE(factory.ok()) << factory.status();
+  options.factory = *factory;
+
+  options.load = true;
+  absl::StatusOr<RunResult> load = RunClient(spec, props, options);
+  ASSERT_TRUE(load.ok()) << load.status();
+  EXPECT_TRUE(load->ok());
+  EXPECT_EQ(load->measurements.at("INSERT").returns.at("OK"), 500);
+
+  options.load = false;
+  absl::StatusOr<RunResult> run = RunClient(spec, props, options);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->operations, 2000);
+  EXPECT_EQ(run->integrity_failures, 0);
+  EXPECT_TRUE(run->ok());
+  EXPECT_EQ(run->measurements.at("SCAN").returns.size(), 1u);
+  EXPECT_GT(run->measurements.at("SCAN").returns.at("OK"), 0);
+}
+
+}  // namespace
+}  // namespace ycsb
+}  // namespace rfrpc

@@ -1,0 +1,399 @@
+// Copyright 2026 The rfrpc Authors.
+
+#include "kvstore/ycsb/workload.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+
+namespace rfrpc {
+namespace ycsb {
+
+int64_t NowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void MeasuredDb::Note(absl::string_view op, const absl::Status& status,
+                      int64_t start_ns) {
+  const int64_t latency = NowNanos() - start_ns;
+  if (status.ok()) {
+    measurements_->Measure(op, latency);
+  } else {
+    measurements_->Measure(absl::StrCat(op, "-FAILED"), latency);
+  }
+  measurements_->ReportReturn(op, YcsbReturnName(status));
+}
+
+absl::Status MeasuredDb::Cleanup() {
+  const int64_t start = NowNanos();
+  absl::Status s = db_->Cleanup();
+  // Java YCSB measures CLEANUP without a return code.
+  measurements_->Measure(s.ok() ? "CLEANUP" : "CLEANUP-FAILED",
+                         NowNanos() - start);
+  return s;
+}
+
+absl::Status MeasuredDb::Read(absl::string_view table, absl::string_view key,
+                              const std::vector<std::string>* fields,
+                              Record* result) {
+  const int64_t start = NowNanos();
+  absl::Status s = db_->Read(table, key, fields, result);
+  Note("READ", s, start);
+  return s;
+}
+
+absl::Status MeasuredDb::Scan(absl::string_view table,
+                              absl::string_view start_key, int64_t count,
+                              const std::vector<std::string>* fields,
+                              std::vector<Record>* result) {
+  const int64_t start = NowNanos();
+  absl::Status s = db_->Scan(table, start_key, count, fields, result);
+  Note("SCAN", s, start);
+  return s;
+}
+
+absl::Status MeasuredDb::Update(absl::string_view table, absl::string_view key,
+                                const Record& values) {
+  const int64_t start = NowNanos();
+  absl::Status s = db_->Update(table, key, values);
+  Note("UPDATE", s, start);
+  return s;
+}
+
+absl::Status MeasuredDb::Insert(absl::string_view table, absl::string_view key,
+                                const Record& values) {
+  const int64_t start = NowNanos();
+  absl::Status s = db_->Insert(table, key, values);
+  Note("INSERT", s, start);
+  return s;
+}
+
+absl::Status MeasuredDb::Delete(absl::string_view table,
+                                absl::string_view key) {
+  const int64_t start = NowNanos();
+  absl::Status s = db_->Delete(table, key);
+  Note("DELETE", s, start);
+  return s;
+}
+
+absl::StatusOr<std::unique_ptr<CoreWorkload>> CoreWorkload::Create(
+    const WorkloadSpec& spec) {
+  if (spec.recordcount < 1 || spec.insertcount < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "recordcount (", spec.recordcount, ") and insertcount (",
+        spec.insertcount, ") must be at least 1"));
+  }
+  if (spec.requestdistribution == Distribution::kLatest &&
+      spec.recordcount < 1) {
+    return absl::InvalidArgumentError(
+        "requestdistribution=latest needs recordcount >= 1");
+  }
+  if (spec.zeropadding > 64 || spec.keylength > 1024) {
+    return absl::InvalidArgumentError("zeropadding/keylength too large");
+  }
+  return std::unique_ptr<CoreWorkload>(new CoreWorkload(spec));
+}
+
+CoreWorkload::CoreWorkload(const WorkloadSpec& spec) : spec_(spec) {
+  key_format_.hashed = spec.hashed_inserts;
+  key_format_.zeropadding = static_cast<int>(spec.zeropadding);
+  key_format_.keylength = static_cast<int>(spec.keylength);
+
+  for (int64_t i = 0; i < spec.fieldcount; ++i) {
+    field_names_.push_back(absl::StrCat(spec.fieldnameprefix, i));
+  }
+  switch (spec.fieldlengthdistribution) {
+    case Distribution::kUniform:
+      field_length_ =
+          std::make_unique<UniformLong>(spec.minfieldlength, spec.fieldlength);
+      break;
+    case Distribution::kZipfian:
+      field_length_ =
+          std::make_unique<Zipfian>(spec.minfieldlength, spec.fieldlength);
+      break;
+    default:
+      field_length_ = std::make_unique<ConstantGenerator>(spec.fieldlength);
+  }
+  field_chooser_ = std::make_unique<UniformLong>(0, spec.fieldcount - 1);
+  if (spec.scanlengthdistribution == Distribution::kZipfian) {
+    scan_length_ =
+        std::make_unique<Zipfian>(spec.minscanlength, spec.maxscanlength);
+  } else {
+    scan_length_ =
+        std::make_unique<UniformLong>(spec.minscanlength, spec.maxscanlength);
+  }
+
+  // Java adds only positive proportions, in this order.
+  const std::pair<double, Operation> ops[] = {
+      {spec.readproportion, Operation::kRead},
+      {spec.updateproportion, Operation::kUpdate},
+      {spec.insertproportion, Operation::kInsert},
+      {spec.scanproportion, Operation::kScan},
+      {spec.readmodifywriteproportion, Operation::kReadModifyWrite},
+  };
+  for (const auto& [weight, op] : ops) {
+    if (weight > 0) operation_chooser_.Add(weight, static_cast<int>(op));
+  }
+
+  key_sequence_ = std::make_unique<Counter>(spec.insertstart);
+  transaction_insert_sequence_ =
+      std::make_unique<AcknowledgedCounter>(spec.recordcount);
+  const int64_t lb = spec.insertstart;
+  const int64_t ub = spec.insertstart + spec.insertcount - 1;
+  switch (spec.requestdistribution) {
+    case Distribution::kExponential:
+      exponential_ = std::make_unique<Exponential>(
+          spec.exponential_percentile,
+          static_cast<double>(spec.recordcount) * spec.exponential_frac);
+      break;
+    case Distribution::kSequential:
+      key_chooser_ = std::make_unique<Sequential>(lb, ub);
+      break;
+    case Distribution::kZipfian: {
+      // Room for the keys the run phase inserts, so the popular keys stay
+      // popular as the key space grows (Java's 2x fudge factor).
+      const int64_t expected_new_keys = static_cast<int64_t>(
+          static_cast<double>(spec.operationcount) * spec.insertproportion *
+          2.0);
+      key_chooser_ = std::make_unique<ScrambledZipfian>(
+          lb, ub + 1 + expected_new_keys, spec.zipfianconstant);
+      break;
+    }
+    case Distribution::kLatest:
+      break;  // Per thread.
+    case Distribution::kHotspot:
+      key_chooser_ = std::make_unique<Hotspot>(
+          lb, ub, spec.hotspotdatafraction, spec.hotspotopnfraction);
+      break;
+    default:
+      key_chooser_ = std::make_unique<UniformLong>(lb, ub);
+  }
+}
+
+CoreWorkload::ThreadState CoreWorkload::NewThreadState(uint64_t seed) const {
+  ThreadState state;
+  state.rng.seed(seed);
+  if (spec_.requestdistribution == Distribution::kLatest) {
+    state.latest =
+        std::make_unique<SkewedLatest>(transaction_insert_sequence_.get());
+  }
+  return state;
+}
+
+std::string CoreWorkload::BuildKeyName(int64_t keynum) const {
+  return ycsb::BuildKeyName(keynum, key_format_);
+}
+
+std::string CoreWorkload::BuildDeterministicValue(
+    absl::string_view key, absl::string_view field) const {
+  // Java: sb = key + ":" + field; while (sb.length() < size)
+  // sb.append(':').append(sb.toString().hashCode()); sb.setLength(size).
+  // The running hash equals hashCode() of everything appended so far.
+  const size_t size = static_cast<size_t>(spec_.fieldlength);
+  std::string value = absl::StrCat(key, ":", field);
+  uint32_t hash = 0;
+  for (unsigned char c : value) hash = 31 * hash + c;
+  while (value.size() < size) {
+    std::string piece =
+        absl::StrCat(":", static_cast<int32_t>(hash));
+    for (unsigned char c : piece) hash = 31 * hash + c;
+    value += piece;
+  }
+  value.resize(size);
+  return value;
+}
+
+std::string CoreWorkload::RandomValue(ThreadState& state) const {
+  const int64_t length = field_length_->Next(state.rng);
+  std::string value(static_cast<size_t>(std::max<int64_t>(length, 0)), ' ');
+  // Printable ASCII ('!' .. '~'), eight characters per 64-bit draw.
+  for (size_t i = 0; i < value.size(); i += 8) {
+    uint64_t bits = state.rng();
+    for (size_t j = i; j < std::min(value.size(), i + 8); ++j) {
+      value[j] = static_cast<char>('!' + (bits & 0xff) % 94);
+      bits >>= 8;
+    }
+  }
+  return value;
+}
+
+std::string CoreWorkload::FieldValue(absl::string_view key,
+                                     absl::string_view field,
+                                     ThreadState& state) const {
+  return spec_.dataintegrity ? BuildDeterministicValue(key, field)
+                             : RandomValue(state);
+}
+
+Record CoreWorkload::BuildValues(absl::string_view key,
+                                 ThreadState& state) const {
+  Record values;
+  values.reserve(field_names_.size());
+  for (const std::string& field : field_names_) {
+    values.push_back({field, FieldValue(key, field, state)});
+  }
+  return values;
+}
+
+Record CoreWorkload::BuildSingleValue(absl::string_view key,
+                                      ThreadState& state) const {
+  const std::string& field = field_names_[field_chooser_->Next(state.rng)];
+  return Record{{field, FieldValue(key, field, state)}};
+}
+
+Operation CoreWorkload::NextOperation(ThreadState& state) const {
+  return static_cast<Operation>(operation_chooser_.Next(state.rng));
+}
+
+int64_t CoreWorkload::NextKeynum(ThreadState& state) const {
+  int64_t keynum;
+  if (exponential_ != nullptr) {
+    do {
+      keynum =
+          transaction_insert_sequence_->Last() - exponential_->Next(state.rng);
+    } while (keynum < 0);
+    return keynum;
+  }
+  NumberGenerator* chooser =
+      state.latest != nullptr ? state.latest.get() : key_chooser_.get();
+  do {
+    keynum = chooser->Next(state.rng);
+  } while (keynum > transaction_insert_sequence_->Last());
+  return keynum;
+}
+
+const std::vector<std::string>* CoreWorkload::ReadFields(
+    ThreadState& state, std::vector<std::string>* storage) const {
+  if (!spec_.readallfields) {
+    storage->assign(1, field_names_[field_chooser_->Next(state.rng)]);
+    return storage;
+  }
+  // Java passes the full list when verifying; null means the same here.
+  return nullptr;
+}
+
+void CoreWorkload::VerifyRow(absl::string_view key,
+                             const std::vector<std::string>* fields,
+                             const absl::Status& read_status,
+                             const Record& cells,
+                             Measurements* measurements) const {
+  const int64_t start = NowNanos();
+  absl::string_view verdict = "OK";
+  if (!read_status.ok() || cells.empty()) {
+    verdict = "ERROR";  // No data where some was expected.
+  } else {
+    const size_t expected = fields == nullptr ? field_names_.size()
+                                              : fields->size();
+    if (cells.size() != expected) verdict = "UNEXPECTED_STATE";
+    for (const Field& cell : cells) {
+      if (cell.value != BuildDeterministicValue(key, cell.name)) {
+        verdict = "UNEXPECTED_STATE";
+        break;
+      }
+    }
+  }
+  measurements->Measure("VERIFY", NowNanos() - start);
+  measurements->ReportReturn("VERIFY", verdict);
+}
+
+absl::Status CoreWorkload::DoInsert(MeasuredDb& db, ThreadState& state) const {
+  const int64_t keynum = key_sequence_->Next();
+  const std::string key = BuildKeyName(keynum);
+  const Record values = BuildValues(key, state);
+  absl::Status status;
+  for (int64_t attempt = 0;; ++attempt) {
+    status = db.Insert(spec_.table, key, values);
+    if (status.ok() || attempt >= spec_.insertion_retry_limit) break;
+    // Sleep 0.8 to 1.2 times the retry interval, as Java does.
+    const double factor = 0.8 + 0.4 * NextUnitDouble(state.rng);
+    LOG(WARNING) << "retrying insert of " << key << " (attempt "
+                 << attempt + 1 << "): " << status;
+    std::this_thread::sleep_for(std::chrono::duration<double>(
+        factor * static_cast<double>(spec_.insertion_retry_interval)));
+  }
+  return status;
+}
+
+absl::Status CoreWorkload::DoTransaction(MeasuredDb& db,
+                                         ThreadState& state) const {
+  switch (NextOperation(state)) {
+    case Operation::kRead:
+      DoRead(db, state);
+      break;
+    case Operation::kUpdate:
+      DoUpdate(db, state);
+      break;
+    case Operation::kInsert:
+      return DoTransactionInsert(db, state);
+    case Operation::kScan:
+      DoScan(db, state);
+      break;
+    case Operation::kReadModifyWrite:
+      DoReadModifyWrite(db, state);
+      break;
+  }
+  return absl::OkStatus();
+}
+
+void CoreWorkload::DoRead(MeasuredDb& db, ThreadState& state) const {
+  const std::string key = BuildKeyName(NextKeynum(state));
+  std::vector<std::string> storage;
+  const std::vector<std::string>* fields = ReadFields(state, &storage);
+  Record cells;
+  absl::Status s = db.Read(spec_.table, key, fields, &cells);
+  if (spec_.dataintegrity) {
+    VerifyRow(key, fields, s, cells, db.measurements());
+  }
+}
+
+void CoreWorkload::DoUpdate(MeasuredDb& db, ThreadState& state) const {
+  const std::string key = BuildKeyName(NextKeynum(state));
+  const Record values = spec_.writeallfields ? BuildValues(key, state)
+                                             : BuildSingleValue(key, state);
+  db.Update(spec_.table, key, values).IgnoreError();  // Counted by db.
+}
+
+absl::Status CoreWorkload::DoTransactionInsert(MeasuredDb& db,
+                                               ThreadState& state) const {
+  const int64_t keynum = transaction_insert_sequence_->Next();
+  const std::string key = BuildKeyName(keynum);
+  db.Insert(spec_.table, key, BuildValues(key, state)).IgnoreError();
+  // Acknowledged even if the insert failed, as Java does, so readers move on.
+  return transaction_insert_sequence_->Acknowledge(keynum);
+}
+
+void CoreWorkload::DoScan(MeasuredDb& db, ThreadState& state) const {
+  const std::string start_key = BuildKeyName(NextKeynum(state));
+  const int64_t length = scan_length_->Next(state.rng);
+  std::vector<std::string> storage;
+  const std::vector<std::string>* fields = nullptr;
+  if (!spec_.readallfields) fields = ReadFields(state, &storage);
+  std::vector<Record> result;
+  db.Scan(spec_.table, start_key, length, fields, &result).IgnoreError();
+}
+
+void CoreWorkload::DoReadModifyWrite(MeasuredDb& db,
+                                     ThreadState& state) const {
+  const std::string key = BuildKeyName(NextKeynum(state));
+  std::vector<std::string> storage;
+  const std::vector<std::string>* fields = ReadFields(state, &storage);
+  const Record values = spec_.writeallfields ? BuildValues(key, state)
+                                             : BuildSingleValue(key, state);
+  Record cells;
+  const int64_t start = NowNanos();
+  absl::Status read_status = db.Read(spec_.table, key, fields, &cells);
+  db.Update(spec_.table, key, values).IgnoreError();
+  const int64_t latency = NowNanos() - start;
+  if (spec_.dataintegrity) {
+    VerifyRow(key, fields, read_status, cells, db.measurements());
+  }
+  db.measurements()->Measure("READ-MODIFY-WRITE", latency);
+}
+
+}  // namespace ycsb
+}  // namespace rfrpc

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The ycsb binary end to end against the in-memory "basic" driver: argument
+# parsing, property overrides, load + run in one process is not possible (each
+# invocation is a new process), so each run loads what it reads with
+# dataintegrity; the report format; exit codes for usage errors.
+set -euo pipefail
+YCSB=kvstore/ycsb/ycsb
+W=kvstore/workloads
+OUT="${TEST_TMPDIR:-/tmp}/ycsb_out.txt"
+ERR="${TEST_TMPDIR:-/tmp}/ycsb_err.txt"
+
+fail() { echo "FAIL: $*"; echo "--- stdout"; cat "$OUT"; echo "--- stderr"; cat "$ERR"; exit 1; }
+
+# Load phase with overrides and status lines.
+"$YCSB" -load -db basic -P "$W/workloada" -p recordcount=500 \
+  -p dataintegrity=true -threads 2 -s >"$OUT" 2>"$ERR" || fail "load exited $?"
+grep -q '^\[OVERALL\], RunTime(ms), [0-9]*$' "$OUT" || fail "no RunTime line"
+grep -q '^\[OVERALL\], Throughput(ops/sec), [0-9.E]*$' "$OUT" || fail "no Throughput"
+grep -q '^\[INSERT\], Operations, 500$' "$OUT" || fail "not 500 inserts"
+grep -q '^\[INSERT\], Return=OK, 500$' "$OUT" || fail "no Return=OK"
+grep -q '^\[INSERT\], 99.9thPercentileLatency(us), [0-9]*$' "$OUT" || fail "no p99.9"
+grep -q ' sec: .* operations; ' "$ERR" || fail "no status line"
+
+# Unknown properties are reported, not fatal.
+"$YCSB" -load -db basic -P "$W/workloadc" -p recordcount=10 -p recrdcount=3 \
+  >"$OUT" 2>"$ERR" || fail "load with typo exited $?"
+grep -q 'warning: -p: unknown property "recrdcount"' "$ERR" || fail "typo not reported"
+
+# A malformed value names file and line; exit 2.
+set +e
+"$YCSB" -t -db basic -P "$W/workloada" -p fieldcount=x >"$OUT" 2>"$ERR"
+rc=$?
+set -e
+[ "$rc" = 2 ] || fail "bad value exited $rc, want 2"
+grep -q 'fieldcount: expected integer, got "x"' "$ERR" || fail "no value error"
+
+# Usage errors: exit 2 with a message.
+set +e
+"$YCSB" -db basic >"$OUT" 2>"$ERR"; rc=$?
+set -e
+[ "$rc" = 2 ] || fail "missing phase exited $rc"
+grep -q 'give -load (load phase) or -t (run)' "$ERR" || fail "no phase message"
+set +e
+"$YCSB" -t -db nosuchdb -P "$W/workloada" >"$OUT" 2>"$ERR"; rc=$?
+set -e
+[ "$rc" = 2 ] || fail "unknown db exited $rc"
+grep -q 'unknown YCSB driver "nosuchdb"' "$ERR" || fail "no driver message"
+set +e
+"$YCSB" -t -threads zero >"$OUT" 2>"$ERR"; rc=$?
+set -e
+[ "$rc" = 2 ] || fail "bad -threads exited $rc"
+
+# Run phase on an empty store with dataintegrity: every read is NOT_FOUND,
+# verification fails, exit 1.
+set +e
+"$YCSB" -t -db basic -P "$W/workloadc" -p recordcount=100 -p operationcount=50 \
+  -p dataintegrity=true >"$OUT" 2>"$ERR"; rc=$?
+set -e
+[ "$rc" = 1 ] || fail "integrity failure exited $rc, want 1"
+grep -q '^\[VERIFY\], Return=ERROR, 50$' "$OUT" || fail "no VERIFY errors"
+grep -q 'DATA INTEGRITY FAILURE' "$ERR" || fail "no integrity message"
+
+# --list_drivers shows the built-in drivers.
+"$YCSB" --list_drivers >"$OUT" 2>"$ERR" || fail "--list_drivers exited $?"
+for d in basic memcached redis; do grep -qx "$d" "$OUT" || fail "no $d"; done
+
+echo "ycsb_main_test: all checks passed"
