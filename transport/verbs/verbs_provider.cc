@@ -609,6 +609,9 @@ class VerbsListener final : public Listener {
       return true;
     }
     // A whole frame, or a header RecvFrame will reject: parse it (no wait).
+    // Low-water mark back to 1 first: RecvFrame polls between its reads.
+    int lowat = 1;
+    ::setsockopt(p->fd.get(), SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof(lowat));
     Hello hello;
     absl::Status s = RecvFrame(p->fd.get(), &hello, absl::Milliseconds(100));
     if (s.ok()) s = ValidateHello(hello);
@@ -618,8 +621,6 @@ class VerbsListener final : public Listener {
       SendRefusal(p->fd.get(), s);
       return true;
     }
-    int lowat = 1;
-    ::setsockopt(p->fd.get(), SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof(lowat));
     *ready = std::make_unique<VerbsIncoming>(device_, std::move(p->fd),
                                              std::move(hello), p->peer);
     return true;

@@ -200,12 +200,15 @@ absl::StatusOr<PortInfo> QueryPort(ibv_context* ctx, int port,
   info.active_mtu = pa.active_mtu;
   info.ethernet = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
 
+  // sysfs first (plain text, any kernel with RoCE), then the verb.
   auto gid_type = [&](int index) {
+    int type = GidTypeFromSysfs(ctx, port, index);
+    if (type >= 0) return type;
     ibv_gid_entry entry{};
     if (ibv_query_gid_ex(ctx, info.port, index, &entry, 0) == 0) {
       return static_cast<int>(entry.gid_type);
     }
-    return GidTypeFromSysfs(ctx, port, index);
+    return -1;
   };
 
   if (gid_index >= 0) {

@@ -142,8 +142,8 @@ struct PortInfo {
 // Queries `port` and picks the GID: `gid_index` >= 0 is used as given;
 // -1 selects the first RoCE v2 GID that is IPv4-mapped (::ffff:a.b.c.d),
 // then any RoCE v2 GID, then (InfiniBand ports) index 0. The GID type comes
-// from ibv_query_gid_ex, falling back to sysfs
-// (/sys/class/infiniband/<dev>/ports/<port>/gid_attrs/types/<index>).
+// from sysfs (/sys/class/infiniband/<dev>/ports/<port>/gid_attrs/types/<i>),
+// falling back to ibv_query_gid_ex.
 absl::StatusOr<PortInfo> QueryPort(ibv_context* ctx, int port,
                                    int gid_index);
 
