@@ -5,7 +5,8 @@
 # Soft-RoCE device rxe0 on the guest's eth0, and runs CMD there as root. The guest's root is the host's
 # own / (9p, read-only, with a tmpfs overlay: writes work and vanish with the VM), chrooted, so
 # host-built binaries run as they are. CMD runs in the caller's working directory with the caller's
-# exported environment (plus RFRPC_VM_GUEST=1); stdin is /dev/null. Its stdout and stderr stream back
+# exported environment (plus RFRPC_VM_GUEST=1 and
+# RFRPC_VM_IP, the guest's eth0 address/prefix); stdin is /dev/null. Its stdout and stderr stream back
 # to this script's stdout and stderr while it runs.
 #
 # Exit status: CMD's; 124 if CMD or the VM timed out; 125 if the VM failed without an exit status
@@ -82,7 +83,7 @@ trap 'exit 130' INT TERM HUP
     case $v in PWD | OLDPWD | SHLVL | _ | SHELLOPTS | BASHOPTS | BASH_* | *[!A-Za-z0-9_]*) continue ;; esac
     printf 'export %s=%q\n' "$v" "${!v}"
   done < <(compgen -e)
-  echo 'export RFRPC_VM_GUEST=1'
+  printf 'export RFRPC_VM_GUEST=1 RFRPC_VM_IP=%q\n' "$IP"
   printf 'cd %q || exit 126\n' "$PWD"
   printf 'exec'; printf ' %q' "$@"; printf '\n'
 } > "$RUN/cmd.sh"
