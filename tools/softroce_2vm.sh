@@ -45,17 +45,22 @@ pick_port() {
 PA=$(pick_port) && PB=$(pick_port "$PA") || { echo "softroce_2vm: no free UDP port" >&2; exit 2; }
 
 export RFRPC_VM_SMP=${RFRPC_VM_SMP:-1}
-SPID=
+SPID= ; SEDPID=
 cleanup() {
   if [ -n "$SPID" ]; then kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; fi
+  if [ -n "$SEDPID" ]; then wait "$SEDPID" 2>/dev/null; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
+# Server output, prefixed, through a process substitution that is waited for at the end.
+exec {SOUT}> >(sed -u 's/^/[server] /' >&2)
+SEDPID=$!
 RFRPC_VM_ROLE=server RFRPC_VM_PEER=10.11.0.2 RFRPC_VM_IP=10.11.0.1/24 RFRPC_VM_MAC=52:54:00:0b:00:01 \
   RFRPC_VM_NET="socket,udp=127.0.0.1:$PB,localaddr=127.0.0.1:$PA" \
-  "$HERE/softroce_vm.sh" "${SERVER[@]}" > >(sed -u 's/^/[server] /' >&2) 2>&1 &
+  "$HERE/softroce_vm.sh" "${SERVER[@]}" >&"$SOUT" 2>&"$SOUT" &
 SPID=$!
+exec {SOUT}>&-
 
 RFRPC_VM_ROLE=client RFRPC_VM_PEER=10.11.0.1 RFRPC_VM_IP=10.11.0.2/24 RFRPC_VM_MAC=52:54:00:0b:00:02 \
   RFRPC_VM_NET="socket,udp=127.0.0.1:$PA,localaddr=127.0.0.1:$PB" \

@@ -100,7 +100,7 @@ timeout -k 5 "$TMO" qemu-system-x86_64 \
   -accel tcg,thread=multi -cpu max -smp "$SMP" -m "$MEM" \
   -nodefaults -no-user-config -display none -no-reboot \
   -kernel "$KERNEL" -initrd "$INITRD" \
-  -append "console=ttyS0 quiet panic=-1 rfrpc.run=$RUN rfrpc.dev=$NETDEV rfrpc.ip=$IP rfrpc.tmo=$CMD_TMO ${RFRPC_VM_APPEND:-}" \
+  -append "console=ttyS0 quiet panic=-1 mitigations=off rfrpc.run=$RUN rfrpc.dev=$NETDEV rfrpc.ip=$IP rfrpc.tmo=$CMD_TMO ${RFRPC_VM_APPEND:-}" \
   -serial file:"$RUN/console.log" \
   -virtfs local,path=/,mount_tag=hostroot,security_model=none,multidevs=remap,readonly=on \
   -device virtio-serial-pci,max_ports=4 \
