@@ -35,12 +35,13 @@
 # Running a Bazel-built binary (the guest sees the host's whole /, so bazel-bin works unchanged):
 #   bazel build //transport/verbs:verbs_test
 #   tools/softroce_vm.sh bazel-bin/transport/verbs/verbs_test --gtest_brief=1
-# bazel-bin is a symlink into /root/.cache/bazel/_bazel_root/<hash>/execroot/__main__/bazel-out/...;
+# bazel-bin is a symlink into /root/.cache/bazel/_bazel_root/<hash>/execroot/rfrpc/bazel-out/...;
 # that is visible because the guest root is the host's /, and so are the binary's .runfiles tree and
 # _solib_k8 shared libraries (absolute symlinks / $ORIGIN rpaths). Run from the workspace root (CMD
 # runs in the same cwd). Writes inside the guest vanish: report results on stdout/stderr (or exit
-# status). Inside a `bazel test` action use the absolute path of this script and the binary, e.g. via
-# $TEST_SRCDIR/__main__/..., which are host paths and therefore the same inside the guest.
+# status). Inside a `bazel test` action, depend on //tools:softroce_vm (data) and call this script and
+# the binary by their runfiles paths ($TEST_SRCDIR/rfrpc/...): host paths, so the same inside the guest.
+# //tools:vm_smoke_test does exactly that.
 set -uo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
