@@ -58,7 +58,7 @@ exec {SOUT}> >(sed -u 's/^/[server] /' >&2)
 SEDPID=$!
 RFRPC_VM_ROLE=server RFRPC_VM_PEER=10.11.0.2 RFRPC_VM_IP=10.11.0.1/24 RFRPC_VM_MAC=52:54:00:0b:00:01 \
   RFRPC_VM_NET="socket,udp=127.0.0.1:$PB,localaddr=127.0.0.1:$PA" \
-  "$HERE/softroce_vm.sh" "${SERVER[@]}" >&"$SOUT" 2>&"$SOUT" &
+  "$HERE/softroce_vm.sh" "${SERVER[@]}" 1>&"$SOUT" 2>&1 &
 SPID=$!
 exec {SOUT}>&-
 

@@ -55,7 +55,7 @@ ip addr add "$IP" dev "$DEV"
 ip link set "$DEV" up
 timeout 30 chroot $R /usr/bin/rdma link add rxe0 type rxe netdev "$DEV" || log "rdma link add failed"
 P=/sys/class/infiniband/rxe0/ports/1
-for i in $(seq 100); do
+for _ in $(seq 100); do
   case "$(cat $P/state 2>/dev/null)" in *ACTIVE*)
     case "$(cat $P/gids/1 2>/dev/null)" in ''|0000:0000:0000:0000:0000:0000:0000:0000) ;; *) break ;; esac ;;
   esac

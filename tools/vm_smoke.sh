@@ -16,7 +16,7 @@
 # sees because it sees all of the host's /. Start from the workspace root; guest writes vanish.
 # The "--in-vm-*" modes below are the parts that run inside the guest.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 ITERS=${SMOKE_ITERS:-100}
 
 # ---- guest side ------------------------------------------------------------------------------------
