@@ -15,7 +15,7 @@ PACKAGES=(
 )
 # Extra groups, requested by the scripts that need them.
 if [[ " $* " == *" --vm "* ]]; then
-  PACKAGES+=(qemu-system-x86 busybox-static cpio kmod perftest xz-utils)
+  PACKAGES+=(qemu-system-x86 busybox-static cpio kmod perftest xz-utils iproute2 util-linux)
 fi
 if [[ " $* " == *" --peers "* ]]; then
   PACKAGES+=(memcached redis-server libmemcached-dev libhiredis-dev)
@@ -36,6 +36,8 @@ SUDO=
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 echo "setup: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# Wait for a concurrent apt/dpkg (another script or session) instead of failing.
+APT_LOCK=(-o DPkg::Lock::Timeout=600)
+$SUDO apt-get "${APT_LOCK[@]}" update -qq
+$SUDO apt-get "${APT_LOCK[@]}" install -y -qq --no-install-recommends "${missing[@]}"
 echo "setup: done"
