@@ -106,6 +106,9 @@ absl::StatusOr<std::unique_ptr<Partition>> Partition::Create(
   if (num_segments * segment_bytes / kUnit >= kNil) {
     return absl::InvalidArgumentError("memory_bytes must be below 32 GiB");
   }
+  if (options.min_reclaim_percent > 100) {
+    return absl::InvalidArgumentError("min_reclaim_percent must be <= 100");
+  }
   size_t num_buckets = options.num_buckets;
   if (num_buckets == 0) num_buckets = std::max<size_t>(1, options.memory_bytes / 256);
   if (num_buckets > (size_t{1} << 32)) {
@@ -121,6 +124,7 @@ Partition::Partition(const PartitionOptions& options, size_t num_buckets,
     : hash_(options.hash != nullptr ? options.hash : &DefaultHash),
       max_value_bytes_(options.max_value_bytes),
       segment_bytes_(segment_bytes),
+      min_reclaim_bytes_(segment_bytes / 100 * options.min_reclaim_percent),
       bucket_mask_(num_buckets - 1),
       buckets_(num_buckets, Bucket{}),
       arena_(new char[num_segments * segment_bytes]),
@@ -299,7 +303,11 @@ uint32_t Partition::Allocate(size_t footprint) {
     const bool must_compact = free_segments_.size() == 1;
     OpenHead();
     if (must_compact) {
-      const size_t room = segment_bytes_ - footprint;
+      // Compact only a segment whose compaction frees room for the item and
+      // at least min_reclaim_bytes_: copying a nearly full segment to gain a
+      // few bytes would make every insert copy a whole segment.
+      const size_t room =
+          segment_bytes_ - std::max(footprint, min_reclaim_bytes_);
       size_t victim = segments_.size();
       for (size_t s = 0; s < segments_.size(); ++s) {
         if (segments_[s].state != SegmentState::kSealed) continue;

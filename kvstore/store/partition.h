@@ -28,16 +28,19 @@
 //   1. if another free segment exists, it becomes the head;
 //   2. otherwise the reserve becomes the head and the sealed segment with the
 //      fewest live bytes is compacted into it (live items copied, the segment
-//      freed and made the new reserve), provided its live bytes plus the new
-//      item fit in one segment;
+//      freed and made the new reserve), provided that frees
+//      R = max(footprint, min_reclaim_percent% of a segment) bytes, i.e. its
+//      live bytes are at most segment_bytes() - R;
 //   3. if no segment is that empty, items are evicted from the tail of the
 //      global LRU list, one at a time, until the segment of an evicted item
 //      is that empty; then step 2 proceeds with it.
 // So items are only ever evicted in exact global LRU order, and only when
 // every one of the other num_segments()-1 segments holds more than
-// segment_bytes() - footprint live bytes: for small items live data fills
-// nearly the whole budget before anything is evicted. Dead bytes are bounded
-// the same way. Large items (footprint near segment_bytes) need a
+// segment_bytes() - R live bytes: with the default 10% and small items,
+// about 90% of the budget holds live data before anything is evicted, and a
+// compaction copies at most 9 bytes per byte it frees. Eviction can come in
+// bursts: LRU items scattered over many segments must go before one segment
+// is empty enough. Large items (footprint near segment_bytes) need a
 // nearly empty segment and so may evict more; give such workloads a
 // segment_bytes several times max_value_bytes.
 //
@@ -98,6 +101,16 @@ struct PartitionOptions {
   // max_value_bytes value), capped at memory_bytes / 4.
   // Default: 0.
   size_t segment_bytes = 0;
+
+  // Compaction only picks a segment whose compaction frees at least this
+  // percentage of a segment (and room for the new item); if none has that
+  // much dead space, LRU items are evicted until one does. Higher: less
+  // copying (a compaction copies at most (100 - p) / p bytes per byte it
+  // frees), more eviction, lower memory utilisation (eviction starts once
+  // every segment is about (100 - p)% live). 0: evict only when nothing can
+  // be compacted at all, at the price of unbounded copying near full.
+  // Default: 10.
+  int min_reclaim_percent = 10;
 
   // The hash used to place keys in buckets; nullptr means KeyHash. Tests
   // inject one to force collisions.
@@ -246,6 +259,7 @@ class Partition {
   const KeyHashFunction hash_;
   const size_t max_value_bytes_;
   const size_t segment_bytes_;
+  const size_t min_reclaim_bytes_;
   const uint64_t bucket_mask_;
 
   std::vector<Bucket> buckets_;
