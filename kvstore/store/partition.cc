@@ -106,8 +106,8 @@ absl::StatusOr<std::unique_ptr<Partition>> Partition::Create(
   if (num_segments * segment_bytes / kUnit >= kNil) {
     return absl::InvalidArgumentError("memory_bytes must be below 32 GiB");
   }
-  if (options.min_reclaim_percent > 100) {
-    return absl::InvalidArgumentError("min_reclaim_percent must be <= 100");
+  if (options.min_reclaim_percent < 0 || options.min_reclaim_percent > 100) {
+    return absl::InvalidArgumentError("min_reclaim_percent must be in [0, 100]");
   }
   size_t num_buckets = options.num_buckets;
   if (num_buckets == 0) num_buckets = std::max<size_t>(1, options.memory_bytes / 256);

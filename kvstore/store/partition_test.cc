@@ -45,8 +45,8 @@ std::string Value(int i, int version = 0) {
   return v;
 }
 
-// Whether `key` is present, without touching recency (via Delete + re-Put
-// would touch it); only for tests that do not care about recency afterwards.
+// Whether `key` is present. A hit makes it most recently used, so only for
+// checks after which recency no longer matters (or is accounted for).
 bool Present(Partition& p, absl::string_view key) {
   return p.GetView(key).ok();
 }
@@ -59,6 +59,12 @@ TEST(PartitionCreateTest, RejectsTooFewSegments) {
             absl::StatusCode::kInvalidArgument);
   options.memory_bytes = 16 << 10;
   EXPECT_TRUE(Partition::Create(options).ok());
+  options.min_reclaim_percent = 101;
+  EXPECT_EQ(Partition::Create(options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  options.min_reclaim_percent = -1;
+  EXPECT_EQ(Partition::Create(options).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(PartitionCreateTest, DerivesSizes) {
@@ -537,6 +543,7 @@ struct DifferentialCase {
   int key_space;
   size_t max_value;
   uint32_t seed;
+  int min_reclaim_percent;
 };
 
 void PrintTo(const DifferentialCase& c, std::ostream* os) { *os << c.name; }
@@ -548,6 +555,7 @@ TEST_P(PartitionDifferentialTest, MatchesModel) {
   const DifferentialCase& c = GetParam();
   PartitionOptions options = SmallOptions();
   options.num_buckets = c.num_buckets;
+  options.min_reclaim_percent = c.min_reclaim_percent;
   std::unique_ptr<Partition> p = MakePartition(options);
   Model model(p.get());
   std::mt19937 rng(c.seed);
@@ -571,17 +579,27 @@ TEST_P(PartitionDifferentialTest, MatchesModel) {
   model.CheckTotals();
   model.CheckAllPresent();
   EXPECT_GT(p->stats().hits, 0u);
+  // Each case exercises the eviction kind it is meant to.
+  if (c.num_buckets <= 64) {
+    EXPECT_GT(p->stats().evictions_bucket_full, 0u);
+  }
+  if (c.key_space >= 2000) {
+    EXPECT_GT(p->stats().evictions_memory, 0u);
+    EXPECT_GT(p->stats().compactions, 0u);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, PartitionDifferentialTest,
     ::testing::Values(
         // Bucket evictions dominate.
-        DifferentialCase{"FewBuckets", 16, 400, 200, 1},
+        DifferentialCase{"FewBuckets", 16, 400, 200, 1, 10},
         // Memory evictions and compaction dominate.
-        DifferentialCase{"MemoryBound", 4096, 3000, 1500, 2},
+        DifferentialCase{"MemoryBound", 4096, 3000, 1500, 2, 10},
+        // Compact whenever anything can be gained; evict only as a last resort.
+        DifferentialCase{"GreedyCompaction", 4096, 3000, 1500, 4, 0},
         // Both.
-        DifferentialCase{"Both", 64, 2000, 600, 3}),
+        DifferentialCase{"Both", 64, 2000, 2000, 3, 10}),
     [](const ::testing::TestParamInfo<DifferentialCase>& info) {
       return std::string(info.param.name);
     });
