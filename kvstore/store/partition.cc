@@ -65,9 +65,7 @@ struct Partition::ItemHeader {
   uint32_t lru_next;  // towards the back (less recent), or kNil
 
   char* key_data() { return reinterpret_cast<char*>(this + 1); }
-  absl::string_view key() {
-    return absl::string_view(key_data(), key_bytes);
-  }
+  absl::string_view key() { return absl::string_view(key_data(), key_bytes); }
   char* value_data() { return key_data() + key_bytes; }
   absl::string_view value() {
     return absl::string_view(value_data(), value_bytes);
@@ -89,7 +87,8 @@ absl::StatusOr<std::unique_ptr<Partition>> Partition::Create(
     const size_t largest = ItemFootprint(kMaxKeyBytes, options.max_value_bytes);
     segment_bytes = std::max(kMinDerivedSegmentBytes,
                              RoundUp(largest, kSegmentGranularity));
-    segment_bytes = std::min(segment_bytes, options.memory_bytes / kMinSegments);
+    segment_bytes =
+        std::min(segment_bytes, options.memory_bytes / kMinSegments);
   }
   segment_bytes = segment_bytes / kUnit * kUnit;
   if (segment_bytes < ItemFootprint(1, 0)) {
@@ -107,10 +106,12 @@ absl::StatusOr<std::unique_ptr<Partition>> Partition::Create(
     return absl::InvalidArgumentError("memory_bytes must be below 32 GiB");
   }
   if (options.min_reclaim_percent < 0 || options.min_reclaim_percent > 100) {
-    return absl::InvalidArgumentError("min_reclaim_percent must be in [0, 100]");
+    return absl::InvalidArgumentError(
+        "min_reclaim_percent must be in [0, 100]");
   }
   size_t num_buckets = options.num_buckets;
-  if (num_buckets == 0) num_buckets = std::max<size_t>(1, options.memory_bytes / 256);
+  if (num_buckets == 0)
+    num_buckets = std::max<size_t>(1, options.memory_bytes / 256);
   if (num_buckets > (size_t{1} << 32)) {
     return absl::InvalidArgumentError("num_buckets must be at most 2^32");
   }
@@ -144,8 +145,8 @@ Partition::~Partition() = default;
 absl::Status Partition::ValidateKey(absl::string_view key) const {
   if (key.empty()) return absl::InvalidArgumentError("empty key");
   if (key.size() > kMaxKeyBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "key of ", key.size(), " bytes exceeds ", kMaxKeyBytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("key of ", key.size(), " bytes exceeds ", kMaxKeyBytes));
   }
   return absl::OkStatus();
 }
@@ -205,7 +206,8 @@ int Partition::LruSlot(const Bucket& bucket) {
   int lru = -1;
   for (int i = 0; i < kSlotsPerBucket; ++i) {
     const uint64_t s = bucket.slots[i];
-    if (SlotValid(s) && (lru < 0 || SlotRank(s) > SlotRank(bucket.slots[lru]))) {
+    if (SlotValid(s) &&
+        (lru < 0 || SlotRank(s) > SlotRank(bucket.slots[lru]))) {
       lru = i;
     }
   }
@@ -346,9 +348,8 @@ void Partition::Compact(size_t victim) {
     const size_t footprint = item->footprint();
     offset += footprint;
     if (!item->live) continue;
-    const uint32_t from =
-        static_cast<uint32_t>((victim * segment_bytes_ + offset - footprint) /
-                              kUnit);
+    const uint32_t from = static_cast<uint32_t>(
+        (victim * segment_bytes_ + offset - footprint) / kUnit);
     const size_t to_offset = head_ * segment_bytes_ + head.used;
     const uint32_t to = static_cast<uint32_t>(to_offset / kUnit);
     std::memcpy(arena_.get() + to_offset, item, footprint);
@@ -445,7 +446,8 @@ absl::Status Partition::Put(absl::string_view key, absl::string_view value) {
     ItemHeader* item = ItemAt(unit);
     if (item->value_bytes == value.size()) {
       // Same footprint: overwrite in place.
-      if (!value.empty()) std::memcpy(item->value_data(), value.data(), value.size());
+      if (!value.empty())
+        std::memcpy(item->value_data(), value.data(), value.size());
       TouchSlot(bucket, i);
       if (lru_front_ != unit) {
         LruUnlink(unit);
@@ -467,7 +469,8 @@ absl::Status Partition::Put(absl::string_view key, absl::string_view value) {
   item->live = 1;
   item->unused = 0;
   std::memcpy(item->key_data(), key.data(), key.size());
-  if (!value.empty()) std::memcpy(item->value_data(), value.data(), value.size());
+  if (!value.empty())
+    std::memcpy(item->value_data(), value.data(), value.size());
   LruPushFront(unit);
   segments_[head_].live += footprint;
   // Allocation only ever removes items, so the slot freed above is still
@@ -564,7 +567,8 @@ absl::Status Partition::CheckInvariants() const {
     if (seg.used > segment_bytes_) return fail("segment ", s, " overfull");
     if (seg.state == SegmentState::kFree) {
       ++free_count;
-      if (seg.used != 0 || seg.live != 0) return fail("free segment ", s, " used");
+      if (seg.used != 0 || seg.live != 0)
+        return fail("free segment ", s, " used");
       continue;
     }
     if (seg.state == SegmentState::kHead) ++heads;

@@ -120,14 +120,14 @@ struct PartitionOptions {
 
 // Counters since Create. All are exact.
 struct PartitionStats {
-  uint64_t items = 0;           // live items
-  uint64_t live_bytes = 0;      // sum of ItemFootprint over live items
-  uint64_t arena_bytes = 0;     // num_segments * segment_bytes <= memory_bytes
-  uint64_t index_bytes = 0;     // bucket array
-  uint64_t hits = 0;            // Get/GetView that found the key
-  uint64_t misses = 0;          // Get/GetView that did not
-  uint64_t puts = 0;            // successful Puts (inserts and overwrites)
-  uint64_t deletes = 0;         // Deletes that removed an item
+  uint64_t items = 0;        // live items
+  uint64_t live_bytes = 0;   // sum of ItemFootprint over live items
+  uint64_t arena_bytes = 0;  // num_segments * segment_bytes <= memory_bytes
+  uint64_t index_bytes = 0;  // bucket array
+  uint64_t hits = 0;         // Get/GetView that found the key
+  uint64_t misses = 0;       // Get/GetView that did not
+  uint64_t puts = 0;         // successful Puts (inserts and overwrites)
+  uint64_t deletes = 0;      // Deletes that removed an item
   uint64_t evictions_bucket_full = 0;  // bucket LRU evictions
   uint64_t evictions_memory = 0;       // global LRU evictions for space
   uint64_t compactions = 0;            // segments compacted

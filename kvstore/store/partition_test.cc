@@ -121,7 +121,8 @@ TEST(PartitionTest, InvalidKeysAndValues) {
   std::unique_ptr<Partition> p = MakePartition(SmallOptions());
   const std::string longest(Partition::kMaxKeyBytes, 'k');
   const std::string too_long(Partition::kMaxKeyBytes + 1, 'k');
-  for (absl::string_view bad : {absl::string_view(), absl::string_view(too_long)}) {
+  for (absl::string_view bad :
+       {absl::string_view(), absl::string_view(too_long)}) {
     EXPECT_EQ(p->Put(bad, "v").code(), absl::StatusCode::kInvalidArgument);
     EXPECT_EQ(p->GetView(bad).status().code(),
               absl::StatusCode::kInvalidArgument);
@@ -366,7 +367,8 @@ TEST(PartitionMemoryTest, FillBeyondBudgetKeepsRecentItems) {
   // is over 90% live (min_reclaim_percent), so nearly that much survives.
   const size_t kept = s.items;
   const size_t reclaim = p->segment_bytes() / 100 * 10;
-  EXPECT_GE(kept * item, (p->num_segments() - 2) * (p->segment_bytes() - reclaim))
+  EXPECT_GE(kept * item,
+            (p->num_segments() - 2) * (p->segment_bytes() - reclaim))
       << kept << " items kept";
   for (int i = n - 1; i >= 0; --i) {
     const bool should = i >= n - static_cast<int>(kept);
