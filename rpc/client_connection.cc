@@ -51,6 +51,8 @@ constexpr int64_t kAbandonedFetchNs = 20 * 1000;
 // settles near the 99.5th percentile of the time results take.
 constexpr double kDelayStepNs = 20.0;
 constexpr double kDelayShrink = kDelayStepNs / 200.0;
+// Longest pause between fetches of a call that already needed more than R.
+constexpr double kMaxFetchBackoffNs = 20 * 1000.0;
 // Check the transport's liveness every this many progress rounds.
 constexpr uint64_t kStatusCheckRounds = 256;
 
@@ -557,15 +559,22 @@ void ClientConnection::SetMode(RpcMode mode) {
 
 void ClientConnection::FreeSlot(uint32_t s) {
   Slot& slot = slots_[s];
+  if (slot.phase == Phase::kDraining) return;
   outstanding_ -= slot.batch ? static_cast<int>(slot.calls.size()) : 1;
-  slot.phase = Phase::kFree;
   slot.call = nullptr;
   slot.calls.clear();
   slot.live_calls = 0;
-  slot.read_outstanding = false;
   slot.publish_pending = false;
-  --busy_slots_;
   if (open_ == static_cast<int>(s)) open_ = -1;
+  if (slot.read_outstanding && status_.ok()) {
+    // A READ (e.g. a probe) still lands in this slot's fetch buffer: the
+    // slot waits for its completion before anyone reuses the buffer.
+    slot.phase = Phase::kDraining;
+    return;
+  }
+  slot.phase = Phase::kFree;
+  slot.read_outstanding = false;
+  --busy_slots_;
   free_slots_.push_back(s);
 }
 
@@ -803,7 +812,16 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
     slot.next_fetch_ns = now + kAbandonedFetchNs;
     return;
   }
-  slot.next_fetch_ns = now;
+  // Repeated fetching: at once while within R; past R, back off
+  // exponentially (capped) so a slow or descheduled server is not hammered
+  // and the poller leaves the core to others.
+  if (slot.fetches <= retries_) {
+    slot.next_fetch_ns = now;
+  } else {
+    const int over = std::min(slot.fetches - retries_, 16);
+    const double backoff = std::max(rtt_ns_, 50.0) * static_cast<double>(1 << over);
+    slot.next_fetch_ns = now + static_cast<int64_t>(std::min(backoff, kMaxFetchBackoffNs));
+  }
   if (slot.fetches > retries_ && !slot.counted_slow) {
     slot.counted_slow = true;
     if (policy_.OnCallExceededRetries()) {
@@ -835,6 +853,13 @@ void ClientConnection::FailLocked(absl::Status status,
   for (uint32_t s = 0; s < slots_.size(); ++s) {
     Slot& slot = slots_[s];
     if (slot.phase == Phase::kFree) continue;
+    if (slot.phase == Phase::kDraining) {
+      slot.phase = Phase::kFree;
+      slot.read_outstanding = false;
+      --busy_slots_;
+      free_slots_.push_back(s);
+      continue;
+    }
     if (slot.batch) {
       for (PendingCall*& call : slot.calls) {
         if (call != nullptr) FinishCall(call, status_, finished);
@@ -923,7 +948,6 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
     if ((slot.phase == Phase::kFetchHeader || slot.phase == Phase::kSwitchCheck) &&
         !slot.read_outstanding && now >= slot.next_fetch_ns) {
       PostHeaderRead(s, now);
-      progressed = true;
     }
   }
   if (!status_.ok()) {
@@ -956,6 +980,12 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
     Slot& slot = slots_[s];
     slot.read_outstanding = false;
     progressed = true;
+    if (slot.phase == Phase::kDraining) {
+      slot.phase = Phase::kFree;
+      --busy_slots_;
+      free_slots_.push_back(s);
+      continue;
+    }
     if (kind == kHeaderRead) {
       if (slot.phase == Phase::kFetchHeader || slot.phase == Phase::kSwitchCheck ||
           slot.phase == Phase::kWaitReply) {
@@ -986,7 +1016,7 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
   if (busy_slots_ > 0) {
     for (uint32_t s = 0; s < slots_.size(); ++s) {
       Slot& slot = slots_[s];
-      if (slot.phase == Phase::kFree) continue;
+      if (slot.phase == Phase::kFree || slot.phase == Phase::kDraining) continue;
       if (slot.phase == Phase::kWaitReply) {
         wire::ResponseView view;
         const char* buf = reply_slot(s) + slot.part_offset;
@@ -1006,7 +1036,8 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
                      finished);
           return true;
         }
-        if (!slot.read_outstanding && now - slot.last_probe_ns > kReplyProbeNs) {
+        if (options_.mode != RpcMode::kServerReply && !slot.read_outstanding &&
+            now - slot.last_probe_ns > kReplyProbeNs) {
           slot.last_probe_ns = now;
           PostHeaderRead(s, now);
         }

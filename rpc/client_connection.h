@@ -141,6 +141,8 @@ class ClientConnection {
     kFetchRest,     // READ of the part past F in flight.
     kWaitReply,     // Server-reply: poll the local reply slot.
     kSwitchCheck,   // Mode flag WRITE posted; one more READ decides.
+    kDraining,      // Done, but a READ into its fetch buffer is still in
+                    // flight; freed when that READ completes.
   };
   struct Slot {
     Phase phase = Phase::kFree;
