@@ -817,10 +817,14 @@ void Monitor::Run() {
       if (conn == nullptr || conn->failed()) continue;
       char byte;
       const ssize_t r = ::recv(conn->sock(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+      const int err = r < 0 ? errno : 0;
+      // A peer that dies with unread bytes queued shows up as a reset.
       const std::string why =
-          r == 0   ? "closed the connection"
-          : r > 0  ? "sent unexpected bytes on the liveness channel"
-                   : absl::StrCat("liveness socket error: ", strerror(errno));
+          r == 0 ? "closed the connection"
+          : r > 0 ? "sent unexpected bytes on the liveness channel"
+          : err == ECONNRESET || err == EPIPE
+              ? "closed the connection (reset)"
+              : absl::StrCat("liveness socket error: ", strerror(err));
       conn->Fail(absl::UnavailableError(
           absl::StrCat("shm peer ", conn->peer_name(), " ", why)));
     }
