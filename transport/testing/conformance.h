@@ -24,6 +24,7 @@
 #ifndef RFRPC_TRANSPORT_TESTING_CONFORMANCE_H_
 #define RFRPC_TRANSPORT_TESTING_CONFORMANCE_H_
 
+#include <ostream>
 #include <string>
 
 #include "absl/time/time.h"
@@ -45,6 +46,8 @@ struct ConformanceParam {
   // requires at most 2 s of every provider; shm promises 100 ms.
   absl::Duration liveness_bound = absl::Seconds(2);
 };
+
+void PrintTo(const ConformanceParam& param, std::ostream* os);
 
 std::string ConformanceParamName(
     const ::testing::TestParamInfo<ConformanceParam>& info);
