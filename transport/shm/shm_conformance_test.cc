@@ -3,12 +3,20 @@
 // Runs the provider conformance suite on shm, plus shm-specific behaviour
 // the suite cannot require of every provider.
 
+#include <stddef.h>
 #include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
 
 #include <memory>
 #include <thread>
 
 #include "gtest/gtest.h"
+#include "transport/bootstrap.h"
+#include "transport/handshake.pb.h"
 #include "transport/shm/shm_provider.h"
 #include "transport/testing/conformance.h"
 #include "transport/transport.h"
@@ -108,6 +116,68 @@ TEST(ShmProviderTest, ListenerAddressForms) {
   ASSERT_TRUE(fresh.ok()) << fresh.status();
   EXPECT_EQ(p->Listen((*abstract)->address()).status().code(),
             absl::StatusCode::kAlreadyExists);
+}
+
+ScopedFd UnixConnect(const std::string& address) {
+  ScopedFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  socklen_t len = sizeof(sa);
+  if (address[0] == '@') {
+    std::memcpy(sa.sun_path + 1, address.data() + 1, address.size() - 1);
+    len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) +
+                                 address.size());
+  } else {
+    std::memcpy(sa.sun_path, address.data(), address.size());
+  }
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), len) != 0) {
+    return ScopedFd();
+  }
+  return fd;
+}
+
+TEST(ShmProviderTest, HalfOpenHandshakesAreCapped) {
+  auto p = *Provider::Open("shm", {});
+  auto l = *p->Listen("");
+  // Peers that connect and say nothing occupy handshake slots...
+  std::vector<ScopedFd> silent;
+  for (int i = 0; i < shm::kMaxHalfOpenHandshakes; ++i) {
+    silent.push_back(UnixConnect(l->address()));
+    ASSERT_TRUE(silent.back().valid());
+  }
+  // ...so the next one is answered RESOURCE_EXHAUSTED at once.
+  ScopedFd extra;
+  HelloReply reply;
+  for (int attempt = 0; attempt < 50; ++attempt) {  // Until all are counted.
+    extra = UnixConnect(l->address());
+    ASSERT_TRUE(extra.valid());
+    ASSERT_TRUE(RecvFrame(extra.get(), &reply, absl::Seconds(10)).ok());
+    if (reply.status_code() != 0) break;
+  }
+  EXPECT_EQ(reply.status_code(),
+            static_cast<int>(absl::StatusCode::kResourceExhausted));
+  // Once they hang up, good peers get through again.
+  silent.clear();
+  auto cq = *p->CreateCompletionQueue({});
+  ConnectionSetup s;
+  s.cq = cq.get();
+  absl::StatusOr<std::unique_ptr<Connection>> client;
+  std::thread t([&] {
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      client = p->Connect(l->address(), s);
+      if (client.ok() ||
+          client.status().code() != absl::StatusCode::kResourceExhausted) {
+        return;
+      }
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+  });
+  auto inc = l->Next(absl::Seconds(10));
+  ASSERT_TRUE(inc.ok()) << inc.status();
+  auto server = (*inc)->Accept(s);
+  t.join();
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE(client.ok()) << client.status();
 }
 
 }  // namespace
