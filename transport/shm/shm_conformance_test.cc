@@ -116,6 +116,9 @@ TEST(ShmProviderTest, ListenerAddressForms) {
   ASSERT_TRUE(fresh.ok()) << fresh.status();
   EXPECT_EQ(p->Listen((*abstract)->address()).status().code(),
             absl::StatusCode::kAlreadyExists);
+  (*fresh)->Shutdown();
+  EXPECT_EQ((*fresh)->Next(absl::Seconds(5)).status().code(),
+            absl::StatusCode::kCancelled);
 }
 
 ScopedFd UnixConnect(const std::string& address) {
