@@ -48,13 +48,13 @@ absl::StatusOr<std::unique_ptr<ShmCompletionQueue>> ShmCompletionQueue::Create(
 ShmCompletionQueue::ShmCompletionQueue(const CompletionQueueOptions& options,
                                        ScopedFd event_fd)
     : options_(options), event_fd_(std::move(event_fd)) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   ring_.resize(static_cast<size_t>(options.depth));
 }
 
 bool ShmCompletionQueue::Reserve(uint32_t n) {
   if (n == 0) return true;
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   if (static_cast<uint64_t>(count_) + reserved_ + n > ring_.size()) {
     return false;
   }
@@ -64,7 +64,7 @@ bool ShmCompletionQueue::Reserve(uint32_t n) {
 
 void ShmCompletionQueue::Unreserve(uint32_t n) {
   if (n == 0) return;
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   reserved_ -= std::min(n, reserved_);
 }
 
@@ -72,7 +72,7 @@ void ShmCompletionQueue::Push(absl::Span<const Completion> cs,
                               uint32_t reserved) {
   if (cs.empty() && reserved == 0) return;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     const uint32_t cap = static_cast<uint32_t>(ring_.size());
     // Release our reservations first; other producers' stay counted, so
     // entries beyond our reservations never take room promised to them.
@@ -103,7 +103,7 @@ int ShmCompletionQueue::PollRound(absl::Span<Completion> out) {
   }
   const size_t want =
       std::min(out.size(), static_cast<size_t>(options_.max_poll_wc));
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   const uint32_t cap = static_cast<uint32_t>(ring_.size());
   const uint32_t n = static_cast<uint32_t>(std::min<size_t>(want, count_));
   for (uint32_t i = 0; i < n; ++i) {

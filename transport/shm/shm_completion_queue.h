@@ -31,7 +31,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include <mutex>  // NOLINT: see shm_internal.h on std::mutex.
 #include "absl/types/span.h"
 #include "transport/bootstrap.h"
 #include "transport/transport.h"
@@ -77,7 +77,7 @@ class ShmCompletionQueue final : public CompletionQueue {
   const CompletionQueueOptions options_;
   const ScopedFd event_fd_;
 
-  absl::Mutex mu_;
+  std::mutex mu_;
   std::vector<Completion> ring_ ABSL_GUARDED_BY(mu_);
   uint32_t head_ ABSL_GUARDED_BY(mu_) = 0;
   uint32_t count_ ABSL_GUARDED_BY(mu_) = 0;

@@ -15,7 +15,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>  // NOLINT
+#include <condition_variable>  // NOLINT
 #include <cstdlib>
+#include <map>
 #include <cstring>
 #include <deque>
 #include <set>
@@ -440,14 +444,14 @@ class ShmListener final : public Listener {
     std::map<uint64_t, std::thread> workers;
     std::deque<std::unique_ptr<ShmIncoming>> ready;
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       // Wake handshakes blocked on their sockets.
       for (int fd : in_progress_) ::shutdown(fd, SHUT_RDWR);
       workers.swap(workers_);
     }
     for (auto& [id, t] : workers) t.join();
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       ready.swap(ready_);
     }
     ready.clear();  // Rejects them.
@@ -456,11 +460,12 @@ class ShmListener final : public Listener {
 
   absl::StatusOr<std::unique_ptr<IncomingConnection>> Next(
       absl::Duration timeout) override {
-    absl::MutexLock lock(&mu_);
-    auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return !ready_.empty() || shutdown_;
-    };
-    mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
+    std::unique_lock<std::mutex> lock(mu_);
+    const auto deadline =
+        std::chrono::steady_clock::now() +
+        absl::ToChronoNanoseconds(std::min(timeout, absl::Hours(24 * 365)));
+    ready_cv_.wait_until(lock, deadline,
+                         [this] { return !ready_.empty() || shutdown_; });
     if (!ready_.empty()) {
       std::unique_ptr<IncomingConnection> inc = std::move(ready_.front());
       ready_.pop_front();
@@ -480,8 +485,9 @@ class ShmListener final : public Listener {
 
   void Shutdown() override {
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       shutdown_ = true;
+      ready_cv_.notify_all();
     }
     const uint64_t one = 1;
     [[maybe_unused]] ssize_t r = ::write(stop_.get(), &one, sizeof(one));
@@ -508,14 +514,14 @@ class ShmListener final : public Listener {
         ScopedFd sock(::accept4(fd_.get(), nullptr, nullptr,
                                 SOCK_CLOEXEC | SOCK_NONBLOCK));
         if (!sock.valid()) break;
-        mu_.Lock();
+        mu_.lock();
         if (shutdown_) {
-          mu_.Unlock();
+          mu_.unlock();
           return;
         }
         if (half_open_ >= kMaxHalfOpenHandshakes) {
           const int pending = half_open_;
-          mu_.Unlock();
+          mu_.unlock();
           const std::string who = PeerNameOf(sock.get());
           LOG(WARNING) << "shm listener " << addr_.display << ": refusing "
                        << who << ": " << pending
@@ -533,7 +539,7 @@ class ShmListener final : public Listener {
         workers_.emplace(id, std::thread([this, raw, id] {
                            Handshake(ScopedFd(raw), id);
                          }));
-        mu_.Unlock();
+        mu_.unlock();
       }
     }
   }
@@ -541,7 +547,7 @@ class ShmListener final : public Listener {
   void Reap() {
     std::vector<std::thread> done;
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       for (auto it = finished_.begin(); it != finished_.end();) {
         auto w = workers_.find(*it);
         if (w == workers_.end()) {
@@ -590,11 +596,12 @@ class ShmListener final : public Listener {
                    << ": rejected handshake from " << who << ": " << s;
       SendErrorReply(sock.get(), s);
     }
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     in_progress_.erase(raw);
     finished_.push_back(id);
     if (inc != nullptr && !shutdown_) {
       ready_.push_back(std::move(inc));
+      ready_cv_.notify_one();
     } else {
       --half_open_;
     }
@@ -607,7 +614,7 @@ class ShmListener final : public Listener {
   const UnixAddress addr_;
   std::thread acceptor_;
 
-  absl::Mutex mu_;
+  std::mutex mu_;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   int half_open_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_worker_ ABSL_GUARDED_BY(mu_) = 1;
@@ -615,6 +622,7 @@ class ShmListener final : public Listener {
   std::map<uint64_t, std::thread> workers_ ABSL_GUARDED_BY(mu_);
   std::vector<uint64_t> finished_ ABSL_GUARDED_BY(mu_);
   std::deque<std::unique_ptr<ShmIncoming>> ready_ ABSL_GUARDED_BY(mu_);
+  std::condition_variable ready_cv_;
 };
 
 // ---------------------------------------------------------------------------
@@ -730,7 +738,7 @@ ConnState::~ConnState() {
 
 void ConnState::Fail(const absl::Status& reason) {
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     if (failed_.load(std::memory_order_relaxed)) return;
     status_ = reason.code() == absl::StatusCode::kUnavailable
                   ? reason
@@ -743,7 +751,7 @@ void ConnState::Fail(const absl::Status& reason) {
 
 absl::Status ConnState::status() const {
   if (!failed()) return absl::OkStatus();
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return status_;
 }
 
@@ -774,7 +782,7 @@ Monitor::~Monitor() {
 
 absl::Status Monitor::Add(uint64_t token, std::weak_ptr<ConnState> conn,
                           int fd) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLRDHUP;
   ev.data.u64 = token;
@@ -786,7 +794,7 @@ absl::Status Monitor::Add(uint64_t token, std::weak_ptr<ConnState> conn,
 }
 
 void Monitor::Remove(uint64_t token, int fd) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   if (conns_.erase(token) > 0) {
     ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, fd, nullptr);
   }
@@ -805,7 +813,7 @@ void Monitor::Run() {
       if (token == 0) return;
       std::shared_ptr<ConnState> conn;
       {
-        absl::MutexLock lock(&mu_);
+        std::lock_guard<std::mutex> lock(mu_);
         auto it = conns_.find(token);
         if (it == conns_.end()) continue;
         conn = it->second.lock();
@@ -817,10 +825,14 @@ void Monitor::Run() {
       if (conn == nullptr || conn->failed()) continue;
       char byte;
       const ssize_t r = ::recv(conn->sock(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+      const int err = r < 0 ? errno : 0;
+      // A peer that dies with unread bytes queued shows up as a reset.
       const std::string why =
-          r == 0   ? "closed the connection"
-          : r > 0  ? "sent unexpected bytes on the liveness channel"
-                   : absl::StrCat("liveness socket error: ", strerror(errno));
+          r == 0 ? "closed the connection"
+          : r > 0 ? "sent unexpected bytes on the liveness channel"
+          : err == ECONNRESET || err == EPIPE
+              ? "closed the connection (reset)"
+              : absl::StrCat("liveness socket error: ", strerror(err));
       conn->Fail(absl::UnavailableError(
           absl::StrCat("shm peer ", conn->peer_name(), " ", why)));
     }
@@ -828,7 +840,7 @@ void Monitor::Run() {
 }
 
 uint32_t ProviderCore::NewRkey() {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   uint32_t k = 0;
   while (k == 0) k = absl::Uniform<uint32_t>(gen_);
   return k;

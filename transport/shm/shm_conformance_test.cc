@@ -1,0 +1,189 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// Runs the provider conformance suite on shm, plus shm-specific behaviour
+// the suite cannot require of every provider.
+
+#include <stddef.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+#include <memory>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "transport/bootstrap.h"
+#include "transport/handshake.pb.h"
+#include "transport/shm/shm_provider.h"
+#include "transport/testing/conformance.h"
+#include "transport/transport.h"
+
+namespace rfrpc {
+namespace transport {
+namespace testing {
+namespace {
+
+ConformanceParam ShmParam() {
+  ConformanceParam p;
+  p.provider = "shm";
+  p.peer_binary = "transport/shm/shm_conformance_peer";
+  p.liveness_bound = absl::Milliseconds(100);
+  return p;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shm, TransportConformanceTest,
+                         ::testing::Values(ShmParam()), ConformanceParamName);
+
+struct Shm {
+  std::unique_ptr<Provider> provider;
+  std::unique_ptr<Listener> listener;
+  std::unique_ptr<CompletionQueue> cq;
+  std::unique_ptr<MemoryRegion> mem;
+  std::unique_ptr<Connection> client, server;
+
+  void Connect(const CompletionQueueOptions& cq_options, uint32_t max_out) {
+    provider = *Provider::Open("shm", {});
+    listener = *provider->Listen("");
+    cq = *provider->CreateCompletionQueue(cq_options);
+    mem = *provider->AllocateMemory(4096);
+    ConnectionSetup s;
+    s.cq = cq.get();
+    s.exposed.push_back(ExposedRegion{mem.get()});
+    s.max_outstanding = max_out;
+    std::thread t([&] { client = *provider->Connect(listener->address(), s); });
+    server = *(*listener->Next(absl::Seconds(10)))->Accept(s);
+    t.join();
+  }
+};
+
+TEST(ShmProviderTest, FullCompletionQueueRefusesPostAndExecutesNothing) {
+  CompletionQueueOptions o;
+  o.depth = 4;
+  Shm shm;
+  shm.Connect(o, 256);
+  const RemoteRegion r = shm.client->peer().regions[0];
+  std::vector<WorkRequest> list;
+  for (uint64_t i = 0; i < 5; ++i) {
+    list.push_back(WorkRequest::Write(i, shm.mem.get(), 0, 8, r, 64 + i * 8));
+  }
+  shm.mem->data()[0] = 'x';
+  EXPECT_EQ(shm.client->Post(list).code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(shm.mem->data()[64], 0) << "nothing may have executed";
+  list.resize(4);
+  EXPECT_TRUE(shm.client->Post(list).ok());
+  EXPECT_EQ(shm.client->Post({&list[0], 1}).code(),
+            absl::StatusCode::kResourceExhausted);
+  Completion cs[8];
+  EXPECT_EQ(shm.cq->Poll(absl::MakeSpan(cs)), 4);
+  EXPECT_TRUE(shm.client->Post({&list[0], 1}).ok());
+  EXPECT_TRUE(shm.client->ok());
+}
+
+TEST(ShmProviderTest, PostListLongerThanMaxOutstandingIsRefused) {
+  Shm shm;
+  shm.Connect({}, 2);
+  const RemoteRegion r = shm.client->peer().regions[0];
+  std::vector<WorkRequest> list(3, WorkRequest::Write(1, shm.mem.get(), 0, 8,
+                                                      r, 0));
+  EXPECT_EQ(shm.client->Post(list).code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
+TEST(ShmProviderTest, AdaptivePollingSpinsBeforeBlocking) {
+  CompletionQueueOptions o;
+  o.max_retry = 500;
+  Shm shm;
+  shm.Connect(o, 256);
+  Completion c;
+  EXPECT_EQ(shm.cq->Wait(&c, absl::Milliseconds(30)).code(),
+            absl::StatusCode::kDeadlineExceeded);
+  const CompletionQueue::Stats st = shm.cq->stats();
+  EXPECT_GE(st.empty_polls, 500u);  // It spun max_retry rounds first...
+  EXPECT_GE(st.blocks, 1u);         // ...then armed and slept.
+  EXPECT_EQ(st.wakeups, 0u);
+}
+
+TEST(ShmProviderTest, ListenerAddressForms) {
+  auto p = *Provider::Open("shm", {});
+  auto abstract = p->Listen("@rfrpc-shm-test-" + std::to_string(::getpid()));
+  ASSERT_TRUE(abstract.ok()) << abstract.status();
+  EXPECT_EQ((*abstract)->address()[0], '@');
+  auto fresh = p->Listen("");
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_EQ(p->Listen((*abstract)->address()).status().code(),
+            absl::StatusCode::kAlreadyExists);
+  (*fresh)->Shutdown();
+  EXPECT_EQ((*fresh)->Next(absl::Seconds(5)).status().code(),
+            absl::StatusCode::kCancelled);
+}
+
+ScopedFd UnixConnect(const std::string& address) {
+  ScopedFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  socklen_t len = sizeof(sa);
+  if (address[0] == '@') {
+    std::memcpy(sa.sun_path + 1, address.data() + 1, address.size() - 1);
+    len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) +
+                                 address.size());
+  } else {
+    std::memcpy(sa.sun_path, address.data(), address.size());
+  }
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), len) != 0) {
+    return ScopedFd();
+  }
+  return fd;
+}
+
+TEST(ShmProviderTest, HalfOpenHandshakesAreCapped) {
+  auto p = *Provider::Open("shm", {});
+  auto l = *p->Listen("");
+  // Peers that connect and say nothing occupy handshake slots...
+  std::vector<ScopedFd> silent;
+  for (int i = 0; i < shm::kMaxHalfOpenHandshakes; ++i) {
+    silent.push_back(UnixConnect(l->address()));
+    ASSERT_TRUE(silent.back().valid());
+  }
+  // ...so the next one is answered RESOURCE_EXHAUSTED at once.
+  ScopedFd extra;
+  HelloReply reply;
+  for (int attempt = 0; attempt < 50; ++attempt) {  // Until all are counted.
+    extra = UnixConnect(l->address());
+    ASSERT_TRUE(extra.valid());
+    ASSERT_TRUE(RecvFrame(extra.get(), &reply, absl::Seconds(10)).ok());
+    if (reply.status_code() != 0) break;
+  }
+  EXPECT_EQ(reply.status_code(),
+            static_cast<int>(absl::StatusCode::kResourceExhausted));
+  // Once they hang up, good peers get through again.
+  silent.clear();
+  auto cq = *p->CreateCompletionQueue({});
+  ConnectionSetup s;
+  s.cq = cq.get();
+  absl::StatusOr<std::unique_ptr<Connection>> client;
+  std::thread t([&] {
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      client = p->Connect(l->address(), s);
+      if (client.ok() ||
+          client.status().code() != absl::StatusCode::kResourceExhausted) {
+        return;
+      }
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+  });
+  auto inc = l->Next(absl::Seconds(10));
+  ASSERT_TRUE(inc.ok()) << inc.status();
+  auto server = (*inc)->Accept(s);
+  t.join();
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE(client.ok()) << client.status();
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace transport
+}  // namespace rfrpc
