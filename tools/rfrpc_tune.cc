@@ -1,0 +1,169 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// rfrpc_tune: the R/F tuner's command line (docs/tuner.md).
+//
+//   rfrpc_tune calibrate [--short] --out=profile.txt [--provider=shm]
+//                        [--address=SERVER]   # default: in-process server
+//   rfrpc_tune select --profile=profile.txt (--sizes=32,32,4000 |
+//                     --sizes_file=FILE) [--server_time_ns=P]
+//                     [--flagfile_out=tuned.flags]
+//   rfrpc_tune serve [--provider=shm] [--listen=ADDR]   # calibration server
+//
+// The flagfile sets --rfrpc_retries and --rfrpc_fetch_size for binaries that
+// define them (e.g. benchmarks/rpc_bench): `rpc_bench --flagfile=tuned.flags`.
+
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "gflags/gflags.h"
+#include "glog/logging.h"
+#include "rpc/server.h"
+#include "rpc/tuner/calibration_service.h"
+#include "rpc/tuner/calibrator.h"
+#include "rpc/tuner/profile.h"
+#include "rpc/tuner/selector.h"
+
+DEFINE_bool(short, false, "calibrate: quick settings (< 30 s, for smoke runs).");
+DEFINE_string(out, "", "calibrate: where to write the profile.");
+DEFINE_string(provider, "shm", "Transport provider: shm, verbs or auto.");
+DEFINE_string(address, "",
+              "calibrate: a server running the calibration service "
+              "(rfrpc_tune serve); empty starts one in this process.");
+DEFINE_string(listen, "", "serve: listen address (shm: socket path or empty).");
+DEFINE_bool(progress, true, "calibrate: print a progress line to stderr.");
+DEFINE_string(profile, "", "select: the profile to read.");
+DEFINE_string(sizes, "", "select: result sizes, e.g. 32,32,4000 or 56:990,4016:10.");
+DEFINE_string(sizes_file, "", "select: a file of result sizes (same syntax).");
+DEFINE_double(server_time_ns, 0, "select: the workload's server time P, ns.");
+DEFINE_int32(rows, 12, "select: fetch sizes to show in the score summary.");
+DEFINE_string(flagfile_out, "", "select: write a gflags flagfile here.");
+DEFINE_bool(check_provider, true,
+            "select: refuse a profile made on another provider than --provider.");
+
+namespace rfrpc {
+namespace tuner {
+namespace {
+
+int Fail(const absl::Status& s) {
+  std::fprintf(stderr, "rfrpc_tune: %s\n", s.ToString().c_str());
+  return 1;
+}
+
+int RunCalibrate() {
+  if (FLAGS_out.empty()) {
+    return Fail(absl::InvalidArgumentError("calibrate needs --out=FILE"));
+  }
+  CalibratorOptions o;
+  o.provider = FLAGS_provider;
+  o.address = FLAGS_address;
+  o.short_mode = FLAGS_short;
+  if (FLAGS_progress) {
+    o.progress = [](const std::string& line) {
+      std::fprintf(stderr, "\r\033[Kcalibrate %s", line.c_str());
+      if (line.find("done") != std::string::npos) std::fprintf(stderr, "\n");
+      std::fflush(stderr);
+    };
+  }
+  const absl::Time start = absl::Now();
+  absl::StatusOr<Profile> p = tuner::Calibrate(o);
+  if (!p.ok()) return Fail(p.status());
+  std::printf("%s", FormatProfile(*p).c_str());
+  absl::Status s = p->Save(FLAGS_out);
+  if (!s.ok()) return Fail(s);
+  std::printf("calibrated in %.1f s; profile written to %s\n",
+              absl::ToDoubleSeconds(absl::Now() - start), FLAGS_out.c_str());
+  return 0;
+}
+
+int RunSelect() {
+  if (FLAGS_profile.empty()) {
+    return Fail(absl::InvalidArgumentError("select needs --profile=FILE"));
+  }
+  absl::StatusOr<Profile> p = Profile::Load(
+      FLAGS_profile, FLAGS_check_provider ? FLAGS_provider : std::string());
+  if (!p.ok()) return Fail(p.status());
+  std::string text = FLAGS_sizes;
+  if (!FLAGS_sizes_file.empty()) {
+    std::ifstream in(FLAGS_sizes_file);
+    if (!in) {
+      return Fail(absl::NotFoundError(
+          absl::StrCat("cannot open ", FLAGS_sizes_file)));
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    absl::StrAppend(&text, text.empty() ? "" : ",", ss.str());
+  }
+  absl::StatusOr<SizeHistogram> h = SizeHistogram::ParseList(text);
+  if (!h.ok()) return Fail(h.status());
+  absl::StatusOr<Selection> sel = tuner::Select(*p, *h, FLAGS_server_time_ns);
+  if (!sel.ok()) return Fail(sel.status());
+  std::printf("profile %s: provider=%s host=%s L=%u H=%u N=%d\n",
+              FLAGS_profile.c_str(), p->provider().c_str(),
+              p->proto().host().c_str(), p->low_size(), p->high_size(),
+              p->max_retries());
+  std::printf("%llu results in %zu size buckets\n",
+              static_cast<unsigned long long>(h->total()), h->buckets().size());
+  std::printf("%s", FormatSelection(*sel, FLAGS_rows).c_str());
+  if (!FLAGS_flagfile_out.empty()) {
+    std::ofstream out(FLAGS_flagfile_out, std::ios::trunc);
+    out << "# rfrpc_tune select --profile=" << FLAGS_profile << "\n"
+        << "--rfrpc_retries=" << sel->retries << "\n"
+        << "--rfrpc_fetch_size=" << sel->fetch_size << "\n";
+    if (!out) {
+      return Fail(absl::PermissionDeniedError(
+          absl::StrCat("cannot write ", FLAGS_flagfile_out)));
+    }
+    std::printf("flagfile written to %s\n", FLAGS_flagfile_out.c_str());
+  }
+  return 0;
+}
+
+absl::Notification* g_stop = nullptr;
+
+int RunServe() {
+  ServerOptions so;
+  so.provider = FLAGS_provider;
+  so.address = FLAGS_listen;
+  Server server(so);
+  CalibrationService service;
+  absl::Status s = server.RegisterService(&service);
+  if (s.ok()) s = server.Start();
+  if (!s.ok()) return Fail(s);
+  std::printf("calibration server on %s (provider %s); Ctrl-C stops\n",
+              server.address().c_str(), FLAGS_provider.c_str());
+  std::fflush(stdout);
+  absl::Notification stop;
+  g_stop = &stop;
+  std::signal(SIGINT, [](int) { g_stop->Notify(); });
+  std::signal(SIGTERM, [](int) { g_stop->Notify(); });
+  stop.WaitForNotification();
+  server.Shutdown();
+  return 0;
+}
+
+}  // namespace
+}  // namespace tuner
+}  // namespace rfrpc
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage(
+      "rfrpc_tune calibrate|select|serve [flags] (see docs/tuner.md)");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  google::InitGoogleLogging(argv[0]);
+  if (argc != 2) {
+    gflags::ShowUsageWithFlagsRestrict(argv[0], "rfrpc_tune");
+    return 2;
+  }
+  const std::string cmd = argv[1];
+  if (cmd == "calibrate") return rfrpc::tuner::RunCalibrate();
+  if (cmd == "select") return rfrpc::tuner::RunSelect();
+  if (cmd == "serve") return rfrpc::tuner::RunServe();
+  std::fprintf(stderr, "rfrpc_tune: unknown subcommand \"%s\"\n", cmd.c_str());
+  return 2;
+}
