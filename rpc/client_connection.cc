@@ -845,8 +845,10 @@ void ClientConnection::FailLocked(absl::Status status,
                                   std::vector<PendingCall*>* finished) {
   if (status_.ok()) {
     status_ = status;
-    LOG(WARNING) << "rfrpc connection to worker " << worker_
-                 << " failed: " << status;
+    if (status.code() != absl::StatusCode::kCancelled) {
+      LOG(WARNING) << "rfrpc connection to worker " << worker_
+                   << " failed: " << status;
+    }
     conn_->Fail(status);
   }
   failed_.store(true, std::memory_order_release);

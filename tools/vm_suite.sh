@@ -10,6 +10,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 TARGETS=(
+  //transport/verbs:verbs_conformance_test
   //transport/verbs:verbs_softroce_test
   //tests:rpc_e2e_test
   //tests:rpc_batch_e2e_test
@@ -17,7 +18,7 @@ TARGETS=(
 bash tools/setup.sh --vm >/dev/null || { echo "vm_suite: setup --vm failed" >&2; exit 1; }
 BAZEL_FLAGS=()
 if [ -n "${CI:-}" ]; then BAZEL_FLAGS+=(--config=ci); fi
-bazel build "${BAZEL_FLAGS[@]}" "${TARGETS[@]}" || exit 1
+bazel build "${BAZEL_FLAGS[@]}" "${TARGETS[@]}" //transport/verbs:verbs_conformance_peer || exit 1
 BIN=$(bazel info bazel-bin 2>/dev/null)
 
 # The script the guest runs: each binary under its own timeout, a summary at the end.
@@ -27,6 +28,7 @@ trap 'rm -f "$GUEST"' EXIT
   echo 'set -u'
   echo 'export GLOG_logtostderr=1 RFRPC_REQUIRE_VERBS=1'
   echo 'export RFRPC_VERBS_ADDR=10.11.0.1:0 RFRPC_TEST_PROVIDER=verbs RFRPC_TEST_ADDRESS=10.11.0.1:0'
+  printf 'export RFRPC_CONFORMANCE_PEER=%q\n' "$BIN/transport/verbs/verbs_conformance_peer"
   echo 'pass=0; fail=0'
   for t in "${TARGETS[@]}"; do
     path="$BIN/${t#//}"; path="${path/://}"
@@ -38,4 +40,5 @@ trap 'rm -f "$GUEST"' EXIT
 } > "$GUEST"
 chmod +x "$GUEST"
 RFRPC_VM_TIMEOUT=${RFRPC_VM_TIMEOUT:-2400} RFRPC_VM_MEM=${RFRPC_VM_MEM:-2048} \
-  bash tools/softroce_vm.sh bash "$GUEST"
+  bash tools/softroce_vm.sh bash "$GUEST" 2>&1 | tee "${RFRPC_VM_LOG:-/tmp/rfrpc-vm-suite.log}"
+exit "${PIPESTATUS[0]}"

@@ -135,7 +135,7 @@ absl::Status MakeEnv(const ConformanceParam& param, const EnvOptions& o,
       Provider::Open(param.provider, param.options);
   if (!p.ok()) return p.status();
   env->provider = std::move(*p);
-  auto l = env->provider->Listen("");
+  auto l = env->provider->Listen(param.listen_address);
   if (!l.ok()) return l.status();
   env->listener = std::move(*l);
   auto ccq = env->provider->CreateCompletionQueue(o.cq);
@@ -678,7 +678,7 @@ TEST_P(TransportConformanceTest, SharedCompletionQueueAcrossConnections) {
   auto p = Provider::Open(GetParam().provider, GetParam().options);
   RFRPC_ASSERT_OK(p.status());
   Provider* provider = p->get();
-  auto l = provider->Listen("");
+  auto l = provider->Listen(GetParam().listen_address);
   RFRPC_ASSERT_OK(l.status());
   auto shared_cq = provider->CreateCompletionQueue({});
   RFRPC_ASSERT_OK(shared_cq.status());
@@ -907,6 +907,7 @@ TEST_P(TransportConformanceTest, FailIsSeenByBothSides) {
 }
 
 std::string RunfilesPath(const std::string& rel) {
+  if (!rel.empty() && rel[0] == '/') return rel;
   const char* srcdir = std::getenv("TEST_SRCDIR");
   const char* ws = std::getenv("TEST_WORKSPACE");
   if (srcdir == nullptr) return rel;
@@ -920,7 +921,7 @@ TEST_P(TransportConformanceTest, PeerProcessKilledIsDetected) {
   if (GetParam().peer_binary.empty()) GTEST_SKIP() << "no peer binary";
   auto p = Provider::Open(GetParam().provider, GetParam().options);
   RFRPC_ASSERT_OK(p.status());
-  auto l = (*p)->Listen("");
+  auto l = (*p)->Listen(GetParam().listen_address);
   RFRPC_ASSERT_OK(l.status());
   auto cq = (*p)->CreateCompletionQueue({});
   RFRPC_ASSERT_OK(cq.status());
@@ -1009,7 +1010,7 @@ std::string Frame(uint16_t version, const std::string& body) {
 TEST_P(TransportConformanceTest, BadHandshakesAreAnsweredAndListenerSurvives) {
   auto p = Provider::Open(GetParam().provider, GetParam().options);
   RFRPC_ASSERT_OK(p.status());
-  auto l = (*p)->Listen("");
+  auto l = (*p)->Listen(GetParam().listen_address);
   RFRPC_ASSERT_OK(l.status());
   const std::string addr = (*l)->address();
 
@@ -1088,7 +1089,7 @@ TEST_P(TransportConformanceTest, BadHandshakesAreAnsweredAndListenerSurvives) {
 TEST_P(TransportConformanceTest, ConnectFailuresAreSpecific) {
   auto p = Provider::Open(GetParam().provider, GetParam().options);
   RFRPC_ASSERT_OK(p.status());
-  auto l = (*p)->Listen("");
+  auto l = (*p)->Listen(GetParam().listen_address);
   RFRPC_ASSERT_OK(l.status());
   auto cq = (*p)->CreateCompletionQueue({});
   RFRPC_ASSERT_OK(cq.status());
@@ -1120,7 +1121,7 @@ TEST_P(TransportConformanceTest, ConnectFailuresAreSpecific) {
 TEST_P(TransportConformanceTest, ListenerShutdownWakesNext) {
   auto p = Provider::Open(GetParam().provider, GetParam().options);
   RFRPC_ASSERT_OK(p.status());
-  auto l = (*p)->Listen("");
+  auto l = (*p)->Listen(GetParam().listen_address);
   RFRPC_ASSERT_OK(l.status());
   EXPECT_EQ((*l)->Next(absl::Milliseconds(20)).status().code(),
             absl::StatusCode::kDeadlineExceeded);
@@ -1162,7 +1163,7 @@ TEST_P(TransportConformanceTest, AutoOpensAWorkingProvider) {
   RFRPC_ASSERT_OK(mem.status());
   auto cq = (*p)->CreateCompletionQueue({});
   RFRPC_ASSERT_OK(cq.status());
-  auto l = (*p)->Listen("");
+  auto l = (*p)->Listen(GetParam().listen_address);
   RFRPC_ASSERT_OK(l.status());
   ConnectionSetup s;
   s.cq = cq->get();

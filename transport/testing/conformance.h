@@ -39,6 +39,8 @@ struct ConformanceParam {
   // Provider::Open name.
   std::string provider;
   ProviderOptions options;
+  // Where listeners listen ("" for shm; "10.11.0.1:0" for verbs in the VM).
+  std::string listen_address;
   // Runfiles-relative path of the provider's conformance peer binary; empty
   // skips the two-process cases.
   std::string peer_binary;

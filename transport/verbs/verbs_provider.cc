@@ -381,7 +381,7 @@ class VerbsIncoming final : public IncomingConnection {
   absl::Status AcceptImpl(const ConnectionSetup& setup) {
     const absl::Time deadline = absl::Now() + setup.handshake_timeout;
     if (!setup.auth_token.empty() && hello_.auth_token() != setup.auth_token) {
-      return absl::PermissionDeniedError(absl::StrCat(
+      return absl::UnauthenticatedError(absl::StrCat(
           "auth token mismatch from ", info_.peer_name));
     }
     RFRPC_ASSIGN_OR_RETURN(VerbsCompletionQueue * cq,
@@ -902,7 +902,14 @@ void VerbsConnection::MarkFailed(const absl::Status& reason) {
     failed_.store(true, std::memory_order_release);
     now_failed = status_;
   }
-  LOG(WARNING) << now_failed;
+  // A peer that leaves or a local close is the normal end of a connection;
+  // completion errors and the like are worth a warning.
+  if (reason.code() == absl::StatusCode::kCancelled ||
+      reason.code() == absl::StatusCode::kUnavailable) {
+    VLOG(1) << now_failed;
+  } else {
+    LOG(WARNING) << now_failed;
+  }
   // Flush outstanding work with errors and tell the peer.
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_ERR;
