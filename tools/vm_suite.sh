@@ -14,11 +14,12 @@ TARGETS=(
   //transport/verbs:verbs_softroce_test
   //tests:rpc_e2e_test
   //tests:rpc_batch_e2e_test
+  //tests:rpc_fault_test
 )
 bash tools/setup.sh --vm >/dev/null || { echo "vm_suite: setup --vm failed" >&2; exit 1; }
 BAZEL_FLAGS=()
 if [ -n "${CI:-}" ]; then BAZEL_FLAGS+=(--config=ci); fi
-bazel build "${BAZEL_FLAGS[@]}" "${TARGETS[@]}" //transport/verbs:verbs_conformance_peer || exit 1
+bazel build "${BAZEL_FLAGS[@]}" "${TARGETS[@]}" //transport/verbs:verbs_conformance_peer //tests:rpc_peer || exit 1
 BIN=$(bazel info bazel-bin 2>/dev/null)
 
 # The script the guest runs: each binary under its own timeout, a summary at the end.
@@ -29,6 +30,7 @@ trap 'rm -f "$GUEST"' EXIT
   echo 'export GLOG_logtostderr=1 RFRPC_REQUIRE_VERBS=1'
   echo 'export RFRPC_VERBS_ADDR=10.11.0.1:0 RFRPC_TEST_PROVIDER=verbs RFRPC_TEST_ADDRESS=10.11.0.1:0'
   printf 'export RFRPC_CONFORMANCE_PEER=%q\n' "$BIN/transport/verbs/verbs_conformance_peer"
+  printf 'export RFRPC_RPC_PEER=%q\n' "$BIN/tests/rpc_peer"
   echo 'pass=0; fail=0'
   for t in "${TARGETS[@]}"; do
     path="$BIN/${t#//}"; path="${path/://}"

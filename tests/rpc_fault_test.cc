@@ -1,0 +1,184 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// Lost peers: a killed client's slots are reclaimed while others are served;
+// a killed server's callers get UNAVAILABLE before their deadlines; a
+// restarted server at the same address is reached again.
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "rpc/channel.h"
+#include "rpc/server.h"
+#include "tests/test_service.h"
+
+namespace rfrpc {
+namespace testing {
+namespace {
+
+std::string PeerBinary() {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* bin = std::getenv("RFRPC_RPC_PEER");  // Outside bazel (the VM).
+  if (bin != nullptr) return bin;
+  return absl::StrCat(srcdir != nullptr ? srcdir : ".", "/rfrpc/tests/rpc_peer");
+}
+std::string Provider() {
+  const char* p = std::getenv("RFRPC_TEST_PROVIDER");
+  return p != nullptr ? p : "shm";
+}
+
+// A child process running tests/rpc_peer; its stdout is readable line by line.
+class Peer {
+ public:
+  Peer(const std::string& role, const std::string& address) {
+    int fds[2];
+    if (::pipe(fds) != 0) return;
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(fds[1], 1);
+      ::close(fds[0]);
+      const std::string bin = PeerBinary();
+      const std::string a1 = "--role=" + role;
+      const std::string a2 = "--address=" + address;
+      const std::string a3 = "--provider=" + Provider();
+      ::execl(bin.c_str(), bin.c_str(), a1.c_str(), a2.c_str(), a3.c_str(),
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(fds[1]);
+    out_ = ::fdopen(fds[0], "r");
+  }
+  ~Peer() {
+    Kill();
+    if (out_ != nullptr) std::fclose(out_);
+  }
+  // Next line of the peer's stdout ("" at EOF).
+  std::string Line() {
+    char buf[512];
+    if (out_ == nullptr || std::fgets(buf, sizeof(buf), out_) == nullptr) return "";
+    std::string s(buf);
+    if (!s.empty() && s.back() == '\n') s.pop_back();
+    return s;
+  }
+  void Kill() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+      pid_ = -1;
+    }
+  }
+  bool started() const { return pid_ > 0; }
+
+ private:
+  pid_t pid_ = -1;
+  FILE* out_ = nullptr;
+};
+
+std::string FreshAddress() {
+  if (Provider() == "shm") {
+    return absl::StrCat("@rfrpc-fault-test-", ::getpid(), "-",
+                        absl::ToUnixNanos(absl::Now()));
+  }
+  const char* a = std::getenv("RFRPC_TEST_ADDRESS");
+  return a != nullptr ? a : "";
+}
+
+TEST(RpcFaultTest, KilledServerGivesUnavailableBeforeDeadlineAndRestartReconnects) {
+  std::string address = FreshAddress();
+  auto server = std::make_unique<Peer>("server", address);
+  ASSERT_TRUE(server->started());
+  std::string line = server->Line();
+  ASSERT_EQ(line.rfind("listening on ", 0), 0u) << line;
+  address = line.substr(13);
+
+  ChannelOptions opts;
+  opts.provider = Provider();
+  auto ch = Channel::Create(address, opts);
+  ASSERT_TRUE(ch.ok()) << ch.status();
+  TestRequest req;
+  req.set_id(1);
+  TestResponse resp;
+  ASSERT_TRUE(CallEcho(ch->get(), nullptr, req, &resp).ok());
+
+  server->Kill();
+  ClientContext ctx;
+  ctx.set_timeout(absl::Seconds(10));
+  const absl::Time start = absl::Now();
+  req.set_id(2);
+  req.set_delay_ns(1000000);
+  absl::Status s = CallEcho(ch->get(), &ctx, req, &resp);
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_LT(took, absl::Seconds(2)) << "took " << took;
+
+  // A new server at the same address: the channel reconnects.
+  server = std::make_unique<Peer>("server", address);
+  line = server->Line();
+  ASSERT_EQ(line.rfind("listening on ", 0), 0u) << line;
+  absl::Status last;
+  for (int i = 0; i < 100; ++i) {
+    req.set_id(100 + i);
+    req.set_delay_ns(0);
+    last = CallEcho(ch->get(), nullptr, req, &resp);
+    if (last.ok()) break;
+    EXPECT_EQ(last.code(), absl::StatusCode::kUnavailable) << last;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  ASSERT_TRUE(last.ok()) << last;
+  EXPECT_EQ(resp.id(), req.id());
+}
+
+TEST(RpcFaultTest, KilledClientIsReclaimedAndOthersUnaffected) {
+  ServerOptions so;
+  so.provider = Provider();
+  so.address = FreshAddress();
+  so.idle_spin_rounds = 100;
+  so.idle_yield_rounds = 100;
+  Server server(so);
+  TestService service;
+  ASSERT_TRUE(server.RegisterService(&service).ok());
+  ASSERT_TRUE(server.Start().ok());
+
+  ChannelOptions opts;
+  opts.provider = Provider();
+  auto healthy = Channel::Create(server.address(), opts);
+  ASSERT_TRUE(healthy.ok()) << healthy.status();
+
+  Peer client("client", server.address());
+  ASSERT_EQ(client.Line(), "calling");
+  EXPECT_EQ(server.stats().connections_accepted, 2u);
+  client.Kill();
+
+  // The server notices and frees the dead client's connection and slots.
+  const absl::Time start = absl::Now();
+  while (server.stats().connections_closed < 1 &&
+         absl::Now() - start < absl::Seconds(5)) {
+    TestRequest req;
+    req.set_id(7);
+    TestResponse resp;
+    ASSERT_TRUE(CallEcho(healthy->get(), nullptr, req, &resp).ok());
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(server.stats().connections_closed, 1u);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  // The healthy client still works.
+  for (int i = 0; i < 100; ++i) {
+    TestRequest req;
+    req.set_id(1000 + i);
+    TestResponse resp;
+    ASSERT_TRUE(CallEcho(healthy->get(), nullptr, req, &resp).ok());
+    EXPECT_EQ(resp.id(), 1000u + i);
+  }
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace rfrpc
