@@ -266,11 +266,11 @@ class ChannelImpl final : public Channel {
     absl::Status result;
     {
       absl::MutexLock lock(&slot->mu);
-      absl::Status s = slot->conn->status();
-      if (s.ok()) {
+      if (!slot->conn->failed()) {
         *out = slot->conn;
         return absl::OkStatus();
       }
+      absl::Status s = slot->conn->status();
       const absl::Time now = absl::Now();
       if (now - slot->last_attempt < kReconnectInterval) {
         return absl::UnavailableError(

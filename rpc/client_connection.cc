@@ -240,6 +240,7 @@ bool ClientConnection::PostList(absl::Span<const WorkRequest> wrs) {
   absl::Status s = conn_->Post(wrs);
   if (!s.ok()) {
     if (status_.ok()) status_ = s;
+    failed_.store(true, std::memory_order_release);
     return false;
   }
   for (const WorkRequest& wr : wrs) {

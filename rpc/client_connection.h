@@ -124,6 +124,8 @@ class ClientConnection {
   bool NeedsDriver() const { return needs_driver_.load(std::memory_order_acquire) > 0; }
 
   absl::Status status() const;
+  // Cheap check for the fast path: true once the connection has failed.
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
   RpcMode mode() const;
   // Changes R and F for calls from now on.
   void SetFetchParams(int retries, uint32_t fetch_size);
