@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "glog/logging.h"
 #include "rpc/client_connection.h"
 #include "rpc/status_macros.h"
 #include "rpc/wire_format.h"
+#include "rpc/mutex.h"
 
 namespace rfrpc {
 namespace {
@@ -47,9 +47,10 @@ class ChannelImpl final : public Channel {
 
   ~ChannelImpl() override {
     {
-      absl::MutexLock lock(&driver_mu_);
+      MutexLock lock(&driver_mu_);
       stop_ = true;
     }
+    driver_cv_.notify_all();
     if (driver_.joinable()) driver_.join();
     // Fail what is still outstanding so no callback is lost.
     std::vector<PendingCall*> finished;
@@ -208,7 +209,7 @@ class ChannelImpl final : public Channel {
   struct ConnSlot {
     ConnSlot(std::unique_ptr<ClientConnection> c, int w)
         : conn(std::move(c)), worker(w) {}
-    mutable absl::Mutex mu;
+    mutable Mutex mu;
     std::shared_ptr<ClientConnection> conn ABSL_GUARDED_BY(mu);
     int worker;  // Requested worker (-1: any).
     absl::Time last_attempt ABSL_GUARDED_BY(mu) = absl::InfinitePast();
@@ -223,7 +224,7 @@ class ChannelImpl final : public Channel {
   }
 
   static std::shared_ptr<ClientConnection> Get(const ConnSlot* slot) {
-    absl::MutexLock lock(&slot->mu);
+    MutexLock lock(&slot->mu);
     return slot->conn;
   }
 
@@ -265,7 +266,7 @@ class ChannelImpl final : public Channel {
     std::shared_ptr<ClientConnection> old;
     absl::Status result;
     {
-      absl::MutexLock lock(&slot->mu);
+      MutexLock lock(&slot->mu);
       if (!slot->conn->failed()) {
         *out = slot->conn;
         return absl::OkStatus();
@@ -318,8 +319,11 @@ class ChannelImpl final : public Channel {
   }
 
   void WakeDriver() {
-    absl::MutexLock lock(&driver_mu_);
-    ++wakeups_;
+    {
+      MutexLock lock(&driver_mu_);
+      ++wakeups_;
+    }
+    driver_cv_.notify_one();
   }
 
   bool AnyNeedsDriver() const {
@@ -337,15 +341,15 @@ class ChannelImpl final : public Channel {
     int idle = 0;
     for (;;) {
       {
-        absl::MutexLock lock(&driver_mu_);
+        MutexLock lock(&driver_mu_);
         if (stop_) return;
         if (!AnyNeedsDriver()) {
           const uint64_t seen = wakeups_;
-          auto woken = [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(driver_mu_) {
-            return stop_ || wakeups_ != seen;
-          };
-          driver_mu_.AwaitWithTimeout(absl::Condition(&woken),
-                                      absl::Milliseconds(5));
+          driver_mu_.AwaitWithTimeout(
+              &driver_cv_, absl::Milliseconds(5),
+              [this, seen]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                return stop_ || wakeups_ != seen;
+              });
           if (stop_) return;
           continue;
         }
@@ -380,7 +384,8 @@ class ChannelImpl final : public Channel {
   std::atomic<int> retries_{0};
   std::atomic<uint32_t> fetch_size_{0};
 
-  absl::Mutex driver_mu_;
+  Mutex driver_mu_;
+  std::condition_variable driver_cv_;
   bool stop_ ABSL_GUARDED_BY(driver_mu_) = false;
   uint64_t wakeups_ ABSL_GUARDED_BY(driver_mu_) = 0;
   std::thread driver_;

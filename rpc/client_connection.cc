@@ -18,6 +18,7 @@
 #include "rpc/rpc_handshake.pb.h"
 #include "rpc/slot_codec.h"
 #include "rpc/status_macros.h"
+#include "rpc/mutex.h"
 
 namespace rfrpc {
 namespace internal {
@@ -75,13 +76,13 @@ ClientConnection::ClientConnection(ChannelOptions options,
                                      options_.latency_alpha,
                                      std::max(1, options_.sizer_window), 1, 128,
                                      std::max(1, options_.batch_size)}) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   retries_ = options_.retries;
   fetch_size_ = options_.fetch_size;
 }
 
 void ClientConnection::SetFetchParams(int retries, uint32_t fetch_size) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   retries_ = retries;
   fetch_size_ = fetch_size;
   policy_.set_retries(retries);
@@ -190,7 +191,7 @@ absl::StatusOr<std::unique_ptr<ClientConnection>> ClientConnection::Connect(
   }
   c->server_region_ = c->conn_->peer().regions[0];
 
-  absl::MutexLock lock(&c->mu_);
+  MutexLock lock(&c->mu_);
   c->slots_.resize(c->layout_.slots);
   for (uint32_t s = c->layout_.slots; s > 0; --s) c->free_slots_.push_back(s - 1);
   if (c->policy_.current() == RpcMode::kServerReply) {
@@ -213,22 +214,22 @@ char* ClientConnection::reply_slot(uint32_t s) const {
 }
 
 absl::Status ClientConnection::status() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return status_;
 }
 
 RpcMode ClientConnection::mode() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return policy_.current();
 }
 
 absl::Duration ClientConnection::fetch_rtt() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return absl::Nanoseconds(rtt_ns_);
 }
 
 absl::Duration ClientConnection::fetch_delay() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return absl::Nanoseconds(fetch_delay_ns_);
 }
 
@@ -256,12 +257,12 @@ bool ClientConnection::PostList(absl::Span<const WorkRequest> wrs) {
 absl::Status ClientConnection::Start(
     PendingCall* call, const google::protobuf::MessageLite& request) {
   const size_t size = request.ByteSizeLong();
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return StartLocked(call, nullptr, &request, size);
 }
 
 void ClientConnection::Enqueue(PendingCall* call) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   queued_.push_back(call);
   UpdateNeedsDriver();
 }
@@ -884,7 +885,7 @@ void ClientConnection::FailLocked(absl::Status status,
 
 void ClientConnection::Abort(absl::Status status,
                              std::vector<PendingCall*>* finished) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   FailLocked(std::move(status), finished);
 }
 
@@ -919,7 +920,7 @@ void ClientConnection::ExpireCalls(uint32_t s, int64_t now,
 }
 
 bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (!status_.ok()) {
     if (busy_slots_ > 0 || !queued_.empty()) FailLocked(status_, finished);
     return false;

@@ -28,7 +28,6 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "google/protobuf/message_lite.h"
 #include "rpc/batch_policy.h"
@@ -38,6 +37,7 @@
 #include "rpc/slot_codec.h"
 #include "rpc/wire_format.h"
 #include "transport/transport.h"
+#include "rpc/mutex.h"
 
 namespace rfrpc {
 namespace internal {
@@ -238,7 +238,7 @@ class ClientConnection {
   transport::RemoteRegion server_region_;
   size_t staging_offset_ = 0, fetch_offset_ = 0, mode_word_offset_ = 0;
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::vector<Slot> slots_ ABSL_GUARDED_BY(mu_);
   std::vector<uint32_t> free_slots_ ABSL_GUARDED_BY(mu_);
   std::deque<PendingCall*> queued_ ABSL_GUARDED_BY(mu_);

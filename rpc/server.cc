@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "glog/logging.h"
 #include "rpc/rpc_handshake.pb.h"
 #include "rpc/server_worker.h"
 #include "rpc/status_macros.h"
 #include "rpc/wire_format.h"
+#include "rpc/mutex.h"
 
 namespace rfrpc {
 
@@ -33,7 +33,7 @@ class Server::Impl {
   ~Impl() { Shutdown(); }
 
   absl::Status RegisterService(Service* service) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (started_) {
       return absl::FailedPreconditionError(
           "RegisterService must come before Server::Start");
@@ -50,7 +50,7 @@ class Server::Impl {
   }
 
   absl::Status Start() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (started_) return absl::FailedPreconditionError("server already started");
     if (options_.workers < 1 || options_.workers > 1024) {
       return absl::InvalidArgumentError(
@@ -77,13 +77,13 @@ class Server::Impl {
   }
 
   std::string address() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return address_;
   }
 
   void Shutdown() {
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (!started_ || stopped_) return;
       stopped_ = true;
     }
@@ -210,7 +210,7 @@ class Server::Impl {
   }
 
   const ServerOptions options_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   std::string address_ ABSL_GUARDED_BY(mu_);

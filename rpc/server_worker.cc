@@ -20,6 +20,7 @@
 #include "glog/logging.h"
 #include "rpc/batch_format.h"
 #include "rpc/slot_codec.h"
+#include "rpc/mutex.h"
 
 namespace rfrpc {
 namespace internal {
@@ -61,13 +62,13 @@ void ServerWorker::Start() {
 void ServerWorker::Stop() {
   stop_.store(true, std::memory_order_release);
   if (thread_.joinable()) thread_.join();
-  absl::MutexLock lock(&inbox_mu_);
+  MutexLock lock(&inbox_mu_);
   inbox_.clear();
 }
 
 void ServerWorker::Adopt(std::unique_ptr<ServerConnection> c) {
   connections_.fetch_add(1);
-  absl::MutexLock lock(&inbox_mu_);
+  MutexLock lock(&inbox_mu_);
   inbox_.push_back(std::move(c));
   inbox_nonempty_.store(true, std::memory_order_release);
 }
@@ -120,7 +121,7 @@ void ServerWorker::Loop() {
   uint64_t rounds = 0;
   while (!stop_.load(std::memory_order_acquire)) {
     if (inbox_nonempty_.load(std::memory_order_acquire)) {
-      absl::MutexLock lock(&inbox_mu_);
+      MutexLock lock(&inbox_mu_);
       for (auto& c : inbox_) conns_.push_back(std::move(c));
       inbox_.clear();
       inbox_nonempty_.store(false, std::memory_order_release);

@@ -24,12 +24,12 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
 #include "rpc/options.h"
 #include "rpc/service.h"
 #include "rpc/slot_codec.h"
 #include "rpc/wire_format.h"
 #include "transport/transport.h"
+#include "rpc/mutex.h"
 
 namespace rfrpc {
 namespace internal {
@@ -105,7 +105,7 @@ class ServerWorker {
   std::vector<std::unique_ptr<ServerConnection>> conns_;  // Worker thread only.
   ServerContext ctx_;
 
-  absl::Mutex inbox_mu_;
+  Mutex inbox_mu_;
   std::vector<std::unique_ptr<ServerConnection>> inbox_ ABSL_GUARDED_BY(inbox_mu_);
   std::atomic<bool> inbox_nonempty_{false};
   std::atomic<bool> stop_{false};

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "glog/logging.h"
+#include "rpc/mutex.h"
 
 namespace rfrpc {
 namespace tuner {
@@ -66,9 +67,10 @@ OnlineTuner::OnlineTuner(Profile profile, OnlineTunerOptions options)
 
 OnlineTuner::~OnlineTuner() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
   }
+  stop_cv_.notify_all();
   if (timer_.joinable()) timer_.join();
 }
 
@@ -81,19 +83,19 @@ void OnlineTuner::Record(uint32_t result_bytes, absl::Duration server_time) {
 }
 
 void OnlineTuner::Attach(Channel* channel) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   channel_ = channel;
   stats_.retries = channel->retries();
   stats_.fetch_size = channel->fetch_size();
 }
 
 void OnlineTuner::Detach() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   channel_ = nullptr;
 }
 
 bool OnlineTuner::Tick() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ++stats_.ticks;
   const uint64_t before = pending_.total();
   pending_time_ns_ += static_cast<double>(sampler_->Drain(&pending_));
@@ -128,16 +130,17 @@ bool OnlineTuner::Tick() {
 }
 
 OnlineTunerStats OnlineTuner::stats() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return stats_;
 }
 
 void OnlineTuner::TimerLoop() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   while (!stop_) {
     const absl::Time next = absl::Now() + options_.interval;
     while (!stop_ && absl::Now() < next) {
-      mu_.AwaitWithDeadline(absl::Condition(&stop_), next);
+      mu_.AwaitWithTimeout(&stop_cv_, next - absl::Now(),
+                           [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return stop_; });
     }
     if (stop_) break;
     mu_.Unlock();

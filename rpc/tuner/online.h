@@ -27,6 +27,7 @@
 #ifndef RFRPC_RPC_TUNER_ONLINE_H_
 #define RFRPC_RPC_TUNER_ONLINE_H_
 
+#include <condition_variable>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -36,11 +37,11 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "rpc/channel.h"
 #include "rpc/tuner/profile.h"
 #include "rpc/tuner/selector.h"
+#include "rpc/mutex.h"
 
 namespace rfrpc {
 namespace tuner {
@@ -108,12 +109,13 @@ class OnlineTuner {
   const OnlineTunerOptions options_;
   const std::shared_ptr<Sampler> sampler_;
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   Channel* channel_ ABSL_GUARDED_BY(mu_) = nullptr;
   OnlineTunerStats stats_ ABSL_GUARDED_BY(mu_);
   SizeHistogram pending_ ABSL_GUARDED_BY(mu_);  // Carried-over samples.
   double pending_time_ns_ ABSL_GUARDED_BY(mu_) = 0;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::condition_variable stop_cv_;
   std::thread timer_;
 };
 
