@@ -556,7 +556,7 @@ void ClientConnection::SetMode(RpcMode mode) {
   Post(wr);
   // Order the flag's WRITE before the READs that follow (the server's side
   // of this Dekker pair is in ServerWorker::Serve).
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  transport::FullFence();
 }
 
 void ClientConnection::FreeSlot(uint32_t s) {

@@ -347,7 +347,7 @@ void ServerWorker::FinishPublish(ServerConnection* c, uint32_t s,
   // The other half of the client's Dekker pair in ClientConnection::SetMode:
   // publish, full fence, then read the mode flag. Either the client's fetch
   // after its flag WRITE sees the result, or we see the flag and WRITE back.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  transport::FullFence();
   const uint64_t mode = transport::LoadAcquire64(c->region->data());
   if (large || mode == wire::kModeServerReply) Push(c, s, offset, framed);
 }

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "absl/random/random.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "rpc/channel.h"
@@ -79,7 +78,6 @@ TEST_P(BatchE2eTest, AsyncCallsAreBatchedAndEveryReplyMatches) {
   std::vector<absl::Status> statuses(kCalls);
   std::vector<std::string> want(kCalls);
   std::atomic<int> done{0};
-  absl::Notification all;
   absl::BitGen gen;
   for (int i = 0; i < kCalls; ++i) {
     TestRequest req;
@@ -94,10 +92,10 @@ TEST_P(BatchE2eTest, AsyncCallsAreBatchedAndEveryReplyMatches) {
     if (i % 97 == 0) req.set_fail_code(static_cast<int>(absl::StatusCode::kAborted));
     ch->CallAsync(kEcho, req, &resps[i], nullptr, [&, i](absl::Status s) {
       statuses[i] = s;
-      if (++done == kCalls) all.Notify();
+      ++done;
     });
   }
-  ASSERT_TRUE(all.WaitForNotificationWithTimeout(absl::Seconds(60)));
+  ASSERT_TRUE(WaitForCount(done, kCalls, absl::Seconds(60)));
   int bad = 0;
   for (int i = 0; i < kCalls; ++i) {
     if (i % 97 == 0) {
@@ -158,17 +156,16 @@ TEST_P(BatchE2eTest, PipeliningIsBoundedByMaxOutstanding) {
   constexpr int kCalls = 400;
   std::vector<TestResponse> resps(kCalls);
   std::atomic<int> ok{0}, done{0};
-  absl::Notification all;
   for (int i = 0; i < kCalls; ++i) {
     TestRequest req;
     req.set_id(i);
     req.set_delay_ns(2000);
     ch->CallAsync(kEcho, req, &resps[i], nullptr, [&, i](absl::Status s) {
       if (s.ok() && resps[i].id() == static_cast<uint64_t>(i)) ok++;
-      if (++done == kCalls) all.Notify();
+      ++done;
     });
   }
-  ASSERT_TRUE(all.WaitForNotificationWithTimeout(absl::Seconds(60)));
+  ASSERT_TRUE(WaitForCount(done, kCalls, absl::Seconds(60)));
   EXPECT_EQ(ok.load(), kCalls);
   // At most 16 requests in flight: batches of 8 -> at most 2 batches at once,
   // so no batch ever exceeded 16 entries and at least kCalls/16 were sent.

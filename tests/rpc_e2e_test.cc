@@ -19,7 +19,6 @@
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "rpc/channel.h"
@@ -242,7 +241,6 @@ TEST_F(RpcE2eTest, AsyncCallbacksAndFutures) {
   std::vector<TestResponse> resps(kCalls);
   std::vector<absl::Status> statuses(kCalls);
   std::atomic<int> done{0};
-  absl::Notification all_done;
   static const uint32_t kEcho = MethodId(kEchoMethod);
   for (int i = 0; i < kCalls; ++i) {
     TestRequest req;
@@ -250,10 +248,10 @@ TEST_F(RpcE2eTest, AsyncCallbacksAndFutures) {
     req.set_payload(ExpectedPayload(i, i));
     ch->CallAsync(kEcho, req, &resps[i], nullptr, [&, i](absl::Status s) {
       statuses[i] = s;
-      if (++done == kCalls) all_done.Notify();
+      ++done;
     });
   }
-  ASSERT_TRUE(all_done.WaitForNotificationWithTimeout(absl::Seconds(20)));
+  ASSERT_TRUE(WaitForCount(done, kCalls, absl::Seconds(20)));
   for (int i = 0; i < kCalls; ++i) {
     EXPECT_TRUE(statuses[i].ok()) << i << ": " << statuses[i];
     EXPECT_EQ(resps[i].id(), static_cast<uint64_t>(i));

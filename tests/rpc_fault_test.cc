@@ -142,8 +142,8 @@ TEST(RpcFaultTest, KilledClientIsReclaimedAndOthersUnaffected) {
   so.address = FreshAddress();
   so.idle_spin_rounds = 100;
   so.idle_yield_rounds = 100;
+  TestService service;  // Outlives the server.
   Server server(so);
-  TestService service;
   ASSERT_TRUE(server.RegisterService(&service).ok());
   ASSERT_TRUE(server.Start().ok());
 

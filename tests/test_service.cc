@@ -49,6 +49,15 @@ absl::Status TestService::Echo(ServerContext* ctx, const TestRequest* req,
   return absl::OkStatus();
 }
 
+bool WaitForCount(const std::atomic<int>& n, int target, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (n.load(std::memory_order_acquire) < target) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Microseconds(200));
+  }
+  return true;
+}
+
 absl::Status CallEcho(Channel* channel, ClientContext* ctx,
                       const TestRequest& req, TestResponse* resp) {
   static const uint32_t id = MethodId(kEchoMethod);

@@ -8,10 +8,12 @@
 #ifndef RFRPC_TESTS_TEST_SERVICE_H_
 #define RFRPC_TESTS_TEST_SERVICE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "rpc/channel.h"
 #include "rpc/service.h"
 #include "tests/test_service.pb.h"
@@ -30,6 +32,12 @@ class TestService final : public Service {
   absl::Status Echo(ServerContext* ctx, const TestRequest* req,
                     TestResponse* resp);
 };
+
+// Waits until `n` reaches `target` (an acquire load, so what the counting
+// threads wrote before their increments is visible) or `timeout` passes.
+// Tests use it instead of absl::Notification, which ThreadSanitizer cannot
+// see through in Debian's uninstrumented abseil.
+bool WaitForCount(const std::atomic<int>& n, int target, absl::Duration timeout);
 
 // Calls Echo on `channel`.
 absl::Status CallEcho(Channel* channel, ClientContext* ctx,

@@ -398,6 +398,19 @@ inline void StoreRelease32(void* p, uint32_t v) {
   __atomic_store_n(static_cast<uint32_t*>(p), v, __ATOMIC_RELEASE);
 }
 
+// A full (store-load) fence between this thread's stores and later loads of
+// memory that peers access, e.g. publish-then-read-a-flag (Dekker) patterns.
+// Under ThreadSanitizer, which rejects standalone fences, a seq_cst
+// read-modify-write does the job (a locked instruction on x86).
+inline void FullFence() {
+#if defined(__SANITIZE_THREAD__)
+  static uint64_t fence_word;
+  __atomic_fetch_add(&fence_word, 0, __ATOMIC_SEQ_CST);
+#else
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
 }  // namespace transport
 }  // namespace rfrpc
 
