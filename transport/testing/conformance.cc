@@ -1014,6 +1014,16 @@ TEST_P(TransportConformanceTest, BadHandshakesAreAnsweredAndListenerSurvives) {
   RFRPC_ASSERT_OK(l.status());
   const std::string addr = (*l)->address();
 
+  // Listener::Next() answers bad handshakes; a provider may do so only while
+  // someone calls it (verbs), as a server's accept loop always does. Pump it
+  // from a thread while the raw peers wait for their answers.
+  std::atomic<bool> pumping{true};
+  std::thread pump([&] {
+    while (pumping.load()) {
+      auto in = (*l)->Next(absl::Milliseconds(20));
+      EXPECT_FALSE(in.ok()) << "a bad handshake surfaced as a connection";
+    }
+  });
   {
     SCOPED_TRACE("not rfrpc at all");
     ExpectRawReply(addr, "GET / HTTP/1.1\r\nHost: x\r\n\r\n",
@@ -1038,6 +1048,8 @@ TEST_P(TransportConformanceTest, BadHandshakesAreAnsweredAndListenerSurvives) {
     ExpectRawReply(addr, Frame(kHandshakeVersion, body),
                    absl::StatusCode::kFailedPrecondition);
   }
+  pumping = false;
+  pump.join();
   {
     SCOPED_TRACE("connect and hang up");
     ScopedFd fd = RawConnect(addr);

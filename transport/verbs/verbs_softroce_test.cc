@@ -579,9 +579,9 @@ TEST_F(VerbsSoftRoceTest, AuthTokenMismatchFailsBothSidesListenerGoesOn) {
   absl::Status accept_status;
   auto pair = ConnectPair(cs, ss, &accept_status);
   ASSERT_FALSE(pair.ok());
-  EXPECT_EQ(pair.status().code(), absl::StatusCode::kPermissionDenied)
+  EXPECT_EQ(pair.status().code(), absl::StatusCode::kUnauthenticated)
       << pair.status();
-  EXPECT_EQ(accept_status.code(), absl::StatusCode::kPermissionDenied)
+  EXPECT_EQ(accept_status.code(), absl::StatusCode::kUnauthenticated)
       << accept_status;
   EXPECT_THAT(std::string(pair.status().message()), HasSubstr("auth token"));
 
