@@ -43,6 +43,8 @@ DEFINE_int32(rfrpc_switch_after, 2, "K: slow calls before server-reply.");
 DEFINE_double(seconds, 2.0, "Measured seconds per point.");
 DEFINE_double(warmup_seconds, 0.3, "Unmeasured warm-up per point.");
 DEFINE_bool(pin, true, "Pin server worker i to CPU i and client j to the next.");
+DEFINE_bool(adaptive_fetch_delay, true,
+            "Delay a call's first fetch by the learned result time.");
 DEFINE_bool(csv, false, "Print CSV rows instead of a table.");
 
 namespace rfrpc {
@@ -72,6 +74,7 @@ struct Point {
   double ops_per_call = 0, reads_per_call = 0;
   uint64_t calls = 0, failed = 0, switches = 0;
   double rf_share = 0;
+  double rtt_ns = 0, delay_ns = 0;
 };
 
 Point Run(const std::string& address, RpcMode mode, int size, int server_us) {
@@ -91,6 +94,7 @@ Point Run(const std::string& address, RpcMode mode, int size, int server_us) {
       opts.fetch_size = static_cast<uint32_t>(FLAGS_rfrpc_fetch_size);
       opts.switch_after = FLAGS_rfrpc_switch_after;
       opts.connections = 0;
+      opts.adaptive_fetch_delay = FLAGS_adaptive_fetch_delay;
       opts.max_request_bytes = std::max(4096, size + 64);
       opts.max_response_bytes = std::max(64 * 1024, size + 64);
       absl::StatusOr<std::unique_ptr<Channel>> ch = Channel::Create(address, opts);
@@ -157,6 +161,10 @@ Point Run(const std::string& address, RpcMode mode, int size, int server_us) {
   p.ops_per_call = calls ? static_cast<double>(ops) / calls : 0;
   p.reads_per_call = calls ? static_cast<double>(reads) / calls : 0;
   p.rf_share = calls ? static_cast<double>(rf) / calls : 0;
+  for (int t = 0; t < FLAGS_threads; ++t) {
+    p.rtt_ns += after[t].fetch_rtt_ns / FLAGS_threads;
+    p.delay_ns += after[t].fetch_delay_ns / FLAGS_threads;
+  }
   return p;
 }
 
@@ -185,9 +193,10 @@ int Main() {
     std::printf("provider,mode,size,server_us,threads,ops_per_s,avg_us,p50_us,p99_us,"
                 "rdma_ops_per_call,reads_per_call,rf_share,switches,calls,failed\n");
   } else {
-    std::printf("%-8s %-12s %6s %6s %12s %8s %8s %8s %8s %8s %6s %6s\n",
+    std::printf("%-8s %-12s %6s %6s %12s %8s %8s %8s %8s %8s %6s %6s %7s %7s\n",
                 "provider", "mode", "size", "srv_us", "ops/s", "avg_us",
-                "p50_us", "p99_us", "ops/call", "rd/call", "rf%", "fail");
+                "p50_us", "p99_us", "ops/call", "rd/call", "rf%", "fail",
+                "rtt_ns", "dly_ns");
   }
   for (const std::string& m : std::vector<std::string>(absl::StrSplit(FLAGS_modes, ','))) {
     absl::StatusOr<RpcMode> mode = ParseRpcMode(m);
@@ -204,11 +213,12 @@ int Main() {
                       static_cast<unsigned long long>(p.calls),
                       static_cast<unsigned long long>(p.failed));
         } else {
-          std::printf("%-8s %-12s %6d %6d %12.0f %8.3f %8.3f %8.3f %8.4f %8.4f %6.1f %6llu\n",
+          std::printf("%-8s %-12s %6d %6d %12.0f %8.3f %8.3f %8.3f %8.4f %8.4f %6.1f %6llu %7.0f %7.0f\n",
                       FLAGS_provider.c_str(), m.c_str(), size, us, p.ops,
                       p.avg_us, p.p50_us, p.p99_us, p.ops_per_call,
                       p.reads_per_call, 100 * p.rf_share,
-                      static_cast<unsigned long long>(p.failed));
+                      static_cast<unsigned long long>(p.failed), p.rtt_ns,
+                      p.delay_ns);
         }
         std::fflush(stdout);
       }

@@ -201,6 +201,18 @@ class ChannelImpl final : public Channel {
     st.batch_size = counters_.batch_size.load();
     st.sizer_k = counters_.sizer_k.load();
     st.sizer_adjustments = counters_.sizer_adjustments.load();
+    int n = 0;
+    for (const auto& slot : conns_) {
+      std::shared_ptr<ClientConnection> c = Get(slot.get());
+      if (!c) continue;
+      st.fetch_rtt_ns += absl::ToDoubleNanoseconds(c->fetch_rtt());
+      st.fetch_delay_ns += absl::ToDoubleNanoseconds(c->fetch_delay());
+      ++n;
+    }
+    if (n > 0) {
+      st.fetch_rtt_ns /= n;
+      st.fetch_delay_ns /= n;
+    }
     return st;
   }
 

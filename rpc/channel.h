@@ -105,6 +105,11 @@ struct ChannelStats {
   // Sum of server-reported processing time, ns.
   uint64_t server_time_ns = 0;
 
+  // Remote fetching, averaged over connections: the measured READ round
+  // trip and the learned delay before a call's first fetch.
+  double fetch_rtt_ns = 0;
+  double fetch_delay_ns = 0;
+
   // Batching.
   uint64_t batches = 0;               // Request batches sent.
   uint64_t batched_calls = 0;         // Calls that went in them.

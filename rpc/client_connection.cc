@@ -749,7 +749,10 @@ void ClientConnection::CompletePart(uint32_t s, const char* payload,
 void ClientConnection::HandleHeader(uint32_t s, int64_t now,
                                     std::vector<PendingCall*>* finished) {
   Slot& slot = slots_[s];
-  const double rtt = static_cast<double>(now - slot.read_posted_ns);
+  // EWMA of READ round trips; one sample (a descheduled poller, say) may
+  // move it at most 4x, so outliers do not distort R * rtt.
+  double rtt = static_cast<double>(now - slot.read_posted_ns);
+  if (rtt_ns_ > 0) rtt = std::min(rtt, 4 * rtt_ns_);
   rtt_ns_ = rtt_ns_ == 0 ? rtt : 0.9 * rtt_ns_ + 0.1 * rtt;
   char* buf = fetch_buf(s) + slot.part_offset;
   const size_t capacity =
@@ -799,10 +802,11 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
   if (probe) return;
   if (!abandoned && slot.fetches == 0 && slot.part_offset == 0 &&
       options_.mode != RpcMode::kServerReply) {
-    // Grow the first-fetch delay, but never past R fetch times, so a slow
-    // server still shows up as calls needing more than R fetches.
-    fetch_delay_ns_ = std::min(fetch_delay_ns_ + kDelayStepNs,
-                               rtt_ns_ * retries_);
+    // Grow the first-fetch delay, up to its cap (ChannelOptions).
+    const double cap =
+        std::max(absl::ToDoubleNanoseconds(options_.max_fetch_delay),
+                 rtt_ns_ * retries_);
+    fetch_delay_ns_ = std::min(fetch_delay_ns_ + kDelayStepNs, cap);
   }
   ++slot.fetches;
   if (slot.phase == Phase::kSwitchCheck) {

@@ -109,6 +109,10 @@ struct ChannelOptions {
   // results take and READs once they are likely ready, instead of at once.
   // Off gives the paper's "fetch immediately, repeatedly". Default: true.
   bool adaptive_fetch_delay = true;
+  // Upper bound of that delay: max(max_fetch_delay, R * measured fetch
+  // time). Past it, fetches count against R as usual, so a slow server still
+  // shows up as calls needing more than R fetches. Default: 2 us.
+  absl::Duration max_fetch_delay = absl::Microseconds(2);
 
   // Called for every completed call with the result's size (header +
   // payload bytes, what F must cover to fetch it in one READ) and the
