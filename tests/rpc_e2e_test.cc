@@ -55,6 +55,9 @@ class RpcE2eTest : public ::testing::Test {
   std::unique_ptr<Channel> Connect(RpcMode mode, ChannelOptions opts = {}) {
     opts.provider = Provider();
     opts.mode = mode;
+    // Correctness, not latency (qemu TCG on a busy host is slow). Tests that
+    // check deadlines set their own.
+    opts.default_timeout = absl::Seconds(120);
     absl::StatusOr<std::unique_ptr<Channel>> c =
         Channel::Create(server_->address(), opts);
     EXPECT_TRUE(c.ok()) << c.status();
