@@ -267,6 +267,16 @@ void ClientConnection::Enqueue(PendingCall* call) {
   UpdateNeedsDriver();
 }
 
+double ClientConnection::FetchDelayCapNs() const {
+  if (!options_.adaptive_fetch_delay) return 0;
+  return std::max(absl::ToDoubleNanoseconds(options_.max_fetch_delay),
+                  rtt_ns_ * retries_);
+}
+
+double ClientConnection::RemoteFetchBudgetNs() const {
+  return FetchDelayCapNs() + rtt_ns_ * retries_;
+}
+
 int ClientConnection::BatchSizeNow() const {
   return options_.batch == BatchMode::kAuto ? sizer_.size()
                                             : std::max(1, options_.batch_size);
@@ -658,7 +668,7 @@ void ClientConnection::Complete(uint32_t s, const char* payload,
   if (via == RpcMode::kRemoteFetch) {
     policy_.OnFetchedCall(slot.fetches);
   } else if (policy_.OnServerReplyCall(absl::Nanoseconds(server_ns),
-                                       absl::Nanoseconds(rtt_ns_))) {
+                                       absl::Nanoseconds(RemoteFetchBudgetNs()))) {
     counters_->switches_to_remote_fetch.fetch_add(1, std::memory_order_relaxed);
     SetMode(RpcMode::kRemoteFetch);
     const int64_t now = NowNs();
@@ -803,10 +813,7 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
   if (!abandoned && slot.fetches == 0 && slot.part_offset == 0 &&
       options_.mode != RpcMode::kServerReply) {
     // Grow the first-fetch delay, up to its cap (ChannelOptions).
-    const double cap =
-        std::max(absl::ToDoubleNanoseconds(options_.max_fetch_delay),
-                 rtt_ns_ * retries_);
-    fetch_delay_ns_ = std::min(fetch_delay_ns_ + kDelayStepNs, cap);
+    fetch_delay_ns_ = std::min(fetch_delay_ns_ + kDelayStepNs, FetchDelayCapNs());
   }
   ++slot.fetches;
   if (slot.phase == Phase::kSwitchCheck) {

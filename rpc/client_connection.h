@@ -216,6 +216,10 @@ class ClientConnection {
   void ExpireCalls(uint32_t s, int64_t now, std::vector<PendingCall*>* finished)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int BatchSizeNow() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Cap of the adaptive first-fetch delay (0 when it is off).
+  double FetchDelayCapNs() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // How long remote fetching waits before a call counts as slow.
+  double RemoteFetchBudgetNs() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   char* staging(uint32_t s) const;
   char* fetch_buf(uint32_t s) const;

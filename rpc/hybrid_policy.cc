@@ -28,13 +28,12 @@ void HybridPolicy::OnFetchedCall(int fetches) {
 }
 
 bool HybridPolicy::OnServerReplyCall(absl::Duration server_time,
-                                     absl::Duration fetch_rtt) {
+                                     absl::Duration rf_budget) {
   if (params_.mode != RpcMode::kHybrid ||
       current_ != RpcMode::kServerReply) {
     return false;
   }
-  const absl::Duration budget =
-      fetch_rtt * (params_.retries * params_.switch_back_ratio);
+  const absl::Duration budget = rf_budget * params_.switch_back_ratio;
   if (server_time < budget) {
     ++consecutive_fast_;
   } else {

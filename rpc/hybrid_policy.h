@@ -8,8 +8,9 @@
 //    switch the connection to server-reply (a single outlier does not).
 //  - In server-reply the client records each result's server processing
 //    time; when K consecutive results report a time below
-//    switch_back_ratio * R * (measured fetch round trip), remote fetching
-//    would again find results within R fetches, so it switches back.
+//    switch_back_ratio * (the time remote fetching waits before a call
+//    counts as slow: first-fetch delay cap + R fetch round trips), remote
+//    fetching would again find results in time, so it switches back.
 //  - Forced modes (kRemoteFetch, kServerReply) never switch.
 //
 // Thread-compatible: the owning connection serializes calls.
@@ -46,9 +47,11 @@ class HybridPolicy {
   void OnFetchedCall(int fetches);
 
   // A call completed by a server WRITE while in server-reply, reporting
-  // `server_time`; `fetch_rtt` is the connection's measured READ round trip.
-  // Returns true if the connection switches back to remote fetching now.
-  bool OnServerReplyCall(absl::Duration server_time, absl::Duration fetch_rtt);
+  // `server_time`. `rf_budget` is how long remote fetching waits before a
+  // call counts as slow: the connection's first-fetch delay cap plus R
+  // measured READ round trips. Returns true if the connection switches back
+  // to remote fetching now.
+  bool OnServerReplyCall(absl::Duration server_time, absl::Duration rf_budget);
 
   // Changes R (the R/F tuner's online re-selection).
   void set_retries(int retries) { params_.retries = retries; }

@@ -64,8 +64,9 @@ struct ChannelOptions {
   // Default: 2.
   int switch_after = 2;
   // In server-reply, calls whose reported server processing time is below
-  // switch_back_ratio * (retries * measured fetch time) count as fast;
-  // `switch_after` consecutive fast calls switch back. Default: 0.8.
+  // switch_back_ratio * (how long remote fetching waits before a call is
+  // slow: the first-fetch delay cap + retries * measured fetch time) count
+  // as fast; `switch_after` consecutive fast calls switch back. Default: 0.8.
   double switch_back_ratio = 0.8;
 
   // Connections to open; 0 opens one per server worker (calls are routed by
