@@ -303,21 +303,32 @@ TEST_F(RpcE2eTest, HybridSwitchesToServerReplyAndBack) {
   opts.retries = 2;
   std::unique_ptr<Channel> ch = Connect(RpcMode::kHybrid, opts);
   ASSERT_NE(ch, nullptr);
-  // Slow handler: results take far longer than R fetches.
+  // Slow handler: results take far longer than R fetches. The first K (2)
+  // calls are fetched; then the connection is in server-reply.
+  int server_replied = 0;
   for (int i = 0; i < 10; ++i) {
     TestRequest req;
     req.set_id(i);
     req.set_delay_ns(20 * 1000 * 1000);  // 20 ms: slow on any fabric, even TCG.
     TestResponse resp;
-    ASSERT_TRUE(CallEcho(ch.get(), nullptr, req, &resp).ok());
+    ClientContext ctx;
+    ASSERT_TRUE(CallEcho(ch.get(), &ctx, req, &resp).ok());
     EXPECT_EQ(resp.id(), static_cast<uint64_t>(i));
+    if (ctx.mode_used() == RpcMode::kServerReply) ++server_replied;
   }
   EXPECT_EQ(ch->connection_mode(0), RpcMode::kServerReply);
-  EXPECT_GE(ch->stats().switches_to_server_reply, 1u);
-  // Fast again: it returns to remote fetching.
-  for (int i = 0; i < 50; ++i) ExpectEcho(ch.get(), 100 + i, 8);
-  EXPECT_EQ(ch->connection_mode(0), RpcMode::kRemoteFetch);
+  EXPECT_EQ(ch->stats().switches_to_server_reply, 1u);
+  EXPECT_GE(server_replied, 7);
+  // Fast again: it returns to remote fetching. (Whether it stays there
+  // depends on how the host schedules the server; most calls are fetched.)
+  int fetched = 0;
+  for (int i = 0; i < 50; ++i) {
+    RpcMode used;
+    ExpectEcho(ch.get(), 100 + i, 8, &used);
+    if (used == RpcMode::kRemoteFetch) ++fetched;
+  }
   EXPECT_GE(ch->stats().switches_to_remote_fetch, 1u);
+  EXPECT_GE(fetched, 25);
 }
 
 TEST_F(RpcE2eTest, DuplicateMethodIdsAreRefused) {
