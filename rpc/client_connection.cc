@@ -667,9 +667,17 @@ void ClientConnection::Complete(uint32_t s, const char* payload,
   const int64_t server_ns = wire::DecodeServerTimeNs(view.server_time);
   if (via == RpcMode::kRemoteFetch) {
     policy_.OnFetchedCall(slot.fetches);
-  } else if (policy_.OnServerReplyCall(absl::Nanoseconds(server_ns),
+  } else if (const double reply_ns = static_cast<double>(NowNs() - slot.posted_ns);
+             (reply_ns_ = reply_ns_ == 0 ? reply_ns : 0.8 * reply_ns_ + 0.2 * reply_ns),
+             policy_.OnServerReplyCall(absl::Nanoseconds(server_ns),
+                                       absl::Nanoseconds(reply_ns),
                                        absl::Nanoseconds(RemoteFetchBudgetNs()))) {
     counters_->switches_to_remote_fetch.fetch_add(1, std::memory_order_relaxed);
+    // Results showed up about one fetch before the replies did: start the
+    // first-fetch delay there rather than where remote fetching left it.
+    if (options_.adaptive_fetch_delay) {
+      fetch_delay_ns_ = std::clamp(reply_ns_ - rtt_ns_, 0.0, FetchDelayCapNs());
+    }
     SetMode(RpcMode::kRemoteFetch);
     const int64_t now = NowNs();
     for (uint32_t i = 0; i < slots_.size(); ++i) {
@@ -813,7 +821,11 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
   if (!abandoned && slot.fetches == 0 && slot.part_offset == 0 &&
       options_.mode != RpcMode::kServerReply) {
     // Grow the first-fetch delay, up to its cap (ChannelOptions).
-    fetch_delay_ns_ = std::min(fetch_delay_ns_ + kDelayStepNs, FetchDelayCapNs());
+    // Grow fast (a step or 1/16, whichever is more), shrink slowly: the
+    // delay settles near a high percentile of the time results take.
+    fetch_delay_ns_ =
+        std::min(fetch_delay_ns_ + std::max(kDelayStepNs, fetch_delay_ns_ / 16),
+                 FetchDelayCapNs());
   }
   ++slot.fetches;
   if (slot.phase == Phase::kSwitchCheck) {

@@ -257,6 +257,7 @@ class ClientConnection {
   uint64_t rounds_ ABSL_GUARDED_BY(mu_) = 0;
   double rtt_ns_ ABSL_GUARDED_BY(mu_) = 0;         // EWMA of READ round trips.
   double fetch_delay_ns_ ABSL_GUARDED_BY(mu_) = 0;  // Adaptive first-fetch delay.
+  double reply_ns_ ABSL_GUARDED_BY(mu_) = 0;        // EWMA of server-reply latency.
   int retries_ ABSL_GUARDED_BY(mu_) = 5;          // R.
   uint32_t fetch_size_ ABSL_GUARDED_BY(mu_) = 256; // F.
   int busy_slots_ ABSL_GUARDED_BY(mu_) = 0;

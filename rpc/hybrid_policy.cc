@@ -28,13 +28,14 @@ void HybridPolicy::OnFetchedCall(int fetches) {
 }
 
 bool HybridPolicy::OnServerReplyCall(absl::Duration server_time,
+                                     absl::Duration reply_latency,
                                      absl::Duration rf_budget) {
   if (params_.mode != RpcMode::kHybrid ||
       current_ != RpcMode::kServerReply) {
     return false;
   }
   const absl::Duration budget = rf_budget * params_.switch_back_ratio;
-  if (server_time < budget) {
+  if (server_time < budget && reply_latency < rf_budget) {
     ++consecutive_fast_;
   } else {
     consecutive_fast_ = 0;

@@ -47,11 +47,16 @@ class HybridPolicy {
   void OnFetchedCall(int fetches);
 
   // A call completed by a server WRITE while in server-reply, reporting
-  // `server_time`. `rf_budget` is how long remote fetching waits before a
-  // call counts as slow: the connection's first-fetch delay cap plus R
-  // measured READ round trips. Returns true if the connection switches back
-  // to remote fetching now.
-  bool OnServerReplyCall(absl::Duration server_time, absl::Duration rf_budget);
+  // `server_time`, `reply_latency` after its request was posted.
+  // `rf_budget` is how long remote fetching waits before a call counts as
+  // slow: the connection's first-fetch delay cap plus R measured READ round
+  // trips. The call is fast when the server's time is below
+  // switch_back_ratio * rf_budget and the whole reply came within rf_budget
+  // (so remote fetching would have found it in time). Returns true if the
+  // connection switches back to remote fetching now.
+  bool OnServerReplyCall(absl::Duration server_time,
+                         absl::Duration reply_latency,
+                         absl::Duration rf_budget);
 
   // Changes R (the R/F tuner's online re-selection).
   void set_retries(int retries) { params_.retries = retries; }

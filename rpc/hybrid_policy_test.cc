@@ -27,6 +27,8 @@ bool FetchCall(HybridPolicy* p, int fetches, int retries = 5) {
 
 // What remote fetching waits before a call is slow; * 0.8 = 4 us.
 const absl::Duration kRtt = absl::Nanoseconds(5000);
+// A reply latency well within that budget.
+const absl::Duration kQuick = absl::Microseconds(2);
 
 TEST(HybridPolicyTest, StartsInRemoteFetch) {
   HybridPolicy p(Hybrid());
@@ -64,16 +66,16 @@ TEST(HybridPolicyTest, FasterResponsesSwitchBack) {
   ASSERT_TRUE(FetchCall(&p, 8));
   // Still slow on the server: stay in server-reply.
   for (int i = 0; i < 10; ++i) {
-    EXPECT_FALSE(p.OnServerReplyCall(absl::Microseconds(10), kRtt));
+    EXPECT_FALSE(p.OnServerReplyCall(absl::Microseconds(10), kQuick, kRtt));
   }
   EXPECT_EQ(p.current(), RpcMode::kServerReply);
   // One fast result is not enough...
-  EXPECT_FALSE(p.OnServerReplyCall(absl::Microseconds(1), kRtt));
-  EXPECT_FALSE(p.OnServerReplyCall(absl::Microseconds(10), kRtt));
+  EXPECT_FALSE(p.OnServerReplyCall(absl::Microseconds(1), kQuick, kRtt));
+  EXPECT_FALSE(p.OnServerReplyCall(absl::Microseconds(10), kQuick, kRtt));
   EXPECT_EQ(p.current(), RpcMode::kServerReply);
   // ...K in a row are.
-  EXPECT_FALSE(p.OnServerReplyCall(absl::Microseconds(1), kRtt));
-  EXPECT_TRUE(p.OnServerReplyCall(absl::Microseconds(1), kRtt));
+  EXPECT_FALSE(p.OnServerReplyCall(absl::Microseconds(1), kQuick, kRtt));
+  EXPECT_TRUE(p.OnServerReplyCall(absl::Microseconds(1), kQuick, kRtt));
   EXPECT_EQ(p.current(), RpcMode::kRemoteFetch);
   EXPECT_EQ(p.switches_to_remote_fetch(), 1u);
 }
@@ -83,11 +85,26 @@ TEST(HybridPolicyTest, SwitchBackThresholdIsRatioTimesFetchBudget) {
   FetchCall(&p, 8);
   ASSERT_TRUE(FetchCall(&p, 8));
   // Exactly at the budget (4 us) is not below it.
-  EXPECT_FALSE(p.OnServerReplyCall(absl::Microseconds(4), kRtt));
-  EXPECT_FALSE(p.OnServerReplyCall(absl::Microseconds(4), kRtt));
+  EXPECT_FALSE(p.OnServerReplyCall(absl::Microseconds(4), kQuick, kRtt));
+  EXPECT_FALSE(p.OnServerReplyCall(absl::Microseconds(4), kQuick, kRtt));
   EXPECT_EQ(p.current(), RpcMode::kServerReply);
-  EXPECT_FALSE(p.OnServerReplyCall(absl::Nanoseconds(3999), kRtt));
-  EXPECT_TRUE(p.OnServerReplyCall(absl::Nanoseconds(3999), kRtt));
+  EXPECT_FALSE(p.OnServerReplyCall(absl::Nanoseconds(3999), kQuick, kRtt));
+  EXPECT_TRUE(p.OnServerReplyCall(absl::Nanoseconds(3999), kQuick, kRtt));
+}
+
+TEST(HybridPolicyTest, SlowRepliesDoNotSwitchBackEvenIfServerTimeIsShort) {
+  HybridPolicy p(Hybrid());
+  FetchCall(&p, 8);
+  ASSERT_TRUE(FetchCall(&p, 8));
+  // The server computes fast, but replies take longer than remote fetching
+  // would wait (queueing, a busy server thread): stay in server-reply.
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_FALSE(p.OnServerReplyCall(absl::Microseconds(1),
+                                     absl::Microseconds(6), kRtt));
+  }
+  EXPECT_EQ(p.current(), RpcMode::kServerReply);
+  EXPECT_FALSE(p.OnServerReplyCall(absl::Microseconds(1), kQuick, kRtt));
+  EXPECT_TRUE(p.OnServerReplyCall(absl::Microseconds(1), kQuick, kRtt));
 }
 
 TEST(HybridPolicyTest, ForcedModesNeverSwitch) {
@@ -102,7 +119,7 @@ TEST(HybridPolicyTest, ForcedModesNeverSwitch) {
   HybridPolicy q(sr);
   EXPECT_EQ(q.current(), RpcMode::kServerReply);
   for (int i = 0; i < 10; ++i) {
-    EXPECT_FALSE(q.OnServerReplyCall(absl::ZeroDuration(), kRtt));
+    EXPECT_FALSE(q.OnServerReplyCall(absl::ZeroDuration(), kQuick, kRtt));
   }
   EXPECT_EQ(q.current(), RpcMode::kServerReply);
 }
