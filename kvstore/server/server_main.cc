@@ -2,7 +2,7 @@
 //
 // kvstore_server: a Jakiro key-value server (proto/kvstore.proto).
 //
-//   kvstore_server --provider=shm --address=/tmp/jakiro.sock --workers=2 \
+//   kvstore_server --provider=shm --address=/tmp/jakiro.sock --workers=2
 //       --kv_memory_mb=64 [--address_file=F] [--rfrpc_* server knobs]
 //
 // Prints "listening on <address>" on stdout once clients can connect (and
