@@ -41,10 +41,10 @@ if [ "${1:-}" = --in-vm-client ]; then
   exit 0
 fi
 
-[ -x "$SERVER" ] && [ -x "$YCSB" ] || {
+if [ ! -x "$SERVER" ] || [ ! -x "$YCSB" ]; then
   echo "build first: bazel build //kvstore/server:kvstore_server //kvstore/ycsb:ycsb" >&2
   exit 2
-}
+fi
 PART="${1:-all}"
 pass=0
 fails=0
