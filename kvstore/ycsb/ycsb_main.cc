@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gflags/gflags.h"
+#include "glog/logging.h"
 #include "kvstore/ycsb/client.h"
 #include "kvstore/ycsb/db.h"
 #include "kvstore/ycsb/properties.h"
@@ -146,7 +147,9 @@ int Main(int argc, char** argv) {
   gflags::SetUsageMessage(kUsage);
   int gflags_argc = static_cast<int>(gflags_argv.size());
   char** gflags_argv_ptr = gflags_argv.data();
+  FLAGS_logtostderr = true;  // Drivers (rfrpc) log warnings through glog.
   gflags::ParseCommandLineFlags(&gflags_argc, &gflags_argv_ptr, true);
+  google::InitGoogleLogging(argv[0]);
 
   if (FLAGS_list_drivers) {
     std::cout << absl::StrJoin(RegisteredDrivers(), "\n") << "\n";

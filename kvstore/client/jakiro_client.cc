@@ -1,0 +1,161 @@
+// Copyright 2026 The rfrpc Authors.
+
+#include "kvstore/client/jakiro_client.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "kvstore/server/message_limits.h"
+#include "kvstore/store/key_hash.h"
+
+namespace rfrpc {
+namespace kvstore {
+
+absl::StatusOr<std::unique_ptr<JakiroClient>> JakiroClient::Connect(
+    const JakiroClientOptions& options) {
+  if (options.servers.empty()) {
+    return absl::InvalidArgumentError("no Jakiro server given");
+  }
+  if (std::set<std::string>(options.servers.begin(), options.servers.end())
+          .size() != options.servers.size()) {
+    return absl::InvalidArgumentError("a Jakiro server is listed twice");
+  }
+  if (options.virtual_nodes < 1) {
+    return absl::InvalidArgumentError("virtual_nodes must be >= 1");
+  }
+  std::unique_ptr<JakiroClient> client(new JakiroClient(options));
+  ChannelOptions co = options.channel;
+  co.connections = 0;
+  const uint32_t message_bytes = static_cast<uint32_t>(
+      JakiroMaxMessageBytes(options.max_value_bytes));
+  co.max_request_bytes = std::max(co.max_request_bytes, message_bytes);
+  co.max_response_bytes = std::max(co.max_response_bytes, message_bytes);
+  for (size_t i = 0; i < options.servers.size(); ++i) {
+    const std::string& address = options.servers[i];
+    absl::StatusOr<std::unique_ptr<Channel>> channel =
+        Channel::Create(address, co);
+    if (!channel.ok()) {
+      return absl::Status(channel.status().code(),
+                          absl::StrCat("Jakiro server ", address, ": ",
+                                       channel.status().message()));
+    }
+    ServerConn conn;
+    conn.workers = std::max(1, (*channel)->server_workers());
+    conn.channel = std::move(*channel);
+    conn.stub = std::make_unique<rfrpc::kv::Jakiro::Stub>(conn.channel.get());
+    client->servers_.push_back(std::move(conn));
+    for (int v = 0; v < options.virtual_nodes; ++v) {
+      const std::string point = absl::StrCat(address, "#", v);
+      client->ring_.emplace_back(XxHash64(point.data(), point.size(), 0),
+                                 static_cast<int>(i));
+    }
+  }
+  std::sort(client->ring_.begin(), client->ring_.end());
+  return client;
+}
+
+JakiroClient::JakiroClient(const JakiroClientOptions& options)
+    : options_(options) {}
+
+JakiroClient::~JakiroClient() = default;
+
+int JakiroClient::ServerOf(absl::string_view key) const {
+  if (servers_.size() == 1) return 0;
+  const uint64_t h = XxHash64(key.data(), key.size(), kRingSeed);
+  auto it = std::lower_bound(
+      ring_.begin(), ring_.end(), h,
+      [](const std::pair<uint64_t, int>& p, uint64_t v) { return p.first < v; });
+  if (it == ring_.end()) it = ring_.begin();  // The ring wraps around.
+  return it->second;
+}
+
+int JakiroClient::WorkerOf(absl::string_view key) const {
+  return static_cast<int>(
+      PartitionOfHash(KeyHash(key), servers_[ServerOf(key)].workers));
+}
+
+JakiroClient::ServerConn& JakiroClient::Route(absl::string_view key,
+                                              ClientContext* ctx) {
+  ServerConn& s = servers_[ServerOf(key)];
+  ctx->set_shard(PartitionOfHash(KeyHash(key), s.workers));
+  return s;
+}
+
+absl::Status JakiroClient::Get(absl::string_view key, std::string* value) {
+  rfrpc::kv::GetRequest req;
+  req.set_key(key.data(), key.size());
+  rfrpc::kv::GetResponse resp;
+  ClientContext ctx;
+  absl::Status s = Route(key, &ctx).stub->Get(&ctx, req, &resp);
+  if (s.ok()) *value = std::move(*resp.mutable_value());
+  return s;
+}
+
+void JakiroClient::GetAsync(absl::string_view key, std::string* value,
+                            std::function<void(absl::Status)> done) {
+  struct Call {
+    rfrpc::kv::GetResponse resp;
+    ClientContext ctx;
+  };
+  auto call = std::make_shared<Call>();
+  rfrpc::kv::GetRequest req;
+  req.set_key(key.data(), key.size());
+  ServerConn& s = Route(key, &call->ctx);
+  s.stub->GetAsync(&call->ctx, req, &call->resp,
+                   [call, value, done = std::move(done)](absl::Status st) {
+                     if (st.ok()) *value = std::move(*call->resp.mutable_value());
+                     done(st);
+                   });
+}
+
+absl::Status JakiroClient::Put(absl::string_view key, absl::string_view value) {
+  rfrpc::kv::PutRequest req;
+  req.set_key(key.data(), key.size());
+  req.set_value(value.data(), value.size());
+  rfrpc::kv::PutResponse resp;
+  ClientContext ctx;
+  return Route(key, &ctx).stub->Put(&ctx, req, &resp);
+}
+
+absl::Status JakiroClient::Delete(absl::string_view key) {
+  rfrpc::kv::DeleteRequest req;
+  req.set_key(key.data(), key.size());
+  rfrpc::kv::DeleteResponse resp;
+  ClientContext ctx;
+  return Route(key, &ctx).stub->Delete(&ctx, req, &resp);
+}
+
+ChannelStats JakiroClient::stats(int server) const {
+  return servers_[server].channel->stats();
+}
+
+ChannelStats JakiroClient::TotalStats() const {
+  ChannelStats t;
+  for (const ServerConn& s : servers_) {
+    const ChannelStats c = s.channel->stats();
+    t.calls += c.calls;
+    t.calls_remote_fetch += c.calls_remote_fetch;
+    t.calls_server_reply += c.calls_server_reply;
+    t.calls_failed += c.calls_failed;
+    t.rdma_writes += c.rdma_writes;
+    t.rdma_reads += c.rdma_reads;
+    t.fetches += c.fetches;
+    t.switches_to_server_reply += c.switches_to_server_reply;
+    t.switches_to_remote_fetch += c.switches_to_remote_fetch;
+    for (int i = 0; i < 16; ++i) t.fetch_histogram[i] += c.fetch_histogram[i];
+    t.server_time_ns += c.server_time_ns;
+    t.batches += c.batches;
+    t.batched_calls += c.batched_calls;
+    t.flushes_full += c.flushes_full;
+    t.flushes_bytes += c.flushes_bytes;
+    t.flushes_timeout += c.flushes_timeout;
+    t.result_parts += c.result_parts;
+    t.publishes_delayed += c.publishes_delayed;
+  }
+  return t;
+}
+
+}  // namespace kvstore
+}  // namespace rfrpc

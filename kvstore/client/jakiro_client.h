@@ -1,0 +1,128 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// JakiroClient: the client of one or more Jakiro servers (proto/kvstore.proto)
+// over rfrpc.
+//
+// Routing, in two steps:
+//   1. Server: consistent hashing over a ring with `virtual_nodes` points per
+//      server (XXH64 of "<address>#<i>"); a key goes to the first point at or
+//      after XXH64(key, kRingSeed). The ring hash uses its own seed so the
+//      server choice does not correlate with the partition and bucket bits of
+//      KeyHash. Adding or removing a server moves only about 1/n of the keys.
+//   2. Worker: each server's Channel opens one connection per server worker
+//      (ChannelOptions::connections = 0) and each call is sent to the
+//      connection of the owning partition, KeyHash(key) % workers, through
+//      ClientContext::set_shard (the server's EREW check then always passes).
+//
+// Ownership: the client owns its channels. Thread safety: a JakiroClient is
+// thread-safe (its channels are; the ring is immutable after Connect).
+//
+//   JakiroClientOptions opts;
+//   opts.servers = {"/tmp/jakiro.sock"};
+//   opts.channel.mode = rfrpc::RpcMode::kRemoteFetch;
+//   RFRPC_ASSIGN_OR_RETURN(auto client, JakiroClient::Connect(opts));
+//   RFRPC_RETURN_IF_ERROR(client->Put("user:42", "alice"));
+//   std::string v;
+//   RFRPC_RETURN_IF_ERROR(client->Get("user:42", &v));
+
+#ifndef RFRPC_KVSTORE_CLIENT_JAKIRO_CLIENT_H_
+#define RFRPC_KVSTORE_CLIENT_JAKIRO_CLIENT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "proto/kvstore.rfrpc.h"
+#include "rpc/channel.h"
+#include "rpc/options.h"
+
+namespace rfrpc {
+namespace kvstore {
+
+struct JakiroClientOptions {
+  // Server addresses (shm socket paths or verbs host:port). Must not be empty
+  // or hold duplicates. Default: none.
+  std::vector<std::string> servers;
+  // Options of every channel. `connections` is ignored (always one per
+  // server worker); max_request_bytes / max_response_bytes are raised to fit
+  // max_value_bytes. Default: ChannelOptions defaults.
+  ChannelOptions channel;
+  // Ring points per server. Default: 160.
+  int virtual_nodes = 160;
+  // Largest value this client puts or expects to get; must not exceed the
+  // servers' --kv_max_value_bytes. Default: 32 KiB.
+  size_t max_value_bytes = size_t{32} << 10;
+};
+
+class JakiroClient {
+ public:
+  // The seed of the ring hash (see the header comment).
+  static constexpr uint64_t kRingSeed = 0x4a616b69726f3031;  // "Jakiro01"
+
+  // Connects to every server. INVALID_ARGUMENT for bad options; the first
+  // server's connection error otherwise (naming the server).
+  static absl::StatusOr<std::unique_ptr<JakiroClient>> Connect(
+      const JakiroClientOptions& options);
+
+  JakiroClient(const JakiroClient&) = delete;
+  JakiroClient& operator=(const JakiroClient&) = delete;
+  ~JakiroClient();
+
+  // The value of `key` into `*value` (not null, not kept). NOT_FOUND if
+  // absent; the statuses of proto/kvstore.proto and of Channel::Call.
+  absl::Status Get(absl::string_view key, std::string* value);
+  // Inserts or replaces `key`.
+  absl::Status Put(absl::string_view key, absl::string_view value);
+  // Removes `key`; NOT_FOUND if absent.
+  absl::Status Delete(absl::string_view key);
+
+  // Asynchronous Get: `done` runs once with the status, on a channel thread
+  // or a thread making a sync call; `*value` (not null) must live until then.
+  // Lets one thread keep several calls in flight (what request batching
+  // needs).
+  void GetAsync(absl::string_view key, std::string* value,
+                std::function<void(absl::Status)> done);
+
+  // Index into options().servers of the server owning `key`.
+  int ServerOf(absl::string_view key) const;
+  // The partition (worker) of `key` on its server.
+  int WorkerOf(absl::string_view key) const;
+
+  int num_servers() const { return static_cast<int>(servers_.size()); }
+  // Worker count of server i, learned at connect.
+  int workers(int server) const { return servers_[server].workers; }
+  // Counters of server i's channel.
+  ChannelStats stats(int server) const;
+  // All channels' counters summed.
+  ChannelStats TotalStats() const;
+  const JakiroClientOptions& options() const { return options_; }
+
+ private:
+  struct ServerConn {
+    std::unique_ptr<Channel> channel;
+    std::unique_ptr<rfrpc::kv::Jakiro::Stub> stub;
+    int workers = 1;
+  };
+
+  explicit JakiroClient(const JakiroClientOptions& options);
+
+  // The server of `key` and a context routed to the owning worker.
+  ServerConn& Route(absl::string_view key, ClientContext* ctx);
+
+  const JakiroClientOptions options_;
+  std::vector<ServerConn> servers_;
+  // (ring point, server index), sorted by point.
+  std::vector<std::pair<uint64_t, int>> ring_;
+};
+
+}  // namespace kvstore
+}  // namespace rfrpc
+
+#endif  // RFRPC_KVSTORE_CLIENT_JAKIRO_CLIENT_H_

@@ -1,0 +1,199 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// JakiroClient against in-process Jakiro servers on shm: routing to the
+// owning worker, consistent hashing over two servers, errors end to end.
+
+#include "kvstore/client/jakiro_client.h"
+
+#include <future>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "kvstore/server/jakiro_service.h"
+#include "rpc/server.h"
+
+namespace rfrpc {
+namespace kvstore {
+namespace {
+
+// One Jakiro server with its own store.
+struct TestServer {
+  explicit TestServer(int workers, size_t max_value_bytes = 4096) {
+    JakiroServiceOptions o;
+    o.workers = workers;
+    o.memory_bytes_per_partition = size_t{4} << 20;
+    o.max_value_bytes = max_value_bytes;
+    absl::StatusOr<std::unique_ptr<JakiroService>> s = JakiroService::Create(o);
+    EXPECT_TRUE(s.ok()) << s.status();
+    service = std::move(*s);
+    ServerOptions so;
+    so.workers = workers;
+    so.idle_spin_rounds = 100;
+    so.idle_yield_rounds = 100;
+    server = std::make_unique<Server>(so);
+    EXPECT_TRUE(server->RegisterService(service.get()).ok());
+    absl::Status st = server->Start();
+    EXPECT_TRUE(st.ok()) << st;
+  }
+  std::unique_ptr<JakiroService> service;
+  std::unique_ptr<Server> server;
+};
+
+std::unique_ptr<JakiroClient> ConnectTo(const std::vector<TestServer*>& servers,
+                                        RpcMode mode = RpcMode::kHybrid) {
+  JakiroClientOptions o;
+  for (TestServer* s : servers) o.servers.push_back(s->server->address());
+  o.channel.mode = mode;
+  o.max_value_bytes = 4096;
+  absl::StatusOr<std::unique_ptr<JakiroClient>> c = JakiroClient::Connect(o);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return c.ok() ? std::move(*c) : nullptr;
+}
+
+TEST(JakiroClientTest, RoutesEveryKeyToItsOwningWorker) {
+  TestServer server(3);
+  for (RpcMode mode : {RpcMode::kRemoteFetch, RpcMode::kServerReply,
+                       RpcMode::kHybrid}) {
+    std::unique_ptr<JakiroClient> client = ConnectTo({&server}, mode);
+    ASSERT_NE(client, nullptr);
+    EXPECT_EQ(client->workers(0), 3);
+    // A misrouted call would fail with FAILED_PRECONDITION.
+    for (int i = 0; i < 300; ++i) {
+      const std::string key = absl::StrCat("user", i);
+      ASSERT_TRUE(client->Put(key, absl::StrCat(RpcModeName(mode), i)).ok());
+    }
+    for (int i = 0; i < 300; ++i) {
+      std::string v;
+      absl::Status s = client->Get(absl::StrCat("user", i), &v);
+      ASSERT_TRUE(s.ok()) << s;
+      EXPECT_EQ(v, absl::StrCat(RpcModeName(mode), i));
+    }
+    EXPECT_EQ(client->TotalStats().calls_failed, 0u);
+  }
+  server.server->Shutdown();
+  for (int w = 0; w < 3; ++w) {
+    EXPECT_GT(server.service->partition_stats(w).items, 60u) << w;
+  }
+  EXPECT_EQ(server.service->TotalStats().items, 300u);
+}
+
+TEST(JakiroClientTest, StatusesEndToEnd) {
+  TestServer server(2, /*max_value_bytes=*/1000);
+  std::unique_ptr<JakiroClient> client = ConnectTo({&server});
+  ASSERT_NE(client, nullptr);
+  std::string v;
+  EXPECT_EQ(client->Get("absent", &v).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(client->Delete("absent").code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(client->Put("", "v").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(client->Put(std::string(251, 'k'), "v").code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(client->Put("k", std::string(1001, 'v')).code(),
+            absl::StatusCode::kResourceExhausted);
+  ASSERT_TRUE(client->Put("k", std::string(1000, 'v')).ok());
+  ASSERT_TRUE(client->Get("k", &v).ok());
+  EXPECT_EQ(v, std::string(1000, 'v'));
+  ASSERT_TRUE(client->Delete("k").ok());
+  EXPECT_EQ(client->Get("k", &v).code(), absl::StatusCode::kNotFound);
+}
+
+TEST(JakiroClientTest, LargeValuesTakeTheLargeResultPath) {
+  TestServer server(1, /*max_value_bytes=*/4096);
+  std::unique_ptr<JakiroClient> client = ConnectTo({&server}, RpcMode::kRemoteFetch);
+  ASSERT_NE(client, nullptr);
+  std::string big(4096, 'x');
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 7);
+  ASSERT_TRUE(client->Put("big", big).ok());
+  std::string v;
+  ASSERT_TRUE(client->Get("big", &v).ok());
+  EXPECT_EQ(v, big);
+}
+
+TEST(JakiroClientTest, GetAsync) {
+  TestServer server(2);
+  std::unique_ptr<JakiroClient> client = ConnectTo({&server});
+  ASSERT_NE(client, nullptr);
+  for (int i = 0; i < 16; ++i) {
+    ASSERT_TRUE(client->Put(absl::StrCat("k", i), absl::StrCat("v", i)).ok());
+  }
+  std::vector<std::string> values(16);
+  std::vector<std::promise<absl::Status>> done(16);
+  for (int i = 0; i < 16; ++i) {
+    client->GetAsync(absl::StrCat("k", i), &values[i],
+                     [&done, i](absl::Status s) { done[i].set_value(s); });
+  }
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_TRUE(done[i].get_future().get().ok());
+    EXPECT_EQ(values[i], absl::StrCat("v", i));
+  }
+}
+
+TEST(JakiroClientTest, ConsistentHashingSpreadsKeysOverTwoServers) {
+  TestServer a(2);
+  TestServer b(1);
+  std::unique_ptr<JakiroClient> client = ConnectTo({&a, &b});
+  ASSERT_NE(client, nullptr);
+  constexpr int kKeys = 4000;
+  int on_a = 0;
+  for (int i = 0; i < kKeys; ++i) {
+    const std::string key = absl::StrCat("user", i);
+    ASSERT_TRUE(client->Put(key, "v").ok());
+    on_a += client->ServerOf(key) == 0;
+  }
+  for (int i = 0; i < kKeys; ++i) {
+    std::string v;
+    ASSERT_TRUE(client->Get(absl::StrCat("user", i), &v).ok());
+  }
+  // 160 virtual nodes each: within 15% of an even split.
+  EXPECT_GT(on_a, kKeys * 35 / 100);
+  EXPECT_LT(on_a, kKeys * 65 / 100);
+  a.server->Shutdown();
+  b.server->Shutdown();
+  EXPECT_EQ(a.service->TotalStats().items, static_cast<uint64_t>(on_a));
+  EXPECT_EQ(b.service->TotalStats().items,
+            static_cast<uint64_t>(kKeys - on_a));
+}
+
+TEST(JakiroClientTest, RingMovesOnlyTheKeysOfARemovedServer) {
+  TestServer a(1), b(1), c(1);
+  std::unique_ptr<JakiroClient> three = ConnectTo({&a, &b, &c});
+  std::unique_ptr<JakiroClient> two = ConnectTo({&a, &c});
+  ASSERT_NE(three, nullptr);
+  ASSERT_NE(two, nullptr);
+  int moved = 0, on_b = 0;
+  for (int i = 0; i < 3000; ++i) {
+    const std::string key = absl::StrCat("user", i);
+    const int s3 = three->ServerOf(key);  // 0=a, 1=b, 2=c
+    const int s2 = two->ServerOf(key);    // 0=a, 1=c
+    if (s3 == 1) {
+      ++on_b;
+      continue;
+    }
+    moved += (s3 == 0) != (s2 == 0);
+  }
+  EXPECT_EQ(moved, 0);
+  EXPECT_GT(on_b, 600);
+  EXPECT_LT(on_b, 1400);
+}
+
+TEST(JakiroClientTest, BadOptions) {
+  JakiroClientOptions o;
+  EXPECT_EQ(JakiroClient::Connect(o).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  o.servers = {"/x", "/x"};
+  EXPECT_EQ(JakiroClient::Connect(o).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  o.servers = {"/nonexistent/jakiro.sock"};
+  absl::StatusOr<std::unique_ptr<JakiroClient>> c = JakiroClient::Connect(o);
+  EXPECT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("/nonexistent/jakiro.sock"),
+            std::string::npos)
+      << c.status();
+}
+
+}  // namespace
+}  // namespace kvstore
+}  // namespace rfrpc

@@ -1,0 +1,124 @@
+// Copyright 2026 The rfrpc Authors.
+
+#include "kvstore/server/jakiro_service.h"
+
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "kvstore/store/key_hash.h"
+
+namespace rfrpc {
+namespace kvstore {
+
+absl::StatusOr<std::unique_ptr<JakiroService>> JakiroService::Create(
+    const JakiroServiceOptions& options) {
+  if (options.workers < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("workers must be >= 1, got ", options.workers));
+  }
+  if (options.max_value_bytes < 1) {
+    return absl::InvalidArgumentError("max_value_bytes must be >= 1");
+  }
+  std::unique_ptr<JakiroService> service(new JakiroService(options));
+  PartitionOptions po;
+  po.memory_bytes = options.memory_bytes_per_partition;
+  po.max_value_bytes = options.max_value_bytes;
+  for (int w = 0; w < options.workers; ++w) {
+    absl::StatusOr<std::unique_ptr<Partition>> p = Partition::Create(po);
+    if (!p.ok()) {
+      return absl::Status(p.status().code(),
+                          absl::StrCat("partition ", w, ": ",
+                                       p.status().message()));
+    }
+    service->partitions_.push_back(std::move(*p));
+  }
+  return service;
+}
+
+JakiroService::JakiroService(const JakiroServiceOptions& options)
+    : options_(options) {}
+
+absl::StatusOr<Partition*> JakiroService::OwnerPartition(
+    const ServerContext& ctx, const std::string& key) {
+  if (key.empty()) return absl::InvalidArgumentError("empty key");
+  if (key.size() > Partition::kMaxKeyBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("key of ", key.size(), " bytes exceeds the maximum of ",
+                     Partition::kMaxKeyBytes));
+  }
+  const int worker = ctx.worker();
+  if (worker < 0 || worker >= workers()) {
+    return absl::InternalError(absl::StrCat(
+        "call on server worker ", worker, " but the service has ", workers(),
+        " partitions (ServerOptions::workers must equal "
+        "JakiroServiceOptions::workers)"));
+  }
+  const uint32_t owner = PartitionOfHash(KeyHash(key), workers());
+  if (owner != static_cast<uint32_t>(worker)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("key belongs to worker ", owner, " of ", workers(),
+                     ", not worker ", worker,
+                     " (route by KeyHash(key) % workers)"));
+  }
+  return partitions_[worker].get();
+}
+
+absl::Status JakiroService::Get(ServerContext* ctx,
+                                const rfrpc::kv::GetRequest* request,
+                                rfrpc::kv::GetResponse* response) {
+  absl::StatusOr<Partition*> p = OwnerPartition(*ctx, request->key());
+  if (!p.ok()) return p.status();
+  absl::StatusOr<absl::string_view> v = (*p)->GetView(request->key());
+  if (!v.ok()) return v.status();
+  response->set_value(v->data(), v->size());
+  return absl::OkStatus();
+}
+
+absl::Status JakiroService::Put(ServerContext* ctx,
+                                const rfrpc::kv::PutRequest* request,
+                                rfrpc::kv::PutResponse* response) {
+  absl::StatusOr<Partition*> p = OwnerPartition(*ctx, request->key());
+  if (!p.ok()) return p.status();
+  if (request->value().size() > options_.max_value_bytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("value of ", request->value().size(),
+                     " bytes exceeds the maximum of ", options_.max_value_bytes));
+  }
+  return (*p)->Put(request->key(), request->value());
+}
+
+absl::Status JakiroService::Delete(ServerContext* ctx,
+                                   const rfrpc::kv::DeleteRequest* request,
+                                   rfrpc::kv::DeleteResponse* response) {
+  absl::StatusOr<Partition*> p = OwnerPartition(*ctx, request->key());
+  if (!p.ok()) return p.status();
+  return (*p)->Delete(request->key());
+}
+
+const PartitionStats& JakiroService::partition_stats(int i) const {
+  return partitions_[i]->stats();
+}
+
+PartitionStats JakiroService::TotalStats() const {
+  PartitionStats t;
+  for (const auto& p : partitions_) {
+    const PartitionStats& s = p->stats();
+    t.items += s.items;
+    t.live_bytes += s.live_bytes;
+    t.arena_bytes += s.arena_bytes;
+    t.index_bytes += s.index_bytes;
+    t.hits += s.hits;
+    t.misses += s.misses;
+    t.puts += s.puts;
+    t.deletes += s.deletes;
+    t.evictions_bucket_full += s.evictions_bucket_full;
+    t.evictions_memory += s.evictions_memory;
+    t.compactions += s.compactions;
+    t.compacted_bytes += s.compacted_bytes;
+  }
+  return t;
+}
+
+}  // namespace kvstore
+}  // namespace rfrpc

@@ -1,0 +1,185 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// kvstore_server: a Jakiro key-value server (proto/kvstore.proto).
+//
+//   kvstore_server --provider=shm --address=/tmp/jakiro.sock --workers=2
+//       --kv_memory_mb=64 [--address_file=F] [--rfrpc_* server knobs]
+//
+// Prints "listening on <address>" on stdout once clients can connect (and
+// writes the address to --address_file, atomically, if given). Runs until
+// SIGINT or SIGTERM, then shuts the server down, logs the partitions'
+// statistics and exits 0. Exit status 1: the server could not start; 2: bad
+// flags.
+//
+// Signals: SIGINT and SIGTERM are blocked in every thread (the mask is set
+// before any thread starts and inherited) and taken by sigwait() on the main
+// thread, so no code runs in signal-handler context.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "gflags/gflags.h"
+#include "glog/logging.h"
+#include "kvstore/server/jakiro_service.h"
+#include "kvstore/server/message_limits.h"
+#include "rpc/server.h"
+#include "tools/rpc_flags.h"
+
+DEFINE_string(provider, "shm", "Transport provider: shm, verbs or auto.");
+DEFINE_string(address, "",
+              "Where to listen. shm: a Unix socket path (empty picks one); "
+              "verbs: host:port (port 0 picks one).");
+DEFINE_string(address_file, "",
+              "If set, the listening address is written to this file "
+              "(atomically) once the server is up.");
+DEFINE_int32(workers, 1,
+             "Server worker threads; each owns one partition (EREW).");
+DEFINE_int64(kv_memory_mb, 64, "Item memory per partition, MiB.");
+DEFINE_int64(kv_max_value_bytes, 32 << 10,
+             "Largest value a Put accepts; larger ones are "
+             "RESOURCE_EXHAUSTED.");
+
+namespace rfrpc {
+namespace kvstore {
+namespace {
+
+absl::Status WriteAddressFile(const std::string& path,
+                              const std::string& address) {
+  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << address << "\n";
+    out.close();
+    if (!out) {
+      return absl::UnavailableError(absl::StrCat("cannot write ", tmp));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot rename ", tmp, " to ", path, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+int Main() {
+  if (FLAGS_workers < 1) {
+    LOG(ERROR) << "--workers must be >= 1";
+    return 2;
+  }
+  if (FLAGS_kv_memory_mb < 1 || FLAGS_kv_max_value_bytes < 1) {
+    LOG(ERROR) << "--kv_memory_mb and --kv_max_value_bytes must be >= 1";
+    return 2;
+  }
+  JakiroServiceOptions kv;
+  kv.workers = FLAGS_workers;
+  kv.memory_bytes_per_partition = static_cast<size_t>(FLAGS_kv_memory_mb) << 20;
+  kv.max_value_bytes = static_cast<size_t>(FLAGS_kv_max_value_bytes);
+
+  ServerOptions so;
+  absl::Status s = tools::ApplyServerFlags(&so);
+  if (!s.ok()) {
+    LOG(ERROR) << s;
+    return 2;
+  }
+  so.provider = FLAGS_provider;
+  so.address = FLAGS_address;
+  so.workers = FLAGS_workers;
+  // Requests and responses must carry a key and a value of the maximum size.
+  const uint32_t message_bytes =
+      static_cast<uint32_t>(JakiroMaxMessageBytes(kv.max_value_bytes));
+  so.max_request_bytes = std::max(so.max_request_bytes, message_bytes);
+  so.max_response_bytes = std::max(so.max_response_bytes, message_bytes);
+
+  LOG(INFO) << "kvstore_server: " << tools::DescribeServerOptions(so);
+  LOG(INFO) << "kvstore_server: partitions=" << kv.workers
+            << " memory_per_partition=" << FLAGS_kv_memory_mb
+            << "MiB max_value_bytes=" << kv.max_value_bytes
+            << " max_key_bytes=" << Partition::kMaxKeyBytes;
+
+  absl::StatusOr<std::unique_ptr<JakiroService>> service =
+      JakiroService::Create(kv);
+  if (!service.ok()) {
+    LOG(ERROR) << "cannot create the store: " << service.status();
+    return service.status().code() == absl::StatusCode::kInvalidArgument ? 2
+                                                                          : 1;
+  }
+  Server server(so);
+  s = server.RegisterService(service->get());
+  if (s.ok()) s = server.Start();
+  if (!s.ok()) {
+    LOG(ERROR) << "cannot start the server: " << s;
+    return 1;
+  }
+  const std::string address = server.address();
+  if (!FLAGS_address_file.empty()) {
+    s = WriteAddressFile(FLAGS_address_file, address);
+    if (!s.ok()) {
+      LOG(ERROR) << s;
+      server.Shutdown();
+      return 1;
+    }
+  }
+  std::printf("listening on %s\n", address.c_str());
+  std::fflush(stdout);
+  LOG(INFO) << "listening on " << address;
+
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  int sig = 0;
+  while (sigwait(&stop, &sig) != 0) {
+  }
+  LOG(INFO) << "got " << strsignal(sig) << ", shutting down";
+  server.Shutdown();
+  const ServerStats st = server.stats();
+  LOG(INFO) << "server: calls=" << st.calls
+            << " server_reply=" << st.calls_server_reply
+            << " failed=" << st.calls_failed << " batches=" << st.batches
+            << " connections=" << st.connections_accepted;
+  // The workers are joined: the partitions are ours to read now.
+  for (int w = 0; w < (*service)->workers(); ++w) {
+    const PartitionStats& p = (*service)->partition_stats(w);
+    LOG(INFO) << "partition " << w << ": items=" << p.items
+              << " live_bytes=" << p.live_bytes << " hits=" << p.hits
+              << " misses=" << p.misses << " puts=" << p.puts
+              << " deletes=" << p.deletes
+              << " evictions(bucket/memory)=" << p.evictions_bucket_full << "/"
+              << p.evictions_memory << " compactions=" << p.compactions;
+  }
+  if (!FLAGS_address_file.empty()) std::remove(FLAGS_address_file.c_str());
+  LOG(INFO) << "kvstore_server: stopped";
+  return 0;
+}
+
+}  // namespace
+}  // namespace kvstore
+}  // namespace rfrpc
+
+int main(int argc, char** argv) {
+  // Before any thread exists, so every thread inherits the mask and only
+  // sigwait() in Main takes these signals.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+
+  FLAGS_logtostderr = true;
+  gflags::SetUsageMessage(
+      "kvstore_server --provider=shm|verbs --address=ADDR --workers=N "
+      "--kv_memory_mb=MB [--rfrpc_* knobs]");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  google::InitGoogleLogging(argv[0]);
+  return rfrpc::kvstore::Main();
+}

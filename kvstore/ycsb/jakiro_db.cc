@@ -1,0 +1,316 @@
+// Copyright 2026 The rfrpc Authors.
+
+#include "kvstore/ycsb/jakiro_db.h"
+
+#include <cstdio>
+#include <map>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "kvstore/ycsb/basic_db.h"
+#include "kvstore/ycsb/record_codec.h"
+
+namespace rfrpc {
+namespace ycsb {
+namespace {
+
+absl::Status BadProperty(const Properties::Entry& e, absl::string_view key,
+                         absl::string_view expected) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      e.origin, ": ", key, ": expected ", expected, ", got \"", e.value, "\""));
+}
+
+constexpr const char* kKnown[] = {
+    "jakiro.servers",          "jakiro.provider",
+    "jakiro.mode",             "jakiro.retries",
+    "jakiro.fetch_size",       "jakiro.switch_after",
+    "jakiro.slots",            "jakiro.batch",
+    "jakiro.batch_size",       "jakiro.batch_bytes",
+    "jakiro.batch_timeout_us", "jakiro.max_outstanding",
+    "jakiro.latency_limit_us", "jakiro.latency_alpha",
+    "jakiro.timeout_ms",       "jakiro.auth_token",
+    "jakiro.max_value_bytes",  "jakiro.virtual_nodes",
+    "jakiro.connect_retry_ms", "jakiro.shared_client",
+    "jakiro.print_stats",
+};
+
+// Reads an integer property in [min, max] into *out if set.
+absl::Status IntProperty(const Properties& p, absl::string_view key,
+                         int64_t min, int64_t max, int64_t* out) {
+  const Properties::Entry* e = p.Find(key);
+  if (e == nullptr) return absl::OkStatus();
+  int64_t v;
+  if (!absl::SimpleAtoi(e->value, &v) || v < min || v > max) {
+    return BadProperty(*e, key,
+                       absl::StrCat("an integer in [", min, ", ", max, "]"));
+  }
+  *out = v;
+  return absl::OkStatus();
+}
+
+absl::Status BoolProperty(const Properties& p, absl::string_view key,
+                          bool* out) {
+  const Properties::Entry* e = p.Find(key);
+  if (e == nullptr) return absl::OkStatus();
+  const std::string v = absl::AsciiStrToLower(e->value);
+  if (v != "true" && v != "false") return BadProperty(*e, key, "true or false");
+  *out = v == "true";
+  return absl::OkStatus();
+}
+
+// Clients shared between the threads of a run, by configuration.
+struct SharedClients {
+  absl::Mutex mu;
+  std::map<std::string, std::weak_ptr<kvstore::JakiroClient>> clients
+      ABSL_GUARDED_BY(mu);
+};
+SharedClients& Shared() {
+  static SharedClients* s = new SharedClients;
+  return *s;
+}
+
+absl::StatusOr<std::unique_ptr<kvstore::JakiroClient>> ConnectWithRetry(
+    const JakiroDbOptions& o) {
+  const absl::Time give_up = absl::Now() + o.connect_retry;
+  for (;;) {
+    absl::StatusOr<std::unique_ptr<kvstore::JakiroClient>> c =
+        kvstore::JakiroClient::Connect(o.client);
+    if (c.ok() || c.status().code() == absl::StatusCode::kInvalidArgument ||
+        absl::Now() >= give_up) {
+      return c;
+    }
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<JakiroDbOptions> JakiroDbOptions::FromProperties(
+    const Properties& p) {
+  for (const auto& [key, entry] : p.entries()) {
+    if (!absl::StartsWith(key, "jakiro.")) continue;
+    bool known = false;
+    for (const char* k : kKnown) known = known || key == k;
+    if (!known) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          entry.origin, ": unknown property \"", key, "\" of the jakiro driver"));
+    }
+  }
+  JakiroDbOptions o;
+  ChannelOptions& c = o.client.channel;
+  if (const Properties::Entry* e = p.Find("jakiro.servers")) {
+    for (absl::string_view s : absl::StrSplit(e->value, ',')) {
+      s = absl::StripAsciiWhitespace(s);
+      if (!s.empty()) o.client.servers.emplace_back(s);
+    }
+    if (o.client.servers.empty()) {
+      return BadProperty(*e, "jakiro.servers", "address[,address...]");
+    }
+  } else {
+    return absl::InvalidArgumentError(
+        "jakiro.servers is not set (e.g. -p jakiro.servers=/tmp/jakiro.sock)");
+  }
+  if (const Properties::Entry* e = p.Find("jakiro.provider")) {
+    const std::string v = absl::AsciiStrToLower(e->value);
+    if (v != "shm" && v != "verbs" && v != "auto") {
+      return BadProperty(*e, "jakiro.provider", "shm, verbs or auto");
+    }
+    c.provider = v;
+  }
+  if (const Properties::Entry* e = p.Find("jakiro.mode")) {
+    absl::StatusOr<RpcMode> m = ParseRpcMode(e->value);
+    if (!m.ok()) return BadProperty(*e, "jakiro.mode", "rf, server_reply or hybrid");
+    c.mode = *m;
+  }
+  if (const Properties::Entry* e = p.Find("jakiro.batch")) {
+    absl::StatusOr<BatchMode> m = ParseBatchMode(e->value);
+    if (!m.ok()) {
+      return BadProperty(*e, "jakiro.batch", "off, fixed, auto or adaptive");
+    }
+    c.batch = *m;
+  }
+  int64_t v;
+  absl::Status s;
+#define JAKIRO_INT(name, min, max, expr)             \
+  v = (expr);                                        \
+  s = IntProperty(p, "jakiro." name, min, max, &v);  \
+  if (!s.ok()) return s;                             \
+  (expr) = v
+  JAKIRO_INT("retries", 1, 1 << 20, c.retries);
+  JAKIRO_INT("switch_after", 1, 1 << 20, c.switch_after);
+  JAKIRO_INT("slots", 1, 1024, c.slots_per_connection);
+  JAKIRO_INT("batch_size", 1, 1024, c.batch_size);
+  JAKIRO_INT("max_outstanding", 1, 1 << 20, c.max_outstanding);
+  JAKIRO_INT("virtual_nodes", 1, 1 << 16, o.client.virtual_nodes);
+#undef JAKIRO_INT
+  v = c.fetch_size;
+  s = IntProperty(p, "jakiro.fetch_size", 16, 1 << 24, &v);
+  if (!s.ok()) return s;
+  c.fetch_size = static_cast<uint32_t>(v);
+  v = c.batch_bytes;
+  s = IntProperty(p, "jakiro.batch_bytes", 64, 1 << 24, &v);
+  if (!s.ok()) return s;
+  c.batch_bytes = static_cast<uint32_t>(v);
+  v = static_cast<int64_t>(o.client.max_value_bytes);
+  s = IntProperty(p, "jakiro.max_value_bytes", 1, 1 << 30, &v);
+  if (!s.ok()) return s;
+  o.client.max_value_bytes = static_cast<size_t>(v);
+  v = absl::ToInt64Microseconds(c.batch_timeout);
+  s = IntProperty(p, "jakiro.batch_timeout_us", 0, int64_t{1} << 40, &v);
+  if (!s.ok()) return s;
+  c.batch_timeout = absl::Microseconds(v);
+  v = absl::ToInt64Microseconds(c.latency_limit);
+  s = IntProperty(p, "jakiro.latency_limit_us", 1, int64_t{1} << 40, &v);
+  if (!s.ok()) return s;
+  c.latency_limit = absl::Microseconds(v);
+  v = absl::ToInt64Milliseconds(c.default_timeout);
+  s = IntProperty(p, "jakiro.timeout_ms", 1, int64_t{1} << 40, &v);
+  if (!s.ok()) return s;
+  c.default_timeout = absl::Milliseconds(v);
+  v = 0;
+  s = IntProperty(p, "jakiro.connect_retry_ms", 0, int64_t{1} << 40, &v);
+  if (!s.ok()) return s;
+  o.connect_retry = absl::Milliseconds(v);
+  if (const Properties::Entry* e = p.Find("jakiro.latency_alpha")) {
+    double a;
+    if (!absl::SimpleAtod(e->value, &a) || !(a > 0 && a < 1)) {
+      return BadProperty(*e, "jakiro.latency_alpha", "a number in (0, 1)");
+    }
+    c.latency_alpha = a;
+  }
+  if (const Properties::Entry* e = p.Find("jakiro.auth_token")) {
+    c.auth_token = e->value;
+  }
+  o.shared_client = c.batch != BatchMode::kOff;
+  s = BoolProperty(p, "jakiro.shared_client", &o.shared_client);
+  if (!s.ok()) return s;
+  s = BoolProperty(p, "jakiro.print_stats", &o.print_stats);
+  if (!s.ok()) return s;
+  s = IntProperty(p, "fieldcount", 1, int64_t{1} << 31, &o.fieldcount);
+  if (!s.ok()) return s;
+  return o;
+}
+
+JakiroDb::JakiroDb(JakiroDbOptions options) : options_(std::move(options)) {}
+
+JakiroDb::~JakiroDb() = default;
+
+absl::Status JakiroDb::Init() {
+  if (!options_.shared_client) {
+    absl::StatusOr<std::unique_ptr<kvstore::JakiroClient>> c =
+        ConnectWithRetry(options_);
+    if (!c.ok()) return c.status();
+    client_ = std::move(*c);
+    return absl::OkStatus();
+  }
+  // One client per configuration, created by the first thread to get here;
+  // the others wait for it under the mutex.
+  const std::string key = absl::StrCat(
+      absl::StrJoin(options_.client.servers, ","), "|",
+      options_.client.channel.provider, "|",
+      RpcModeName(options_.client.channel.mode), "|",
+      BatchModeName(options_.client.channel.batch));
+  SharedClients& shared = Shared();
+  absl::MutexLock lock(&shared.mu);
+  std::weak_ptr<kvstore::JakiroClient>& slot = shared.clients[key];
+  client_ = slot.lock();
+  if (client_ != nullptr) return absl::OkStatus();
+  absl::StatusOr<std::unique_ptr<kvstore::JakiroClient>> c =
+      ConnectWithRetry(options_);
+  if (!c.ok()) return c.status();
+  client_ = std::move(*c);
+  slot = client_;
+  return absl::OkStatus();
+}
+
+absl::Status JakiroDb::Cleanup() {
+  if (client_ == nullptr) return absl::OkStatus();
+  // A shared client reports once, from the last thread to leave it.
+  if (options_.print_stats && client_.use_count() == 1) {
+    const ChannelStats st = client_->TotalStats();
+    std::fprintf(
+        stderr,
+        "jakiro client: provider=%s mode=%s batch=%s calls=%llu "
+        "remote_fetch=%llu server_reply=%llu failed=%llu reads/call=%.2f "
+        "fetches=%llu switches(to_sr/to_rf)=%llu/%llu batches=%llu "
+        "calls/batch=%.2f\n",
+        options_.client.channel.provider.c_str(),
+        std::string(RpcModeName(options_.client.channel.mode)).c_str(),
+        std::string(BatchModeName(options_.client.channel.batch)).c_str(),
+        static_cast<unsigned long long>(st.calls),
+        static_cast<unsigned long long>(st.calls_remote_fetch),
+        static_cast<unsigned long long>(st.calls_server_reply),
+        static_cast<unsigned long long>(st.calls_failed), st.ReadsPerCall(),
+        static_cast<unsigned long long>(st.fetches),
+        static_cast<unsigned long long>(st.switches_to_server_reply),
+        static_cast<unsigned long long>(st.switches_to_remote_fetch),
+        static_cast<unsigned long long>(st.batches), st.CallsPerBatch());
+  }
+  client_.reset();
+  return absl::OkStatus();
+}
+
+absl::Status JakiroDb::Read(absl::string_view table, absl::string_view key,
+                            const std::vector<std::string>* fields,
+                            Record* result) {
+  result->clear();
+  absl::Status s = client_->Get(key, &value_);
+  if (!s.ok()) return s;
+  absl::StatusOr<Record> record = DecodeRecord(value_);
+  if (!record.ok()) return record.status();
+  SelectFields(*record, fields, result);
+  return absl::OkStatus();
+}
+
+absl::Status JakiroDb::Scan(absl::string_view, absl::string_view, int64_t,
+                            const std::vector<std::string>*,
+                            std::vector<Record>* result) {
+  result->clear();
+  return absl::UnimplementedError("Jakiro keys have no order: no scan");
+}
+
+absl::Status JakiroDb::Update(absl::string_view table, absl::string_view key,
+                              const Record& values) {
+  if (static_cast<int64_t>(values.size()) >= options_.fieldcount) {
+    return Insert(table, key, values);  // Every field: a plain replace.
+  }
+  absl::Status s = client_->Get(key, &value_);
+  if (!s.ok()) return s;
+  absl::StatusOr<Record> record = DecodeRecord(value_);
+  if (!record.ok()) return record.status();
+  MergeFields(values, &*record);
+  encoded_.clear();
+  EncodeRecord(*record, &encoded_);
+  return client_->Put(key, encoded_);
+}
+
+absl::Status JakiroDb::Insert(absl::string_view table, absl::string_view key,
+                              const Record& values) {
+  encoded_.clear();
+  EncodeRecord(values, &encoded_);
+  return client_->Put(key, encoded_);
+}
+
+absl::Status JakiroDb::Delete(absl::string_view table, absl::string_view key) {
+  return client_->Delete(key);
+}
+
+namespace {
+const bool kRegistered = RegisterDriver(
+    "jakiro",
+    [](const Properties& props) -> absl::StatusOr<std::unique_ptr<DB>> {
+      absl::StatusOr<JakiroDbOptions> o = JakiroDbOptions::FromProperties(props);
+      if (!o.ok()) return o.status();
+      return std::make_unique<JakiroDb>(std::move(*o));
+    });
+}  // namespace
+
+}  // namespace ycsb
+}  // namespace rfrpc

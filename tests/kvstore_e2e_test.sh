@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Jakiro end to end: kvstore_server processes and the ycsb binary.
+#
+#   1. One server (2 workers): ycsb load + run of workload A with
+#      dataintegrity=true in each mode (rf, server_reply, hybrid) and with
+#      request batching; every operation must return OK and every read verify.
+#   2. Two servers: --servers=a,b (jakiro.servers); both must hold records.
+#   3. SIGTERM: each server exits 0, logs "stopped", leaves no process.
+#
+# Provider and addresses come from the environment so the Soft-RoCE VM runs
+# the same script over verbs (tools/kvstore_vm_test.sh):
+#   RFRPC_TEST_PROVIDER  shm (default) | verbs
+#   RFRPC_TEST_ADDRESS   listen address of server 1 (default: empty, the
+#                        provider picks one); server 2 uses RFRPC_TEST_ADDRESS2
+#                        (verbs: give ip:port for both, e.g. 10.11.0.1:7001).
+#   RFRPC_TEST_RECORDS, RFRPC_TEST_OPS  sizes (defaults 2000, 6000).
+#   RFRPC_TEST_BIN       folder holding kvstore/server/kvstore_server and
+#                        kvstore/ycsb/ycsb (default: the runfiles root).
+set -uo pipefail
+
+BIN="${RFRPC_TEST_BIN:-.}"
+SERVER="$BIN/kvstore/server/kvstore_server"
+YCSB="$BIN/kvstore/ycsb/ycsb"
+W="${RFRPC_TEST_WORKLOADS:-$BIN/kvstore/workloads}"
+PROVIDER="${RFRPC_TEST_PROVIDER:-shm}"
+TMP="$(mktemp -d "${TEST_TMPDIR:-/tmp}/kvstore_e2e.XXXXXX")"
+# Empty: the shm provider picks a fresh socket ($TEST_TMPDIR paths are often
+# longer than a Unix socket path may be).
+ADDR1="${RFRPC_TEST_ADDRESS:-}"
+ADDR2="${RFRPC_TEST_ADDRESS2:-}"
+RECORDS="${RFRPC_TEST_RECORDS:-2000}"
+OPS="${RFRPC_TEST_OPS:-6000}"
+PIDS=()
+
+cleanup() {
+  for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+fail() {
+  echo "FAIL: $*"
+  for f in "$TMP"/*.out "$TMP"/*.err; do
+    [ -f "$f" ] && { echo "--- $f"; tail -40 "$f"; }
+  done
+  exit 1
+}
+
+# start_server NAME ADDRESS WORKERS: starts it, waits for its address file.
+start_server() {
+  local name="$1" addr="$2" workers="$3"
+  timeout -k 5 300 "$SERVER" --provider="$PROVIDER" --address="$addr" \
+    --workers="$workers" --kv_memory_mb=16 --address_file="$TMP/$name.addr" \
+    --rfrpc_idle_spin_rounds=200 --rfrpc_idle_yield_rounds=200 \
+    >"$TMP/$name.out" 2>"$TMP/$name.err" &
+  PIDS+=($!)
+  eval "PID_$name=$!"
+  for _ in $(seq 1 300); do
+    [ -s "$TMP/$name.addr" ] && break
+    kill -0 "$!" 2>/dev/null || fail "$name exited at start"
+    sleep 0.1
+  done
+  [ -s "$TMP/$name.addr" ] || fail "$name did not come up"
+  grep -q "^listening on " "$TMP/$name.out" || fail "$name printed no 'listening on'"
+}
+
+# check_report FILE OP COUNT: OP ran COUNT times, all OK.
+check_ok() {
+  local file="$1" op="$2"
+  grep -q "^\[$op\], Return=OK, " "$file" || fail "$file: no [$op] Return=OK"
+  local bad
+  bad="$(grep "^\[$op\], Return=" "$file" | grep -v 'Return=OK' || true)"
+  [ -z "$bad" ] || fail "$file: [$op] non-OK returns: $bad"
+}
+
+ycsb() {  # ycsb NAME PHASE ARGS...: runs it, asserts exit 0 and the report.
+  local name="$1"; shift
+  # Defaults first: later -p arguments override earlier ones.
+  "$YCSB" -p jakiro.provider="$PROVIDER" -p jakiro.connect_retry_ms=5000 \
+    -p jakiro.timeout_ms=20000 \
+    -p dataintegrity=true -p recordcount="$RECORDS" -p operationcount="$OPS" \
+    "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" || fail "ycsb $name exited $?"
+  grep -q '^\[OVERALL\], RunTime(ms), [0-9]*$' "$TMP/$name.out" || fail "$name: no RunTime"
+  grep -q '^\[OVERALL\], Throughput(ops/sec), [0-9.E]*$' "$TMP/$name.out" || fail "$name: no Throughput"
+  echo "ok: $name: $(grep '^\[OVERALL\], Throughput' "$TMP/$name.out")"
+}
+
+stop_server() {  # stop_server NAME: SIGTERM, exit 0, nothing left.
+  local name="$1" pid
+  pid="$(eval echo "\$PID_$name")"
+  # The timeout wrapper forwards SIGTERM to the server.
+  kill -TERM "$pid" || fail "$name: already gone"
+  local rc=0
+  wait "$pid" || rc=$?
+  [ "$rc" = 0 ] || fail "$name exited $rc after SIGTERM"
+  grep -q "kvstore_server: stopped" "$TMP/$name.err" || fail "$name: no 'stopped'"
+  if pgrep -f -- "--address_file=$TMP/$name.addr" >/dev/null; then
+    fail "$name: a process is left after SIGTERM"
+  fi
+  echo "ok: $name stopped on SIGTERM, exit 0, no process left"
+}
+
+[ -x "$SERVER" ] || fail "no $SERVER"
+[ -x "$YCSB" ] || fail "no $YCSB"
+echo "provider: $PROVIDER"
+
+# 1. One server, every mode.
+start_server s1 "$ADDR1" 2
+A1="$(cat "$TMP/s1.addr")"
+ycsb load1 -load -db jakiro -P "$W/workloada" -p jakiro.servers="$A1" -threads 2
+check_ok "$TMP/load1.out" INSERT
+grep -q "^\[INSERT\], Operations, $RECORDS$" "$TMP/load1.out" || fail "load1: not $RECORDS inserts"
+for mode in rf server_reply hybrid; do
+  ycsb "run_$mode" -t -db jakiro -P "$W/workloada" -p jakiro.servers="$A1" \
+    -p jakiro.mode="$mode" -threads 2
+  for op in READ UPDATE VERIFY; do check_ok "$TMP/run_$mode.out" "$op"; done
+done
+ycsb run_batched -t -db jakiro -P "$W/workloadc" -p jakiro.servers="$A1" \
+  -p jakiro.mode=rf -p jakiro.batch=fixed -p jakiro.batch_size=4 \
+  -p jakiro.batch_timeout_us=50 -threads 4
+for op in READ VERIFY; do check_ok "$TMP/run_batched.out" "$op"; done
+# A YCSB scan is NOT_IMPLEMENTED on Jakiro and counted as failed.
+ycsb run_scan -t -db jakiro -P "$W/workloade" -p jakiro.servers="$A1" \
+  -p operationcount=200
+grep -q '^\[SCAN\], Return=NOT_IMPLEMENTED, ' "$TMP/run_scan.out" || fail "scan not NOT_IMPLEMENTED"
+
+# 2. Two servers, keys spread by consistent hashing.
+start_server s2 "$ADDR2" 1
+A2="$(cat "$TMP/s2.addr")"
+# The same keys again: server 1 keeps all of the first load, server 2 gets
+# its share of the ring.
+ycsb load2 -load -db jakiro -P "$W/workloadc" -p jakiro.servers="$A1,$A2" \
+  -threads 2
+check_ok "$TMP/load2.out" INSERT
+ycsb run2 -t -db jakiro -P "$W/workloadc" -p jakiro.servers="$A1,$A2" \
+  -threads 2
+for op in READ VERIFY; do check_ok "$TMP/run2.out" "$op"; done
+
+# 3. SIGTERM; then check what each server stored.
+stop_server s1
+stop_server s2
+items() {  # Sum of the partitions' item counts a server logged at exit.
+  sed -n 's/.*partition [0-9]*: items=\([0-9]*\) .*/\1/p' "$1" | awk '{s+=$1} END {print s+0}'
+}
+I1="$(items "$TMP/s1.err")"
+I2="$(items "$TMP/s2.err")"
+echo "items: server 1 $I1, server 2 $I2"
+# Server 1 holds every record of the first load (the second overwrote its
+# share) and workload E's few inserts; server 2 about half of the second load.
+[ "$I1" -ge "$RECORDS" ] || fail "server 1 holds $I1 records, want >= $RECORDS"
+[ "$I2" -gt $((RECORDS / 4)) ] || fail "server 2 holds only $I2 records of $RECORDS"
+[ "$I2" -lt $((RECORDS * 3 / 4)) ] || fail "server 2 holds $I2 records of $RECORDS"
+echo "PASS"

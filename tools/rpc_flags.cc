@@ -1,0 +1,215 @@
+// Copyright 2026 The rfrpc Authors.
+
+#include "tools/rpc_flags.h"
+
+#include <cstdint>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "gflags/gflags.h"
+
+namespace {
+const rfrpc::ChannelOptions kChannelDefaults;
+const rfrpc::ServerOptions kServerDefaults;
+}  // namespace
+
+// Client side.
+DEFINE_string(rfrpc_mode,
+              std::string(rfrpc::RpcModeName(kChannelDefaults.mode)),
+              "How results come back: rf (remote fetching), server_reply, or "
+              "hybrid (rf, switching to server_reply when results are slow).");
+DEFINE_int32(rfrpc_retries, kChannelDefaults.retries,
+             "R: fetches of one call before it counts as slow.");
+DEFINE_uint32(rfrpc_fetch_size, kChannelDefaults.fetch_size,
+              "F: bytes fetched by the first RDMA READ of a result.");
+DEFINE_int32(rfrpc_switch_after, kChannelDefaults.switch_after,
+             "K: consecutive slow calls that switch hybrid to server_reply.");
+DEFINE_string(rfrpc_batch,
+              std::string(rfrpc::BatchModeName(kChannelDefaults.batch)),
+              "Request batching: off, fixed, auto or adaptive.");
+DEFINE_int32(rfrpc_batch_size, kChannelDefaults.batch_size,
+             "N: requests per batch (fixed), start size (auto), publish "
+             "threshold (adaptive).");
+DEFINE_uint32(rfrpc_batch_bytes, kChannelDefaults.batch_bytes,
+              "L: a batch is flushed before its payload would exceed this.");
+DEFINE_int64(rfrpc_batch_timeout_us,
+             absl::ToInt64Microseconds(kChannelDefaults.batch_timeout),
+             "T: a batch is flushed this long after its first request.");
+DEFINE_int32(rfrpc_max_outstanding, kChannelDefaults.max_outstanding,
+             "Requests in flight per connection.");
+DEFINE_int64(rfrpc_latency_limit_us,
+             absl::ToInt64Microseconds(kChannelDefaults.latency_limit),
+             "Auto batch sizer: the latency bound l_limit.");
+DEFINE_double(rfrpc_latency_alpha, kChannelDefaults.latency_alpha,
+              "Auto batch sizer: fraction of calls allowed above the bound.");
+DEFINE_int32(rfrpc_slots, kChannelDefaults.slots_per_connection,
+             "Calls in flight per connection (one slot each).");
+DEFINE_int64(rfrpc_timeout_ms,
+             absl::ToInt64Milliseconds(kChannelDefaults.default_timeout),
+             "Deadline of a call.");
+
+// Server side.
+DEFINE_int32(rfrpc_pin_first_cpu, kServerDefaults.pin_first_cpu,
+             "Pin server worker i to CPU (first + i) % ncpus; -1: unpinned.");
+DEFINE_uint32(rfrpc_large_result_bytes, kServerDefaults.large_result_bytes,
+              "Results larger than this go by server-reply in any mode.");
+DEFINE_uint32(rfrpc_result_batch_bytes, kServerDefaults.result_batch_bytes,
+              "Payload bytes per result part of a batch.");
+DEFINE_int32(rfrpc_max_connections, kServerDefaults.max_connections,
+             "Connections accepted at most.");
+DEFINE_int32(rfrpc_max_slots_per_connection,
+             kServerDefaults.max_slots_per_connection,
+             "Slots a client may ask for per connection.");
+DEFINE_int32(rfrpc_idle_spin_rounds, kServerDefaults.idle_spin_rounds,
+             "Idle worker: empty polling rounds spent spinning.");
+DEFINE_int32(rfrpc_idle_yield_rounds, kServerDefaults.idle_yield_rounds,
+             "Idle worker: then rounds spent yielding the CPU.");
+DEFINE_int64(rfrpc_idle_sleep_us,
+             absl::ToInt64Microseconds(kServerDefaults.idle_sleep),
+             "Idle worker: then sleep this long between rounds.");
+
+// Both.
+DEFINE_string(rfrpc_auth_token, "",
+              "Shared secret presented (client) or required (server) in the "
+              "handshake; empty: none.");
+DEFINE_string(rfrpc_device, kChannelDefaults.provider_options.device,
+              "verbs: RDMA device name; empty picks the first.");
+DEFINE_int32(rfrpc_ib_port, kChannelDefaults.provider_options.port,
+             "verbs: device port.");
+DEFINE_int32(rfrpc_gid_index, kChannelDefaults.provider_options.gid_index,
+             "verbs: GID index; -1 picks a RoCEv2 IPv4-mapped GID.");
+DEFINE_string(rfrpc_socket_dir, kChannelDefaults.provider_options.socket_dir,
+              "shm: folder for bootstrap sockets of addresses without '/'.");
+
+namespace rfrpc {
+namespace tools {
+namespace {
+
+absl::Status Bad(absl::string_view flag, absl::string_view why) {
+  return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", why));
+}
+
+absl::Status ApplyProviderFlags(transport::ProviderOptions* p) {
+  if (FLAGS_rfrpc_ib_port < 1) return Bad("rfrpc_ib_port", "must be >= 1");
+  if (FLAGS_rfrpc_gid_index < -1) {
+    return Bad("rfrpc_gid_index", "must be >= -1");
+  }
+  p->device = FLAGS_rfrpc_device;
+  p->port = FLAGS_rfrpc_ib_port;
+  p->gid_index = FLAGS_rfrpc_gid_index;
+  p->socket_dir = FLAGS_rfrpc_socket_dir;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ApplyChannelFlags(ChannelOptions* o) {
+  absl::StatusOr<RpcMode> mode = ParseRpcMode(FLAGS_rfrpc_mode);
+  if (!mode.ok()) return Bad("rfrpc_mode", mode.status().message());
+  absl::StatusOr<BatchMode> batch = ParseBatchMode(FLAGS_rfrpc_batch);
+  if (!batch.ok()) return Bad("rfrpc_batch", batch.status().message());
+  if (FLAGS_rfrpc_retries < 1) return Bad("rfrpc_retries", "must be >= 1");
+  if (FLAGS_rfrpc_fetch_size < 16) {
+    return Bad("rfrpc_fetch_size", "must be >= 16");
+  }
+  if (FLAGS_rfrpc_switch_after < 1) {
+    return Bad("rfrpc_switch_after", "must be >= 1");
+  }
+  if (FLAGS_rfrpc_batch_size < 1) {
+    return Bad("rfrpc_batch_size", "must be >= 1");
+  }
+  if (FLAGS_rfrpc_batch_bytes < 64) {
+    return Bad("rfrpc_batch_bytes", "must be >= 64");
+  }
+  if (FLAGS_rfrpc_batch_timeout_us < 0) {
+    return Bad("rfrpc_batch_timeout_us", "must be >= 0");
+  }
+  if (FLAGS_rfrpc_max_outstanding < 1) {
+    return Bad("rfrpc_max_outstanding", "must be >= 1");
+  }
+  if (FLAGS_rfrpc_latency_limit_us < 1) {
+    return Bad("rfrpc_latency_limit_us", "must be >= 1");
+  }
+  if (!(FLAGS_rfrpc_latency_alpha > 0 && FLAGS_rfrpc_latency_alpha < 1)) {
+    return Bad("rfrpc_latency_alpha", "must be in (0, 1)");
+  }
+  if (FLAGS_rfrpc_slots < 1) return Bad("rfrpc_slots", "must be >= 1");
+  if (FLAGS_rfrpc_timeout_ms < 1) {
+    return Bad("rfrpc_timeout_ms", "must be >= 1");
+  }
+  absl::Status s = ApplyProviderFlags(&o->provider_options);
+  if (!s.ok()) return s;
+  o->mode = *mode;
+  o->retries = FLAGS_rfrpc_retries;
+  o->fetch_size = FLAGS_rfrpc_fetch_size;
+  o->switch_after = FLAGS_rfrpc_switch_after;
+  o->batch = *batch;
+  o->batch_size = FLAGS_rfrpc_batch_size;
+  o->batch_bytes = FLAGS_rfrpc_batch_bytes;
+  o->batch_timeout = absl::Microseconds(FLAGS_rfrpc_batch_timeout_us);
+  o->max_outstanding = FLAGS_rfrpc_max_outstanding;
+  o->latency_limit = absl::Microseconds(FLAGS_rfrpc_latency_limit_us);
+  o->latency_alpha = FLAGS_rfrpc_latency_alpha;
+  o->slots_per_connection = FLAGS_rfrpc_slots;
+  o->default_timeout = absl::Milliseconds(FLAGS_rfrpc_timeout_ms);
+  o->auth_token = FLAGS_rfrpc_auth_token;
+  return absl::OkStatus();
+}
+
+absl::Status ApplyServerFlags(ServerOptions* o) {
+  if (FLAGS_rfrpc_pin_first_cpu < -1) {
+    return Bad("rfrpc_pin_first_cpu", "must be >= -1");
+  }
+  if (FLAGS_rfrpc_max_connections < 1) {
+    return Bad("rfrpc_max_connections", "must be >= 1");
+  }
+  if (FLAGS_rfrpc_max_slots_per_connection < 1) {
+    return Bad("rfrpc_max_slots_per_connection", "must be >= 1");
+  }
+  if (FLAGS_rfrpc_idle_spin_rounds < 0 || FLAGS_rfrpc_idle_yield_rounds < 0 ||
+      FLAGS_rfrpc_idle_sleep_us < 0) {
+    return Bad("rfrpc_idle_*", "must be >= 0");
+  }
+  absl::Status s = ApplyProviderFlags(&o->provider_options);
+  if (!s.ok()) return s;
+  o->pin_first_cpu = FLAGS_rfrpc_pin_first_cpu;
+  o->large_result_bytes = FLAGS_rfrpc_large_result_bytes;
+  o->result_batch_bytes = FLAGS_rfrpc_result_batch_bytes;
+  o->max_connections = FLAGS_rfrpc_max_connections;
+  o->max_slots_per_connection = FLAGS_rfrpc_max_slots_per_connection;
+  o->idle_spin_rounds = FLAGS_rfrpc_idle_spin_rounds;
+  o->idle_yield_rounds = FLAGS_rfrpc_idle_yield_rounds;
+  o->idle_sleep = absl::Microseconds(FLAGS_rfrpc_idle_sleep_us);
+  o->auth_token = FLAGS_rfrpc_auth_token;
+  return absl::OkStatus();
+}
+
+std::string DescribeChannelOptions(const ChannelOptions& o) {
+  return absl::StrFormat(
+      "provider=%s mode=%s R=%d F=%u K=%d connections=%d slots=%d "
+      "max_request=%u max_response=%u timeout=%s batch=%s N=%d L=%u T=%s "
+      "max_outstanding=%d latency_limit=%s alpha=%g auth=%s",
+      o.provider, RpcModeName(o.mode), o.retries, o.fetch_size, o.switch_after,
+      o.connections, o.slots_per_connection, o.max_request_bytes,
+      o.max_response_bytes, absl::FormatDuration(o.default_timeout),
+      BatchModeName(o.batch), o.batch_size, o.batch_bytes,
+      absl::FormatDuration(o.batch_timeout), o.max_outstanding,
+      absl::FormatDuration(o.latency_limit), o.latency_alpha,
+      o.auth_token.empty() ? "off" : "on");
+}
+
+std::string DescribeServerOptions(const ServerOptions& o) {
+  return absl::StrFormat(
+      "provider=%s address=%s workers=%d pin_first_cpu=%d max_slots=%d "
+      "max_request=%u max_response=%u large_result=%u result_batch=%u "
+      "max_connections=%d idle=%d/%d/%s auth=%s",
+      o.provider, o.address.empty() ? "(auto)" : o.address, o.workers,
+      o.pin_first_cpu, o.max_slots_per_connection, o.max_request_bytes,
+      o.max_response_bytes, o.large_result_bytes, o.result_batch_bytes,
+      o.max_connections, o.idle_spin_rounds, o.idle_yield_rounds,
+      absl::FormatDuration(o.idle_sleep), o.auth_token.empty() ? "off" : "on");
+}
+
+}  // namespace tools
+}  // namespace rfrpc

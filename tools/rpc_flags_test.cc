@@ -1,0 +1,73 @@
+// Copyright 2026 The rfrpc Authors.
+
+#include "tools/rpc_flags.h"
+
+#include "gflags/gflags.h"
+#include "gtest/gtest.h"
+
+namespace rfrpc {
+namespace tools {
+namespace {
+
+TEST(RpcFlagsTest, DefaultsAreTheLibraryDefaults) {
+  gflags::FlagSaver saver;
+  ChannelOptions c;
+  ASSERT_TRUE(ApplyChannelFlags(&c).ok());
+  const ChannelOptions dc;
+  EXPECT_EQ(c.mode, dc.mode);
+  EXPECT_EQ(c.retries, dc.retries);
+  EXPECT_EQ(c.fetch_size, dc.fetch_size);
+  EXPECT_EQ(c.batch, dc.batch);
+  EXPECT_EQ(c.batch_timeout, dc.batch_timeout);
+  EXPECT_EQ(c.latency_limit, dc.latency_limit);
+  EXPECT_EQ(c.default_timeout, dc.default_timeout);
+  ServerOptions s;
+  ASSERT_TRUE(ApplyServerFlags(&s).ok());
+  const ServerOptions ds;
+  EXPECT_EQ(s.pin_first_cpu, ds.pin_first_cpu);
+  EXPECT_EQ(s.idle_sleep, ds.idle_sleep);
+  EXPECT_EQ(s.large_result_bytes, ds.large_result_bytes);
+}
+
+TEST(RpcFlagsTest, MapsFlagsOntoOptions) {
+  gflags::FlagSaver saver;
+  gflags::SetCommandLineOption("rfrpc_mode", "server_reply");
+  gflags::SetCommandLineOption("rfrpc_retries", "3");
+  gflags::SetCommandLineOption("rfrpc_fetch_size", "128");
+  gflags::SetCommandLineOption("rfrpc_batch", "adaptive");
+  gflags::SetCommandLineOption("rfrpc_batch_size", "32");
+  gflags::SetCommandLineOption("rfrpc_batch_timeout_us", "20");
+  gflags::SetCommandLineOption("rfrpc_auth_token", "s3cret");
+  gflags::SetCommandLineOption("rfrpc_pin_first_cpu", "1");
+  ChannelOptions c;
+  ASSERT_TRUE(ApplyChannelFlags(&c).ok());
+  EXPECT_EQ(c.mode, RpcMode::kServerReply);
+  EXPECT_EQ(c.retries, 3);
+  EXPECT_EQ(c.fetch_size, 128u);
+  EXPECT_EQ(c.batch, BatchMode::kAdaptive);
+  EXPECT_EQ(c.batch_size, 32);
+  EXPECT_EQ(c.batch_timeout, absl::Microseconds(20));
+  EXPECT_EQ(c.auth_token, "s3cret");
+  ServerOptions s;
+  ASSERT_TRUE(ApplyServerFlags(&s).ok());
+  EXPECT_EQ(s.pin_first_cpu, 1);
+  EXPECT_EQ(s.auth_token, "s3cret");
+}
+
+TEST(RpcFlagsTest, RejectsBadValuesNamingTheFlag) {
+  gflags::FlagSaver saver;
+  gflags::SetCommandLineOption("rfrpc_mode", "telepathy");
+  ChannelOptions c;
+  absl::Status s = ApplyChannelFlags(&c);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("--rfrpc_mode"), absl::string_view::npos) << s;
+  gflags::SetCommandLineOption("rfrpc_mode", "rf");
+  gflags::SetCommandLineOption("rfrpc_latency_alpha", "1.5");
+  s = ApplyChannelFlags(&c);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("--rfrpc_latency_alpha"), absl::string_view::npos);
+}
+
+}  // namespace
+}  // namespace tools
+}  // namespace rfrpc
