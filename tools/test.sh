@@ -5,6 +5,8 @@
 #   1. bazel test //...            unit and end-to-end tests on the shm provider
 #   2. tools/vm_suite.sh           real verbs (Soft-RoCE in a qemu VM): the provider
 #                                  conformance suite and the RF-RPC end-to-end tests
+#   3. tests/kvstore_vm_test.sh    Jakiro + YCSB over verbs: one VM, then two VMs
+#                                  (server in one, client in the other)
 #
 # RFRPC_SKIP_VM=1 skips step 2 (e.g. on a machine without qemu).
 set -euo pipefail
@@ -24,4 +26,7 @@ bazel test "${BAZEL_FLAGS[@]}" //...
 if [ "${RFRPC_SKIP_VM:-0}" != 1 ]; then
   echo "== Soft-RoCE VM suite (verbs; figures there show correctness, not hardware speed)"
   bash tools/vm_suite.sh
+  echo "== Jakiro over verbs in one and in two Soft-RoCE VMs"
+  bazel build "${BAZEL_FLAGS[@]}" //kvstore/server:kvstore_server //kvstore/ycsb:ycsb
+  bash tests/kvstore_vm_test.sh
 fi
