@@ -1,11 +1,11 @@
 // Copyright 2026 The rfrpc Authors.
 //
 // Client datapath: client_send (request WRITE) and client_recv (remote
-// fetching or waiting for a server-reply WRITE), and the hybrid switch.
+// fetching or waiting for a server-reply WRITE), the hybrid switch and
+// batching. Set-up is in client_connection_setup.cc.
 
 #include "rpc/client_connection.h"
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -15,7 +15,6 @@
 #include "absl/time/clock.h"
 #include "glog/logging.h"
 #include "rpc/batch_format.h"
-#include "rpc/rpc_handshake.pb.h"
 #include "rpc/slot_codec.h"
 #include "rpc/status_macros.h"
 #include "rpc/mutex.h"
@@ -25,8 +24,6 @@ namespace internal {
 namespace {
 
 using transport::WorkRequest;
-
-constexpr uint32_t kRpcVersion = 1;
 
 // wr_id = slot << 4 | kind.
 enum WrKind : uint64_t {
@@ -59,147 +56,7 @@ constexpr uint64_t kStatusCheckRounds = 256;
 
 int64_t NowNs() { return absl::GetCurrentTimeNanos(); }
 
-uint32_t RoundUp64(uint32_t n) { return (n + 63u) & ~63u; }
-
 }  // namespace
-
-ClientConnection::ClientConnection(ChannelOptions options,
-                                   ChannelCounters* counters)
-    : options_(std::move(options)),
-      counters_(counters),
-      policy_(HybridPolicy::Params{options_.mode, options_.retries,
-                                   options_.switch_after,
-                                   options_.switch_back_ratio}),
-      flush_(std::max(1, options_.batch_size), options_.batch_bytes,
-             options_.batch_timeout),
-      sizer_(AutoBatchSizer::Options{options_.latency_limit,
-                                     options_.latency_alpha,
-                                     std::max(1, options_.sizer_window), 1, 128,
-                                     std::max(1, options_.batch_size)}) {
-  MutexLock lock(&mu_);
-  retries_ = options_.retries;
-  fetch_size_ = options_.fetch_size;
-}
-
-void ClientConnection::SetFetchParams(int retries, uint32_t fetch_size) {
-  MutexLock lock(&mu_);
-  retries_ = retries;
-  fetch_size_ = fetch_size;
-  policy_.set_retries(retries);
-}
-
-ClientConnection::~ClientConnection() {
-  // The transport connection goes first so the server sees us leave.
-  conn_.reset();
-}
-
-absl::StatusOr<std::unique_ptr<ClientConnection>> ClientConnection::Connect(
-    transport::Provider* provider, const std::string& address, int worker,
-    const ChannelOptions& options, ChannelCounters* counters) {
-  if (options.slots_per_connection < 1 || options.slots_per_connection > 4096) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("slots_per_connection ", options.slots_per_connection,
-                     " is outside [1, 4096]"));
-  }
-  if (options.retries < 1 || options.switch_after < 1) {
-    return absl::InvalidArgumentError("retries and switch_after must be >= 1");
-  }
-  if (options.fetch_size < wire::kHeaderBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "fetch_size ", options.fetch_size, " is below the ",
-        wire::kHeaderBytes, "-byte response header"));
-  }
-  std::unique_ptr<ClientConnection> c(new ClientConnection(options, counters));
-  const uint32_t slots = static_cast<uint32_t>(options.slots_per_connection);
-  const uint32_t req_bytes = RoundUp64(static_cast<uint32_t>(
-      wire::FramedBytes(options.max_request_bytes)));
-  const uint32_t resp_bytes = RoundUp64(static_cast<uint32_t>(
-      wire::FramedBytes(options.max_response_bytes)));
-
-  // Local memory: staging slots, fetch buffers, the mode word.
-  c->staging_offset_ = 0;
-  c->fetch_offset_ = size_t{slots} * req_bytes;
-  c->mode_word_offset_ = c->fetch_offset_ + size_t{slots} * resp_bytes;
-  RFRPC_ASSIGN_OR_RETURN(c->local_,
-                         provider->AllocateMemory(c->mode_word_offset_ + 64));
-  RFRPC_ASSIGN_OR_RETURN(c->reply_,
-                         provider->AllocateMemory(size_t{slots} * resp_bytes));
-  transport::CompletionQueueOptions cq_options;
-  cq_options.depth = static_cast<int>(4 * slots + 64);
-  cq_options.poll_mode = transport::PollMode::kBusy;
-  RFRPC_ASSIGN_OR_RETURN(c->cq_, provider->CreateCompletionQueue(cq_options));
-
-  rpc::RpcHello hello;
-  hello.set_version(kRpcVersion);
-  hello.set_worker(worker);
-  hello.set_slots(slots);
-  hello.set_request_slot_bytes(req_bytes);
-  hello.set_response_slot_bytes(resp_bytes);
-  hello.set_client_name(absl::StrCat("pid ", getpid()));
-
-  transport::ConnectionSetup setup;
-  setup.cq = c->cq_.get();
-  setup.exposed.push_back(transport::ExposedRegion{
-      c->reply_.get(), 0, c->reply_->size(), /*remote_write=*/true,
-      /*remote_read=*/false});
-  setup.user_data = hello.SerializeAsString();
-  setup.max_outstanding = 4 * slots + 64;
-  setup.auth_token = options.auth_token;
-  setup.handshake_timeout = options.connect_timeout;
-  RFRPC_ASSIGN_OR_RETURN(c->conn_, provider->Connect(address, setup));
-
-  rpc::RpcWelcome welcome;
-  if (!welcome.ParseFromString(c->conn_->peer().user_data)) {
-    return absl::InvalidArgumentError(
-        "server's handshake reply does not parse as RpcWelcome");
-  }
-  if (welcome.version() != kRpcVersion) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("server speaks rpc version ", welcome.version(),
-                     ", this client ", kRpcVersion));
-  }
-  if (welcome.slots() < 1 || welcome.slots() > slots ||
-      welcome.request_slot_bytes() > req_bytes ||
-      welcome.response_slot_bytes() > resp_bytes ||
-      welcome.request_slot_bytes() < 64 || welcome.response_slot_bytes() < 64 ||
-      welcome.workers() < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "server granted a layout this client cannot use: ",
-        welcome.ShortDebugString()));
-  }
-  c->worker_ = static_cast<int>(welcome.worker());
-  c->server_workers_ = static_cast<int>(welcome.workers());
-  c->layout_.slots = welcome.slots();
-  c->layout_.request_slot_bytes = welcome.request_slot_bytes();
-  c->layout_.response_slot_bytes = welcome.response_slot_bytes();
-  c->large_result_bytes_ = welcome.large_result_bytes();
-  // The granted layout must match our local buffers' strides: keep ours and
-  // only use the granted counts/sizes for what goes on the wire.
-  if (welcome.request_slot_bytes() != req_bytes ||
-      welcome.response_slot_bytes() != resp_bytes) {
-    // Remap strides: simplest is to require equality of strides.
-    return absl::InvalidArgumentError(absl::StrCat(
-        "server reduced the slot sizes (", welcome.request_slot_bytes(), "/",
-        welcome.response_slot_bytes(), " < ", req_bytes, "/", resp_bytes,
-        "); lower max_request_bytes/max_response_bytes to at most the "
-        "server's limits"));
-  }
-  if (c->conn_->peer().regions.empty() ||
-      c->conn_->peer().regions[0].length < c->layout_.ServerRegionBytes()) {
-    return absl::InvalidArgumentError(
-        "server exposed no region large enough for the granted layout");
-  }
-  c->server_region_ = c->conn_->peer().regions[0];
-
-  MutexLock lock(&c->mu_);
-  c->slots_.resize(c->layout_.slots);
-  for (uint32_t s = c->layout_.slots; s > 0; --s) c->free_slots_.push_back(s - 1);
-  if (c->policy_.current() == RpcMode::kServerReply) {
-    c->SetMode(RpcMode::kServerReply);
-    if (!c->status_.ok()) return c->status_;
-  }
-  return c;
-}
 
 char* ClientConnection::staging(uint32_t s) const {
   return local_->data() + staging_offset_ +
