@@ -288,7 +288,7 @@ TEST_F(FaultScenarioTest, SlowHandlerDelaysOnlyItsOwnWorkersCallers) {
   AsyncCalls slow_call(1);
   TestRequest req;
   req.set_id(1);
-  req.set_sleep_ms(600);
+  req.set_sleep_ms(1000);
   auto* ctx = new ClientContext;  // Routes to worker 0.
   ctx->set_shard(0);
   ctx->set_timeout(absl::Seconds(20));
@@ -300,6 +300,7 @@ TEST_F(FaultScenarioTest, SlowHandlerDelaysOnlyItsOwnWorkersCallers) {
                   });
   absl::SleepFor(absl::Milliseconds(50));  // The handler is running now.
   std::vector<absl::Duration> lat;
+  int during = 0;  // Fast calls that completed while the slow one ran.
   for (uint64_t i = 0; i < 100; ++i) {
     TestRequest r;
     r.set_id(1000 + i);
@@ -312,14 +313,14 @@ TEST_F(FaultScenarioTest, SlowHandlerDelaysOnlyItsOwnWorkersCallers) {
     ASSERT_TRUE(s.ok()) << s;
     ASSERT_EQ(resp.id(), 1000 + i);
     ASSERT_EQ(resp.worker(), 1u);
+    if (slow_call.done.load(std::memory_order_acquire) == 0) ++during;
   }
-  EXPECT_EQ(slow_call.done.load(), 0) << "the other worker's calls finished "
-                                         "only after the slow handler";
+  EXPECT_GE(during, 20) << "the other worker's calls waited for the slow handler";
   std::sort(lat.begin(), lat.end());
-  // Generous bounds (2 shared cores): the median call is far below the
-  // 600 ms the slow handler takes.
-  EXPECT_LT(lat[lat.size() / 2], absl::Milliseconds(20)) << lat[lat.size() / 2];
-  EXPECT_LT(lat[lat.size() * 9 / 10], absl::Milliseconds(100));
+  // Generous bounds (2 shared cores, other tests running): every call is
+  // far below the 1000 ms the slow handler takes.
+  EXPECT_LT(lat[lat.size() / 2], absl::Milliseconds(50)) << lat[lat.size() / 2];
+  EXPECT_LT(lat.back(), absl::Milliseconds(500)) << lat.back();
   ASSERT_TRUE(WaitForCount(slow_call.done, 1, absl::Seconds(10)));
   EXPECT_TRUE(slow_call.statuses[0].ok()) << slow_call.statuses[0];
   EXPECT_EQ(slow_call.resps[0].id(), 1u);
