@@ -53,6 +53,11 @@ constexpr double kDelayShrink = kDelayStepNs / 200.0;
 constexpr double kMaxFetchBackoffNs = 20 * 1000.0;
 // Check the transport's liveness every this many progress rounds.
 constexpr uint64_t kStatusCheckRounds = 256;
+// A READ or publish WRITE whose completion has not arrived after this long
+// is lost (an RC queue pair completes or errors well within it): the
+// connection fails with UNAVAILABLE and the channel reconnects, instead of
+// the slot (or, for a publish, the connection) staying wedged forever.
+constexpr int64_t kLostCompletionNs = int64_t{2} * 1000 * 1000 * 1000;
 
 int64_t NowNs() { return absl::GetCurrentTimeNanos(); }
 
@@ -363,7 +368,10 @@ void ClientConnection::PublishLocked(uint32_t s) {
                                 wire::kHeaderBytes, server_region_, rbase);
     wrs[1].signaled = true;
     ok = PostList(absl::MakeConstSpan(wrs, 2));
-    if (ok) publish_in_flight_ = true;
+    if (ok) {
+      publish_in_flight_ = true;
+      publish_posted_ns_ = NowNs();
+    }
   } else {
     WorkRequest wr = WorkRequest::Write(WrId(s, kRequestWrite), local_.get(),
                                         base, static_cast<uint32_t>(framed),
@@ -668,6 +676,7 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
         layout_.ResponseSlotOffset(s) + slot.part_offset + slot.fetched_bytes);
     if (Post(wr)) {
       slot.read_outstanding = true;
+      slot.read_posted_ns = now;
       ++slot.reads;
       slot.phase = Phase::kFetchRest;
     }
@@ -896,10 +905,24 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
     }
   }
 
-  // 3. Server-reply slots, deadlines, probes.
+  // 3. Lost completions, server-reply slots, deadlines, probes.
+  if (publish_in_flight_ && now - publish_posted_ns_ > kLostCompletionNs) {
+    FailLocked(absl::UnavailableError(
+                   "no completion for a batch publish WRITE within 2 s; "
+                   "connection presumed lost"),
+               finished);
+    return true;
+  }
   if (busy_slots_ > 0) {
     for (uint32_t s = 0; s < slots_.size(); ++s) {
       Slot& slot = slots_[s];
+      if (slot.read_outstanding && now - slot.read_posted_ns > kLostCompletionNs) {
+        FailLocked(absl::UnavailableError(absl::StrCat(
+                       "no completion for a READ on slot ", s,
+                       " within 2 s; connection presumed lost")),
+                   finished);
+        return true;
+      }
       if (slot.phase == Phase::kFree || slot.phase == Phase::kDraining) continue;
       if (slot.phase == Phase::kWaitReply) {
         wire::ResponseView view;

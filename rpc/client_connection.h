@@ -252,6 +252,7 @@ class ClientConnection {
   int open_ ABSL_GUARDED_BY(mu_) = -1;            // Slot of the open batch.
   int outstanding_ ABSL_GUARDED_BY(mu_) = 0;      // Requests in flight.
   bool publish_in_flight_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t publish_posted_ns_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   uint32_t unsignaled_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t rounds_ ABSL_GUARDED_BY(mu_) = 0;

@@ -184,6 +184,7 @@ class Server::Impl {
                            provider_->AllocateMemory(c->layout.ServerRegionBytes()));
     c->expected_seq.assign(slots, 1);
     c->push_in_flight.assign(slots, 0);
+    c->push_posted_ns.assign(slots, 0);
     c->peer = in->peer().peer_name;
 
     rpc::RpcWelcome welcome;

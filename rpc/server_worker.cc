@@ -28,6 +28,10 @@ namespace {
 
 // Check connections' liveness every this many rounds.
 constexpr uint64_t kLivenessRounds = 4096;
+// A server-reply WRITE whose completion has not arrived after this long is
+// lost: its slot would never be served again, so the connection is closed
+// (the client sees UNAVAILABLE and reconnects).
+constexpr int64_t kLostCompletionNs = int64_t{2} * 1000 * 1000 * 1000;
 
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -143,8 +147,18 @@ void ServerWorker::Loop() {
     TakeCompletions();
     if (++rounds % kLivenessRounds == 0 || (!served && empty_rounds > 0 &&
                                             empty_rounds % 1024 == 0)) {
+      const int64_t now = absl::GetCurrentTimeNanos();
       for (size_t k = 0; k < conns_.size();) {
         absl::Status s = conns_[k]->conn->status();
+        const ServerConnection& sc = *conns_[k];
+        for (size_t i = 0; s.ok() && i < sc.push_in_flight.size(); ++i) {
+          if (sc.push_in_flight[i] > 0 &&
+              now - sc.push_posted_ns[i] > kLostCompletionNs) {
+            s = absl::UnavailableError(absl::StrCat(
+                "no completion for a server-reply WRITE on slot ", i,
+                " within 2 s"));
+          }
+        }
         if (!s.ok()) {
           Close(k, s);
         } else {
@@ -363,6 +377,7 @@ void ServerWorker::Push(ServerConnection* c, uint32_t s, size_t offset,
   // it (Loop skips the slot until the completion).
   wr.signaled = true;
   ++c->push_in_flight[s];
+  c->push_posted_ns[s] = absl::GetCurrentTimeNanos();
   absl::Status st = c->conn->Post(absl::MakeConstSpan(&wr, 1));
   if (!st.ok()) {
     --c->push_in_flight[s];

@@ -57,6 +57,7 @@ struct ServerConnection {
   std::string peer;
   std::vector<uint32_t> expected_seq;               // Per slot.
   std::vector<uint32_t> push_in_flight;             // Per slot: WRITEs.
+  std::vector<int64_t> push_posted_ns;              // Per slot: last WRITE.
   uint32_t unsignaled = 0;
 };
 

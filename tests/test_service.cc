@@ -2,7 +2,9 @@
 
 #include "tests/test_service.h"
 
+#include <cstdlib>
 #include <memory>
+#include <stdexcept>
 
 #include "absl/time/clock.h"
 
@@ -35,6 +37,9 @@ absl::Status TestService::Echo(ServerContext* ctx, const TestRequest* req,
     while (absl::GetCurrentTimeNanos() < until) {
     }
   }
+  if (req->sleep_ms() > 0) absl::SleepFor(absl::Milliseconds(req->sleep_ms()));
+  if (!req->throw_message().empty()) throw std::runtime_error(req->throw_message());
+  if (req->abort_process()) std::abort();
   if (req->fail_code() != 0) {
     return absl::Status(static_cast<absl::StatusCode>(req->fail_code()),
                         "asked to fail");

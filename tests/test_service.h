@@ -2,8 +2,9 @@
 //
 // A hand-written rfrpc service for scenario tests (generated stubs are
 // tested in codegen/). Echo returns the payload and id (or a payload of
-// response_size bytes derived from the id), spinning delay_ns first, or
-// fails with fail_code.
+// response_size bytes derived from the id), spinning delay_ns and sleeping
+// sleep_ms first, or fails with fail_code, throws throw_message, or aborts
+// the process (abort_process).
 
 #ifndef RFRPC_TESTS_TEST_SERVICE_H_
 #define RFRPC_TESTS_TEST_SERVICE_H_

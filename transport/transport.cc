@@ -17,6 +17,7 @@ namespace {
 struct Registry {
   absl::Mutex mu;
   std::map<std::string, ProviderFactory> factories ABSL_GUARDED_BY(mu);
+  std::map<std::string, ProviderFamilyFactory> families ABSL_GUARDED_BY(mu);
 };
 
 Registry& GetRegistry() {
@@ -69,16 +70,25 @@ bool RegisterProvider(const char* name, ProviderFactory factory) {
   return true;
 }
 
+bool RegisterProviderFamily(const char* prefix, ProviderFamilyFactory factory) {
+  Registry& r = GetRegistry();
+  absl::MutexLock lock(&r.mu);
+  r.families[prefix] = factory;
+  return true;
+}
+
 absl::StatusOr<std::unique_ptr<Provider>> Provider::Open(
     const std::string& name, const ProviderOptions& options) {
   Registry& r = GetRegistry();
   ProviderFactory verbs = nullptr;
   ProviderFactory shm = nullptr;
   ProviderFactory wanted = nullptr;
+  ProviderFamilyFactory family = nullptr;
   std::vector<std::string> known;
   {
     absl::MutexLock lock(&r.mu);
     for (const auto& [n, f] : r.factories) known.push_back(n);
+    for (const auto& [n, f] : r.families) known.push_back(n + ":<provider>");
     auto find = [&](const std::string& n) -> ProviderFactory {
       auto it = r.factories.find(n);
       return it == r.factories.end() ? nullptr : it->second;
@@ -86,7 +96,13 @@ absl::StatusOr<std::unique_ptr<Provider>> Provider::Open(
     verbs = find("verbs");
     shm = find("shm");
     wanted = find(name);
+    const size_t sep = name.find_first_of(":@");
+    if (wanted == nullptr && sep != std::string::npos) {
+      auto it = r.families.find(name.substr(0, sep));
+      if (it != r.families.end()) family = it->second;
+    }
   }
+  if (family != nullptr) return family(name, options);
   if (name == "auto") {
     if (verbs != nullptr) {
       absl::StatusOr<std::unique_ptr<Provider>> p = verbs(options);

@@ -383,6 +383,15 @@ using ProviderFactory = absl::StatusOr<std::unique_ptr<Provider>> (*)(
 // Returns true so it can initialize a namespace-scope bool.
 bool RegisterProvider(const char* name, ProviderFactory factory);
 
+// A family of provider names that wrap another provider, e.g. "faulty:shm"
+// or "faulty@client1:verbs" (transport/testing/fault_injection.h). Provider::
+// Open(name) with no exactly registered `name` looks for a family whose
+// `prefix` is the part of `name` before its first ':' or '@' and calls its
+// factory with the whole name. Returns true like RegisterProvider.
+using ProviderFamilyFactory = absl::StatusOr<std::unique_ptr<Provider>> (*)(
+    const std::string& name, const ProviderOptions& options);
+bool RegisterProviderFamily(const char* prefix, ProviderFamilyFactory factory);
+
 // Loads and stores of 8-byte words in registered memory that peers access
 // concurrently. `p` must be 8-byte aligned.
 inline uint64_t LoadAcquire64(const void* p) {
