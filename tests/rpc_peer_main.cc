@@ -20,6 +20,10 @@
 DEFINE_string(role, "server", "server or client");
 DEFINE_string(address, "", "Listen (server) or connect (client) address.");
 DEFINE_string(provider, "shm", "Transport provider.");
+DEFINE_int32(workers, 2,
+             "Server workers. Two, so connections made one after another land "
+             "on different workers (round robin) and a crash in one handler "
+             "finds the other's calls in flight.");
 
 int main(int argc, char** argv) {
   gflags::ParseCommandLineFlags(&argc, &argv, true);
@@ -28,6 +32,7 @@ int main(int argc, char** argv) {
     rfrpc::ServerOptions opts;
     opts.provider = FLAGS_provider;
     opts.address = FLAGS_address;
+    opts.workers = FLAGS_workers;
     opts.idle_spin_rounds = 100;
     opts.idle_yield_rounds = 100;
     rfrpc::Server server(opts);

@@ -3,12 +3,14 @@
 # every test. Exits non-zero if anything fails.
 #
 #   1. bazel test //...            unit and end-to-end tests on the shm provider
-#   2. tools/vm_suite.sh           real verbs (Soft-RoCE in a qemu VM): the provider
+#   2. tools/soak.sh 2             2-minute soak: every mode, injected faults, every reply
+#                                  checked; lost = duplicated = 0, bounded server RSS
+#   3. tools/vm_suite.sh           real verbs (Soft-RoCE in a qemu VM): the provider
 #                                  conformance suite and the RF-RPC end-to-end tests
-#   3. tests/kvstore_vm_test.sh    Jakiro + YCSB over verbs: one VM, then two VMs
+#   4. tests/kvstore_vm_test.sh    Jakiro + YCSB over verbs: one VM, then two VMs
 #                                  (server in one, client in the other)
 #
-# RFRPC_SKIP_VM=1 skips step 2 (e.g. on a machine without qemu).
+# RFRPC_SKIP_VM=1 skips steps 3-4 (e.g. on a machine without qemu).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # --peers: //kvstore/ycsb links libmemcached and hiredis, and its peer tests
@@ -22,6 +24,9 @@ if [ -n "${CI:-}" ]; then BAZEL_FLAGS+=(--config=ci); fi
 
 echo "== bazel test //... (unit and end-to-end tests, shm provider)"
 bazel test "${BAZEL_FLAGS[@]}" //...
+
+echo "== soak (2 minutes, shm)"
+bash tools/soak.sh 2
 
 if [ "${RFRPC_SKIP_VM:-0}" != 1 ]; then
   echo "== Soft-RoCE VM suite (verbs; figures there show correctness, not hardware speed)"

@@ -15,6 +15,8 @@ TARGETS=(
   //tests:rpc_e2e_test
   //tests:rpc_batch_e2e_test
   //tests:rpc_fault_test
+  //tests:rpc_fault_injection_test
+  //tests:rpc_isolation_test
 )
 bash tools/setup.sh --vm >/dev/null || { echo "vm_suite: setup --vm failed" >&2; exit 1; }
 BAZEL_FLAGS=()
