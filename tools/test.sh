@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # --peers: //kvstore/ycsb links libmemcached and hiredis, and its peer tests
-# start memcached and redis-server. --vm: qemu, busybox, perftest for step 2.
+# start memcached and redis-server. --vm: qemu, busybox, perftest for steps 3-4.
 groups=(--peers)
 if [ "${RFRPC_SKIP_VM:-0}" != 1 ]; then groups+=(--vm); fi
 bash tools/setup.sh "${groups[@]}"
