@@ -60,14 +60,15 @@ class Plotter:
         self.made = []
 
     def plot(self, name, title, xlabel, ylabel, series, logx=False, logy=False,
-             style="linespoints", extra=""):
-        """series: list of (label, [(x, y), ...])."""
+             style="linespoints", extra="", sort=True):
+        """series: list of (label, [(x, y), ...]); sort=False keeps the
+        points' order (e.g. by batch size while x is latency)."""
         series = [(l, pts) for l, pts in series if pts]
         if not series:
             return
         png = name + ".png"
         lines = [
-            "set terminal pngcairo size 900,560 font 'sans,10'",
+            "set terminal pngcairo size 900,560 font 'sans,10' noenhanced",
             "set output '%s'" % os.path.join(self.out, png),
             "set title \"%s%s\"" % (title, self.suffix),
             "set xlabel '%s'" % xlabel,
@@ -85,7 +86,7 @@ class Plotter:
         data = []
         for label, pts in series:
             plots.append("'-' using 1:2 with %s title '%s'" % (style, label))
-            data.extend("%g %g" % (x, y) for x, y in sorted(pts))
+            data.extend("%g %g" % (x, y) for x, y in (sorted(pts) if sort else pts))
             data.append("e")
         lines.append("plot " + ", ".join(plots))
         script = "\n".join(lines + data) + "\n"
@@ -236,7 +237,7 @@ def main():
             ("server_reply fixed N", [(num(r, "avg_us"), num(r, "ops_per_s")) for r in fixed("server_reply")]),
             ("rf auto (at l_limit)", [(num(r, "limit_us"), num(r, "ops_per_s")) for r in autos]),
             ("unbatched", [(num(r, "avg_us"), num(r, "ops_per_s")) for r in offs.values()])],
-           logx=True, style="linespoints")
+           logx=True, style="linespoints", sort=False)
     P.plot("exp5_fig14_batch_latency", "Exp 5 (Fig. 14): latency vs batch size (avg and p95)",
            "batch size N", "latency (us)",
            [("rf avg", [(num(r, "batch_size"), num(r, "avg_us")) for r in fixed("rf")]),
