@@ -67,6 +67,9 @@ DEFINE_int32(batch_timeout_us, 200, "T: flush a partly filled batch after.");
 DEFINE_double(seconds, 1.0, "Measured seconds per point.");
 DEFINE_double(warmup_seconds, 0.3, "Unmeasured warm-up per point (auto: x3).");
 DEFINE_bool(pin, true, "Pin server worker i to CPU i.");
+DEFINE_bool(adaptive_fetch_delay, true,
+            "ChannelOptions::adaptive_fetch_delay (false: fetch at once, "
+            "repeatedly, as in the paper).");
 DEFINE_bool(csv, false, "Print CSV rows instead of a table.");
 
 namespace rfrpc {
@@ -178,6 +181,7 @@ Point Run(const std::string& address, const Config& cfg) {
     opts.provider = FLAGS_provider;
     opts.mode = cfg.mode;
     opts.connections = 1;
+    opts.adaptive_fetch_delay = FLAGS_adaptive_fetch_delay;
     opts.batch = cfg.batch;
     if (cfg.batch_size > 0) opts.batch_size = cfg.batch_size;
     opts.batch_bytes = 32 * 1024;
