@@ -25,7 +25,7 @@ if [ "$PROVIDER" = verbs ]; then
 fi
 
 if [ "$MODE" = full ]; then
-  SEC=2; WARM=0.3; IT=200000
+  SEC=2; WARM=0.3; IT=200000; REP=3
   SIZES=8,16,32,64,128,256,512,1024,2048,4096,8192
   STIMES=0,1,2,3,4,5,6,7,8,9,10,11,12
   WORKERS="1 2 3 4 6"; CONNS="4 8 16"; CDF_SEC=4
@@ -33,21 +33,23 @@ if [ "$MODE" = full ]; then
   ESIZES=32,256,1024,4096
 elif [ "$PROVIDER" = verbs ]; then
   # qemu TCG: everything is ~100x slower; keep the VM run short.
-  SEC=0.3; WARM=0.1; IT=2000
+  SEC=0.3; WARM=0.1; IT=2000; REP=1
   SIZES=8,64,512,4096,8192
   STIMES=0,2,4,8,12
   WORKERS="1 2"; CONNS="4"; CDF_SEC=0.5
   BSIZES=2,8,32,96; LIMITS=200,1000
   ESIZES=32,1024
 else
-  SEC=0.4; WARM=0.1; IT=30000
+  SEC=0.4; WARM=0.1; IT=30000; REP=2
   SIZES=8,64,256,1024,4096,8192
   STIMES=0,1,2,4,6,8,10,12
   WORKERS="1 2 3 4"; CONNS="4 8"; CDF_SEC=1
   BSIZES=2,4,8,16,24,32,48,64,96; LIMITS=20,50,100,200
   ESIZES=32,1024
 fi
-R=(--seconds="$SEC" --warmup_seconds="$WARM")
+# Each point is the best of REP runs: other work on a shared machine only
+# ever slows a run down.
+R=(--seconds="$SEC" --warmup_seconds="$WARM" --repeats="$REP")
 
 # csv_append FILE: stdin's CSV (comment lines dropped) appended to FILE,
 # without its header when FILE already has one.
@@ -97,7 +99,7 @@ done
 
 step "exp4 (Fig. 8): latency CDF of rf, server_reply, hybrid (1 client thread, ${CDF_SEC}s each)"
 echo "label,latency_us,fraction" > "$OUT/exp4_fig8_latency_cdf.csv"
-run exp4 "$BIN/rpc_bench" "${P[@]}" --seconds="$CDF_SEC" --warmup_seconds="$WARM" \
+run exp4 "$BIN/rpc_bench" "${P[@]}" --seconds="$CDF_SEC" --warmup_seconds="$WARM" --repeats="$REP" \
   --modes=rf,server_reply,hybrid --sizes=32 --threads=1 --workers=1 --csv --label=fig8 \
   --cdf_csv="$OUT/exp4_fig8_latency_cdf.csv" | csv_append "$OUT/exp4_fig8_points.csv"
 
@@ -114,7 +116,7 @@ for t in 1 2; do
   run "exp6_rfrpc_t$t" "$BIN/rfrpc_echo_bench" "${P[@]}" "${R[@]}" --threads="$t" \
     --sizes="$ESIZES" --csv | csv_append "$OUT/exp6_rfrpc_side.csv"
 done
-echo "$SEC $ESIZES" > "$OUT/logs/exp6_params"
+echo "$SEC $ESIZES $REP" > "$OUT/logs/exp6_params"
 step "rfrpc experiments done"
 
 if [ "$EMIT" = --emit ]; then

@@ -57,6 +57,9 @@ DEFINE_int32(rfrpc_switch_after, 2, "K: slow calls before server-reply.");
 DEFINE_double(seconds, 2.0, "Measured seconds per point.");
 DEFINE_double(warmup_seconds, 0.3, "Unmeasured warm-up per point.");
 DEFINE_bool(pin, true, "Pin server worker i to CPU i and client j to the next.");
+DEFINE_int32(repeats, 1,
+             "Measure each point this many times and keep the best by ops/s "
+             "(other work on a shared machine only slows runs down).");
 DEFINE_bool(csv, false, "Print CSV rows instead of a table.");
 
 namespace rfrpc {
@@ -86,6 +89,7 @@ struct Point {
   double ops_per_call = 0, reads_per_call = 0;
   uint64_t calls = 0, failed = 0, switches = 0;
   double rf_share = 0;
+  std::vector<double> sorted_us;  // Every measured latency, ascending.
 };
 
 Point Run(const std::string& address, RpcMode mode, int size, int server_us) {
@@ -158,13 +162,6 @@ Point Run(const std::string& address, RpcMode mode, int size, int server_us) {
                   after[t].switches_to_remote_fetch;
   }
   std::sort(all.begin(), all.end());
-  if (!FLAGS_cdf_csv.empty()) {
-    FILE* f = std::fopen(FLAGS_cdf_csv.c_str(), "a");
-    CHECK(f != nullptr) << "cannot open " << FLAGS_cdf_csv;
-    bench::WriteCdf(f, std::string(RpcModeName(mode)) + "/" + std::to_string(size) +
-                           "/" + std::to_string(server_us), all);
-    std::fclose(f);
-  }
   p.calls = all.size();
   p.failed = failed.load();
   p.ops = all.size() / secs;
@@ -178,6 +175,7 @@ Point Run(const std::string& address, RpcMode mode, int size, int server_us) {
   p.ops_per_call = calls ? static_cast<double>(ops) / calls : 0;
   p.reads_per_call = calls ? static_cast<double>(reads) / calls : 0;
   p.rf_share = calls ? static_cast<double>(rf) / calls : 0;
+  p.sorted_us = std::move(all);
   return p;
 }
 
@@ -217,6 +215,17 @@ int Main() {
     for (int us : ParseInts(FLAGS_server_time_us)) {
       for (int size : ParseInts(FLAGS_sizes)) {
         Point p = Run(server.address(), *mode, size, us);
+        for (int rep = 1; rep < FLAGS_repeats; ++rep) {
+          Point q = Run(server.address(), *mode, size, us);
+          if (q.ops > p.ops) p = std::move(q);
+        }
+        if (!FLAGS_cdf_csv.empty()) {
+          FILE* f = std::fopen(FLAGS_cdf_csv.c_str(), "a");
+          CHECK(f != nullptr) << "cannot open " << FLAGS_cdf_csv;
+          bench::WriteCdf(f, m + "/" + std::to_string(size) + "/" + std::to_string(us),
+                          p.sorted_us);
+          std::fclose(f);
+        }
         if (FLAGS_csv) {
           std::printf("%s,%s,%d,%d,%d,%.0f,%.3f,%.3f,%.3f,%.4f,%.4f,%.3f,%llu,%llu,%llu,"
                       "%d,%d,%s,%.2f\n",

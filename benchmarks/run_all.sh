@@ -110,7 +110,7 @@ fi
 
 # --- Experiment 6: gRPC servers on a Unix socket and loopback TCP ----------
 progress "exp6: gRPC 1.51 echo server (Unix socket, loopback TCP); sync unary clients, 1 and 2 threads"
-read -r SEC ESIZES < "$OUT/logs/exp6_params" 2>/dev/null || { SEC=0.4; ESIZES=32,1024; }
+read -r SEC ESIZES REP < "$OUT/logs/exp6_params" 2>/dev/null || { SEC=0.4; ESIZES=32,1024; REP=1; }
 [ "$PROVIDER" = verbs ] && SEC=0.5
 start_grpc() {  # start_grpc ADDR -> prints the listening address
   "$BIN/grpc_echo" --role=server --listen="$1" --server_threads=2 --max_seconds=900 \
@@ -131,7 +131,7 @@ for spec in "unix $UNIX_ADDR" "tcp $TCP_ADDR"; do
   if [ -z "${2:-}" ]; then progress "  gRPC server ($1) did not start: logs/grpc_server.err"; continue; fi
   for t in 1 2; do
     timeout 300 "$BIN/grpc_echo" --role=client --target="$2" --transport="$1" --threads="$t" \
-      --sizes="$ESIZES" --seconds="$(awk -v s="$SEC" 'BEGIN{print (s < 1 ? 1 : s)}')" \
+      --sizes="$ESIZES" --seconds="$(awk -v s="$SEC" 'BEGIN{print (s < 1 ? 1 : s)}')" --repeats="${REP:-1}" \
       --csv 2>> "$OUT/logs/grpc_client.err" |
       { if [ -s "$OUT/exp6_grpc_side.csv" ]; then tail -n +2; else cat; fi; } >> "$OUT/exp6_grpc_side.csv"
   done
