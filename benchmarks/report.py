@@ -345,7 +345,8 @@ def main():
                     "gRPC runs over the kernel's Unix socket / loopback TCP on the same host.\n")
         else:
             f.write("- **%s**: experiments 1-6 (rfrpc side) ran inside one Soft-RoCE VM boot; gRPC and "
-                    "the key-value peers ran on the host.\n" % VERBS_LABEL)
+                    "the key-value peers ran on the host. The load average of VM rows is the guest's "
+                    "(2 vCPUs); the host's is in the line above.\n" % VERBS_LABEL)
         f.write("- each figure's load average column is the 1-minute load when its rows were measured "
                 "(2 cores: above 2 means the benchmark shared its cores)\n\n")
         f.write("## Headline\n\n")
