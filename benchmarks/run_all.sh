@@ -112,19 +112,26 @@ fi
 progress "exp6: gRPC 1.51 echo server (Unix socket, loopback TCP); sync unary clients, 1 and 2 threads"
 read -r SEC ESIZES REP < "$OUT/logs/exp6_params" 2>/dev/null || { SEC=0.4; ESIZES=32,1024; REP=1; }
 [ "$PROVIDER" = verbs ] && SEC=0.5
-start_grpc() {  # start_grpc ADDR -> prints the listening address
+# start_grpc ADDR NAME: a server in the background, its pid in PIDS (not in
+# a subshell, so the trap can stop it); grpc_addr NAME: its address once
+# it listens.
+start_grpc() {
   "$BIN/grpc_echo" --role=server --listen="$1" --server_threads=2 --max_seconds=900 \
     > "$TMP/grpc.$2.out" 2>> "$OUT/logs/grpc_server.err" &
   PIDS+=($!)
+}
+grpc_addr() {
   local i
   for i in $(seq 100); do
-    grep -q LISTENING "$TMP/grpc.$2.out" && break
+    grep -q LISTENING "$TMP/grpc.$1.out" && break
     sleep 0.1
   done
-  sed -n 's/^LISTENING //p' "$TMP/grpc.$2.out"
+  sed -n 's/^LISTENING //p' "$TMP/grpc.$1.out"
 }
-UNIX_ADDR=$(start_grpc "unix:$TMP/grpc.sock" unix)
-TCP_ADDR=$(start_grpc "127.0.0.1:0" tcp)
+start_grpc "unix:$TMP/grpc.sock" unix
+start_grpc "127.0.0.1:0" tcp
+UNIX_ADDR=$(grpc_addr unix)
+TCP_ADDR=$(grpc_addr tcp)
 rm -f "$OUT/exp6_grpc_side.csv"
 for spec in "unix $UNIX_ADDR" "tcp $TCP_ADDR"; do
   set -- $spec
