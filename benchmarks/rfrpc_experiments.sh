@@ -60,7 +60,9 @@ csv_append() {
 run() {
   local name=$1
   shift
-  timeout 600 "$@" 2> "$OUT/logs/$name.err"
+  # --foreground: stay in our process group, so run_all.sh's trap reaches
+  # the benchmark too.
+  timeout --foreground 600 "$@" 2> "$OUT/logs/$name.err"
   local rc=$?
   [ $rc = 0 ] || step "  $name failed (exit $rc; see logs/$name.err)"
   return $rc

@@ -49,12 +49,14 @@ T0=$(date +%s)
 OUT=benchmarks/results/$(date +%Y-%m-%d_%H%M)-$PROVIDER
 mkdir -p "$OUT/logs"
 OUT=$(cd "$OUT" && pwd)
-PIDS=()
+PIDS=()        # Servers started here.
+GROUP_PIDS=()  # Long steps, each in its own session: stopped as a group.
 TMP=$(mktemp -d /tmp/rfrpc-run-all.XXXXXX)
 cleanup() {
   local p
+  for p in "${GROUP_PIDS[@]}"; do [ -n "$p" ] && kill -TERM -- "-$p" 2>/dev/null; done
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+  for p in "${GROUP_PIDS[@]}" "${PIDS[@]}"; do [ -n "$p" ] && wait "$p" 2>/dev/null; done
   rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -63,6 +65,29 @@ trap 'exit 130' INT TERM HUP
 progress() {
   printf '[run_all %4ds load %s] %s\n' $(($(date +%s) - T0)) \
     "$(cut -d' ' -f1 /proc/loadavg)" "$*" | tee -a "$OUT/logs/progress.log"
+}
+
+# run_group OUT ERR PREFIX CMD...: runs CMD in its own session (so the trap
+# can stop it and everything it started), stdout to OUT, stderr to ERR;
+# relays CMD's "[  12s] step" lines from ERR as progress lines. Returns
+# CMD's status.
+run_group() {
+  local out=$1 err=$2 prefix=$3 pid rc
+  shift 3
+  : > "$err"
+  setsid "$@" > "$out" 2> "$err" &
+  pid=$!
+  GROUP_PIDS+=("$pid")
+  # The relay runs in the background so that `wait` (which a signal
+  # interrupts, unlike a foreground pipeline) is what this shell blocks in.
+  { tail --pid="$pid" -n +1 -F "$err" 2>/dev/null | grep --line-buffered -E '^\[ *[0-9]+s\]' |
+      while IFS= read -r line; do progress "$prefix${line#\[*\] }"; done; } &
+  local relay=$!
+  wait "$pid"
+  rc=$?
+  wait "$relay"
+  GROUP_PIDS=("${GROUP_PIDS[@]/$pid}")
+  return $rc
 }
 
 progress "mode $MODE, provider $PROVIDER, results in ${OUT#"$PWD"/}"
@@ -92,15 +117,15 @@ BIN=$(bazel info bazel-bin 2>/dev/null)/benchmarks
 
 # --- Experiments 1-5 and rfrpc's side of 6 ---------------------------------
 if [ "$PROVIDER" = shm ]; then
-  bash benchmarks/rfrpc_experiments.sh "$BIN" "$OUT" shm "$MODE" 2>&1 |
-    while IFS= read -r line; do progress "${line#\[*\] }"; done
+  run_group /dev/null "$OUT/logs/rfrpc_experiments.log" "" \
+    bash benchmarks/rfrpc_experiments.sh "$BIN" "$OUT" shm "$MODE"
 else
   progress "booting ONE Soft-RoCE VM for experiments 1-6 (qemu TCG: correctness, not speed)"
-  RFRPC_VM_TIMEOUT=${RFRPC_VM_TIMEOUT:-1500} RFRPC_VM_MEM=${RFRPC_VM_MEM:-2048} \
+  run_group "$TMP/vm.out" "$OUT/logs/vm.err" "vm: " \
+    env RFRPC_VM_TIMEOUT="${RFRPC_VM_TIMEOUT:-1500}" RFRPC_VM_MEM="${RFRPC_VM_MEM:-2048}" \
     bash tools/softroce_vm.sh bash "$PWD/benchmarks/rfrpc_experiments.sh" "$BIN" \
-    /tmp/rfrpc-vm-bench verbs "$MODE" --emit > "$TMP/vm.out" 2> "$OUT/logs/vm.err"
+    /tmp/rfrpc-vm-bench verbs "$MODE" --emit
   echo "vm_exit=$?" >> "$OUT/meta.txt"
-  grep -E '^\[ *[0-9]+s\]' "$OUT/logs/vm.err" | while IFS= read -r l; do progress "vm: ${l#\[*\] }"; done
   # Split the emitted files back out.
   awk -v out="$OUT" '
     /^=== FILE / { f = out "/" substr($0, 10); next }
@@ -156,8 +181,9 @@ if [ -x benchmarks/kv_compare.sh ]; then
   progress "exp7: YCSB A and C, Jakiro vs memcached vs Redis (benchmarks/kv_compare.sh, ${KV_SEC}s per run)"
   KV_ARGS=(--seconds="$KV_SEC" --out="$OUT/exp7_ycsb.md" --no-setup --provider=shm)
   [ "$MODE" = quick ] && KV_ARGS+=(--records=20000)
-  timeout 900 bash benchmarks/kv_compare.sh "${KV_ARGS[@]}" > "$OUT/logs/exp7.txt" 2>&1 ||
-    progress "  kv_compare.sh failed (exit $?; logs/exp7.txt)"
+  run_group "$OUT/logs/exp7.txt" "$OUT/logs/exp7.err" "" \
+    timeout 900 bash benchmarks/kv_compare.sh "${KV_ARGS[@]}" ||
+    progress "  kv_compare.sh failed (exit $?; logs/exp7.txt, logs/exp7.err)"
   # Its markdown table as CSV.
   if [ -f "$OUT/exp7_ycsb.md" ]; then
     grep '^| ' "$OUT/exp7_ycsb.md" | grep -v '^| ---' |
