@@ -7,6 +7,12 @@
 //   bazel run //benchmarks:rpc_bench -- --modes=rf,server_reply,hybrid
 //       --sizes=8,32,256,1024,8192 --server_time_us=0,1,2,4,8,12
 //
+// Server threads (Fig. 7): --workers=W. Multi-connection-per-thread vs
+// thread-per-connection (Figs. 11/12): --threads=C --connections=1 puts one
+// connection per client thread, spread round robin over the W workers, so
+// --workers=2 gives C/2 connections per server thread and --workers=C one.
+// --cdf_csv=FILE appends each point's latency CDF (Fig. 8).
+//
 // Figures from the shm provider are same-host figures; figures from the
 // Soft-RoCE VM show correctness, not hardware speed.
 
@@ -24,6 +30,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "benchmarks/bench_util.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "rpc/channel.h"
@@ -37,6 +44,13 @@ DEFINE_string(sizes, "32", "Payload sizes in bytes (comma separated).");
 DEFINE_string(server_time_us, "0", "Server processing times (us) to sweep.");
 DEFINE_int32(threads, 1, "Client threads (each with its own channel).");
 DEFINE_int32(workers, 1, "Server worker threads.");
+DEFINE_int32(connections, 0,
+             "Connections per client thread; 0 opens one per server worker. "
+             "With 1, connections spread round robin over the workers.");
+DEFINE_string(label, "", "Free-form tag copied into every CSV row.");
+DEFINE_string(cdf_csv, "",
+              "If set, append each point's latency CDF to this file "
+              "(label,latency_us,fraction; label = mode/size/server_us).");
 DEFINE_int32(rfrpc_retries, 5, "R: fetches before a call counts as slow.");
 DEFINE_int32(rfrpc_fetch_size, 256, "F: bytes of the first READ.");
 DEFINE_int32(rfrpc_switch_after, 2, "K: slow calls before server-reply.");
@@ -45,6 +59,9 @@ DEFINE_double(warmup_seconds, 0.3, "Unmeasured warm-up per point.");
 DEFINE_bool(pin, true, "Pin server worker i to CPU i and client j to the next.");
 DEFINE_bool(adaptive_fetch_delay, true,
             "Delay a call's first fetch by the learned result time.");
+DEFINE_int32(repeats, 1,
+             "Measure each point this many times and keep the best by ops/s "
+             "(other work on a shared machine only slows runs down).");
 DEFINE_bool(csv, false, "Print CSV rows instead of a table.");
 
 namespace rfrpc {
@@ -75,6 +92,7 @@ struct Point {
   uint64_t calls = 0, failed = 0, switches = 0;
   double rf_share = 0;
   double rtt_ns = 0, delay_ns = 0;
+  std::vector<double> sorted_us;  // Every measured latency, ascending.
 };
 
 Point Run(const std::string& address, RpcMode mode, int size, int server_us) {
@@ -93,7 +111,7 @@ Point Run(const std::string& address, RpcMode mode, int size, int server_us) {
       opts.retries = FLAGS_rfrpc_retries;
       opts.fetch_size = static_cast<uint32_t>(FLAGS_rfrpc_fetch_size);
       opts.switch_after = FLAGS_rfrpc_switch_after;
-      opts.connections = 0;
+      opts.connections = FLAGS_connections;
       opts.adaptive_fetch_delay = FLAGS_adaptive_fetch_delay;
       opts.max_request_bytes = std::max(4096, size + 64);
       opts.max_response_bytes = std::max(64 * 1024, size + 64);
@@ -165,6 +183,7 @@ Point Run(const std::string& address, RpcMode mode, int size, int server_us) {
     p.rtt_ns += after[t].fetch_rtt_ns / FLAGS_threads;
     p.delay_ns += after[t].fetch_delay_ns / FLAGS_threads;
   }
+  p.sorted_us = std::move(all);
   return p;
 }
 
@@ -191,7 +210,8 @@ int Main() {
               FLAGS_provider == "shm" ? " (same-host shm figures)" : "");
   if (FLAGS_csv) {
     std::printf("provider,mode,size,server_us,threads,ops_per_s,avg_us,p50_us,p99_us,"
-                "rdma_ops_per_call,reads_per_call,rf_share,switches,calls,failed\n");
+                "rdma_ops_per_call,reads_per_call,rf_share,switches,calls,failed,workers,"
+                "connections,label,loadavg\n");
   } else {
     std::printf("%-8s %-12s %6s %6s %12s %8s %8s %8s %8s %8s %6s %6s %7s %7s\n",
                 "provider", "mode", "size", "srv_us", "ops/s", "avg_us",
@@ -204,14 +224,27 @@ int Main() {
     for (int us : ParseInts(FLAGS_server_time_us)) {
       for (int size : ParseInts(FLAGS_sizes)) {
         Point p = Run(server.address(), *mode, size, us);
+        for (int rep = 1; rep < FLAGS_repeats; ++rep) {
+          Point q = Run(server.address(), *mode, size, us);
+          if (q.ops > p.ops) p = std::move(q);
+        }
+        if (!FLAGS_cdf_csv.empty()) {
+          FILE* f = std::fopen(FLAGS_cdf_csv.c_str(), "a");
+          CHECK(f != nullptr) << "cannot open " << FLAGS_cdf_csv;
+          bench::WriteCdf(f, m + "/" + std::to_string(size) + "/" + std::to_string(us),
+                          p.sorted_us);
+          std::fclose(f);
+        }
         if (FLAGS_csv) {
-          std::printf("%s,%s,%d,%d,%d,%.0f,%.3f,%.3f,%.3f,%.4f,%.4f,%.3f,%llu,%llu,%llu\n",
+          std::printf("%s,%s,%d,%d,%d,%.0f,%.3f,%.3f,%.3f,%.4f,%.4f,%.3f,%llu,%llu,%llu,"
+                      "%d,%d,%s,%.2f\n",
                       FLAGS_provider.c_str(), m.c_str(), size, us, FLAGS_threads,
                       p.ops, p.avg_us, p.p50_us, p.p99_us, p.ops_per_call,
                       p.reads_per_call, p.rf_share,
                       static_cast<unsigned long long>(p.switches),
                       static_cast<unsigned long long>(p.calls),
-                      static_cast<unsigned long long>(p.failed));
+                      static_cast<unsigned long long>(p.failed), FLAGS_workers,
+                      FLAGS_connections, FLAGS_label.c_str(), bench::LoadAverage1());
         } else {
           std::printf("%-8s %-12s %6d %6d %12.0f %8.3f %8.3f %8.3f %8.4f %8.4f %6.1f %6llu %7.0f %7.0f\n",
                       FLAGS_provider.c_str(), m.c_str(), size, us, p.ops,

@@ -13,6 +13,10 @@
 // With --provider=shm every figure is same-host: the initiating CPU copies
 // through shared memory; no NIC is involved. Threads are pinned to distinct
 // cores where measured; every spin is bounded.
+//
+// --sections picks the parts (lat,rtt,fig1); --lat_csv, --rtt_csv and
+// --fig1_csv also write their rows as CSV files; --listen sets the
+// listener's address (verbs inside the Soft-RoCE VM: 10.11.0.1:0).
 
 #include <sched.h>
 #include <sys/mman.h>
@@ -41,12 +45,49 @@ DEFINE_string(provider, "shm", "transport provider (shm, verbs, auto)");
 DEFINE_int32(iters, 100000, "operations per measurement");
 DEFINE_string(sizes, "8,64,512,4096,8192", "payload sizes in bytes");
 DEFINE_int32(clients, 8, "client connections for the Fig. 1 comparison");
+DEFINE_string(listen, "",
+              "listener address (shm: socket path, \"\" picks one; verbs: "
+              "host:port, e.g. 10.11.0.1:0 in the Soft-RoCE VM)");
+DEFINE_string(sections, "lat,rtt,fig1", "parts to run: lat, rtt, fig1");
+DEFINE_string(lat_csv, "", "also write WRITE/READ latency and ops/s rows here");
+DEFINE_string(rtt_csv, "", "also write the round-trip rows here");
+DEFINE_string(fig1_csv, "", "also write the Fig. 1 rows here");
 
 namespace rfrpc {
 namespace transport {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// A CSV file named by a flag, or nothing when the flag is empty.
+class CsvOut {
+ public:
+  CsvOut(const std::string& path, const char* header) {
+    if (path.empty()) return;
+    f_ = std::fopen(path.c_str(), "w");
+    if (f_ == nullptr) {
+      std::fprintf(stderr, "cannot write %s\n", path.c_str());
+      std::exit(1);
+    }
+    std::fprintf(f_, "%s\n", header);
+  }
+  ~CsvOut() {
+    if (f_ != nullptr) std::fclose(f_);
+  }
+  FILE* get() const { return f_; }
+
+ private:
+  FILE* f_ = nullptr;
+};
+
+double LoadAverage1() {
+  double l = -1;
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &l) != 1) l = -1;
+    std::fclose(f);
+  }
+  return l;
+}
 
 double NsSince(Clock::time_point t0) {
   return std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
@@ -147,7 +188,7 @@ constexpr size_t kRegionBytes = 1 << 20;
 
 void Open(Setup* s) {
   s->provider = Take(Provider::Open(FLAGS_provider, {}), "open provider");
-  s->listener = Take(s->provider->Listen(""), "listen");
+  s->listener = Take(s->provider->Listen(FLAGS_listen), "listen");
   CompletionQueueOptions busy;
   busy.poll_mode = PollMode::kBusy;
   s->client_cq = Take(s->provider->CreateCompletionQueue(busy), "cq");
@@ -174,6 +215,8 @@ void LatencyAndRate(Setup* s, const std::vector<uint32_t>& sizes) {
                     : "RDMA NIC");
   std::printf("%-9s %-6s %8s %8s %8s %12s %10s\n", "provider", "op",
               "bytes", "p50 ns", "p99 ns", "ops/s", "MB/s");
+  CsvOut csv(FLAGS_lat_csv,
+             "provider,op,bytes,p50_ns,p99_ns,ops_per_s,mb_per_s,loadavg");
   Connection* c = s->pair.client.get();
   const RemoteRegion remote = c->peer().regions[0];
   for (Opcode op : {Opcode::kWrite, Opcode::kRead}) {
@@ -215,10 +258,15 @@ void LatencyAndRate(Setup* s, const std::vector<uint32_t>& sizes) {
       Drain(s->client_cq.get(), signaled);
       const double secs = NsSince(t0) / 1e9;
       const double ops = FLAGS_iters / secs;
+      const double p50 = Percentile(&lat, 0.50), p99 = Percentile(&lat, 0.99);
+      const char* opname = op == Opcode::kWrite ? "WRITE" : "READ";
       std::printf("%-9s %-6s %8u %8.0f %8.0f %12.0f %10.1f\n", name.c_str(),
-                  op == Opcode::kWrite ? "WRITE" : "READ", size,
-                  Percentile(&lat, 0.50), Percentile(&lat, 0.99), ops,
-                  ops * size / 1e6);
+                  opname, size, p50, p99, ops, ops * size / 1e6);
+      if (csv.get()) {
+        std::fprintf(csv.get(), "%s,%s,%u,%.0f,%.0f,%.0f,%.1f,%.2f\n",
+                     name.c_str(), opname, size, p50, p99, ops,
+                     ops * size / 1e6, LoadAverage1());
+      }
     }
   }
 }
@@ -362,6 +410,16 @@ void RoundTrip(Setup* s) {
   std::printf("%-9s %-44s %12.0f %12.0f\n", name.c_str(),
               "8 B WRITE-then-poll via provider, 2 threads", best(via),
               median(via));
+  CsvOut csv(FLAGS_rtt_csv, "provider,what,best_ns,median_ns,loadavg");
+  if (csv.get()) {
+    const double l = LoadAverage1();
+    std::fprintf(csv.get(), "-,bare_two_processes,%.0f,%.0f,%.2f\n",
+                 best(bare_proc), median(bare_proc), l);
+    std::fprintf(csv.get(), "-,bare_two_threads,%.0f,%.0f,%.2f\n",
+                 best(bare_thread), median(bare_thread), l);
+    std::fprintf(csv.get(), "%s,write_then_poll_8B,%.0f,%.0f,%.2f\n",
+                 name.c_str(), best(via), median(via), l);
+  }
   std::printf(
       "%-9s ratio provider / bare two-process ping-pong: best %.2fx, median "
       "%.2fx (target <= 2x)%s\n",
@@ -378,7 +436,7 @@ void Fig1(const std::vector<uint32_t>& sizes) {
   const int n = std::max(2, FLAGS_clients);
   auto provider = Take(Provider::Open(FLAGS_provider, {}), "open provider");
   const std::string name = provider->name();
-  auto listener = Take(provider->Listen(""), "listen");
+  auto listener = Take(provider->Listen(FLAGS_listen), "listen");
   CompletionQueueOptions busy;
   busy.poll_mode = PollMode::kBusy;
   auto server_cq = Take(provider->CreateCompletionQueue(busy), "cq");
@@ -431,6 +489,9 @@ void Fig1(const std::vector<uint32_t>& sizes) {
     Drain(cq, signaled);
   };
   const uint64_t ops = static_cast<uint64_t>(FLAGS_iters);
+  CsvOut csv(FLAGS_fig1_csv,
+             "provider,bytes,clients,out_write_1thr,in_read_1thr,in_read_2thr,"
+             "loadavg");
   for (uint32_t size : sizes) {
     auto t0 = Clock::now();
     run(Opcode::kWrite, size, 0, 1, server_cq.get(), cpus.front(), ops);
@@ -449,6 +510,10 @@ void Fig1(const std::vector<uint32_t>& sizes) {
     const double in2 = 2 * ops / (NsSince(t0) / 1e9);
     std::printf("%-9s %8u %16.0f %16.0f %16.0f\n", name.c_str(), size, out1,
                 in1, in2);
+    if (csv.get()) {
+      std::fprintf(csv.get(), "%s,%u,%d,%.0f,%.0f,%.0f,%.2f\n", name.c_str(),
+                   size, n, out1, in1, in2, LoadAverage1());
+    }
   }
 }
 
@@ -478,8 +543,12 @@ int main(int argc, char** argv) {
               s.provider->name() == "shm"
                   ? " (shm: same-host figures, not RDMA)"
                   : "");
-  LatencyAndRate(&s, sizes);
-  RoundTrip(&s);
-  Fig1(sizes);
+  const std::string sections = "," + FLAGS_sections + ",";
+  auto want = [&](const char* part) {
+    return sections.find(std::string(",") + part + ",") != std::string::npos;
+  };
+  if (want("lat")) LatencyAndRate(&s, sizes);
+  if (want("rtt")) RoundTrip(&s);
+  if (want("fig1")) Fig1(sizes);
   return 0;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian package rfrpc's build, tests and demo need. Idempotent:
 # runs `apt-get update` and `apt-get install` only when something is missing.
-# Usage: tools/setup.sh            (as root, or with sudo available)
+# Usage: tools/setup.sh [--vm] [--peers] [--bench]   (as root, or with sudo available)
 set -euo pipefail
 
 PACKAGES=(
@@ -19,6 +19,10 @@ if [[ " $* " == *" --vm "* ]]; then
 fi
 if [[ " $* " == *" --peers "* ]]; then
   PACKAGES+=(memcached redis-server libmemcached-dev libhiredis-dev)
+fi
+# benchmarks/run_all.sh: the gRPC peer (C++ 1.51 and its protoc plugin) and the plots.
+if [[ " $* " == *" --bench "* ]]; then
+  PACKAGES+=(libgrpc++-dev protobuf-compiler-grpc gnuplot-nox)
 fi
 
 missing=()

@@ -14,8 +14,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # --peers: //kvstore/ycsb links libmemcached and hiredis, and its peer tests
-# start memcached and redis-server. --vm: qemu, busybox, perftest for steps 3-4.
-groups=(--peers)
+# start memcached and redis-server; --bench: gRPC for //benchmarks:grpc_echo and gnuplot. --vm: qemu, busybox, perftest for steps 3-4.
+groups=(--peers --bench)
 if [ "${RFRPC_SKIP_VM:-0}" != 1 ]; then groups+=(--vm); fi
 bash tools/setup.sh "${groups[@]}"
 

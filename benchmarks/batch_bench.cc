@@ -1,0 +1,431 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// batch_bench: the paper's Figs. 13/14 on rfrpc. Echo calls through one
+// in-process server under a pipelined, bounded load (many CallAsync in
+// flight per client thread), for:
+//
+//   * an unbatched baseline (BatchMode::kOff) for each mode, in the same run;
+//   * fixed batch sizes N = 2..96 for rf and server_reply: throughput, avg,
+//     p50, p95 and p99 latency, calls per batch;
+//   * auto mode at several latency limits l_limit: the achieved p95 against
+//     l_limit, and the sizer's final size;
+//   * adaptive mode.
+//
+// Load shape: a client thread keeps up to `pipeline` x N calls in flight on
+// its channel, where N is the batch size in force (for auto: the sizer's
+// current size, re-read every millisecond), so about `pipeline` batches are
+// in flight at once, as a client that fills a batch, sends it, and starts
+// the next while the first is served. Unbatched runs keep --depth calls in
+// flight. Every completed call re-issues itself from its callback.
+//
+// After the sweep it prints the headline checks (reported, never asserted):
+// best batched rf vs unbatched rf throughput (target >= 10x); for each
+// l_limit, auto's p95 <= l_limit and auto's throughput vs the best fixed rf
+// size whose p95 meets the same bound (target >= 90%); rf vs server_reply
+// at each N.
+//
+//   bazel run //benchmarks:batch_bench -- --batch_sizes=2,4,8,16,32,64,96
+//       --auto_limits_us=20,50,100 --csv
+//
+// Same-host shm figures; Soft-RoCE VM figures show correctness, not speed.
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "benchmarks/bench_util.h"
+#include "gflags/gflags.h"
+#include "glog/logging.h"
+#include "rpc/channel.h"
+#include "rpc/server.h"
+#include "tests/test_service.h"
+
+DEFINE_string(provider, "shm", "Transport provider: shm, verbs or auto.");
+DEFINE_string(address, "", "Listen address (verbs: ip:0).");
+DEFINE_string(modes, "rf,server_reply", "Modes for the fixed-size sweep.");
+DEFINE_string(batch_sizes, "2,4,8,16,24,32,48,64,96", "Fixed batch sizes N.");
+DEFINE_string(auto_limits_us, "20,50,100,200",
+              "Latency limits (us) for auto mode (rf); empty skips auto.");
+DEFINE_bool(baseline, true, "Run the unbatched baseline for each mode.");
+DEFINE_bool(adaptive, true, "Run adaptive mode (rf).");
+DEFINE_int32(size, 32, "Request payload bytes.");
+DEFINE_int32(threads, 1, "Client threads, each with its own channel.");
+DEFINE_int32(workers, 1, "Server worker threads.");
+DEFINE_int32(depth, 8, "Calls in flight per thread, unbatched runs.");
+DEFINE_int32(pipeline, 2, "Batches in flight per thread, batched runs.");
+DEFINE_int32(adaptive_size, 16, "Publish threshold N of adaptive mode.");
+DEFINE_int32(max_batch, 128, "Largest batch the pool is sized for.");
+DEFINE_int32(batch_timeout_us, 200, "T: flush a partly filled batch after.");
+DEFINE_double(seconds, 1.0, "Measured seconds per point.");
+DEFINE_double(warmup_seconds, 0.3, "Unmeasured warm-up per point (auto: x3).");
+DEFINE_bool(pin, true, "Pin server worker i to CPU i.");
+DEFINE_bool(adaptive_fetch_delay, true,
+            "ChannelOptions::adaptive_fetch_delay (false: fetch at once, "
+            "repeatedly, as in the paper).");
+DEFINE_int32(repeats, 1,
+             "Measure each point this many times and keep the best by ops/s.");
+DEFINE_bool(csv, false, "Print CSV rows instead of a table.");
+
+namespace rfrpc {
+namespace {
+
+struct Config {
+  RpcMode mode = RpcMode::kRemoteFetch;
+  BatchMode batch = BatchMode::kOff;
+  int batch_size = 0;     // N (fixed), start (auto), threshold (adaptive).
+  int limit_us = 0;       // Auto only.
+};
+
+struct Point {
+  double ops = 0, avg = 0, p50 = 0, p95 = 0, p99 = 0;
+  double calls_per_batch = 0;
+  int final_batch_size = 0;
+  uint64_t adjustments = 0, calls = 0, failed = 0;
+  double loadavg = 0;
+};
+
+// One in-flight call: re-issued by its own callback while the run lasts.
+struct Call {
+  testing::TestRequest req;
+  testing::TestResponse resp;
+  int64_t t0 = 0;
+  std::vector<double> lat_us;  // Touched only by this call's callback chain.
+};
+
+class Client {
+ public:
+  Client(Channel* ch, int pool, std::atomic<bool>* measure,
+         std::atomic<bool>* stop)
+      : ch_(ch), calls_(pool), measure_(measure), stop_(stop) {
+    for (int i = 0; i < pool; ++i) {
+      calls_[i].req.set_payload(std::string(FLAGS_size, 'p'));
+      calls_[i].lat_us.reserve(1 << 16);
+      free_.push_back(i);
+    }
+  }
+
+  // Issues idle calls until `target` are in flight.
+  void FillTo(int target) {
+    for (;;) {
+      int i;
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        if (inflight_.load() >= target || free_.empty()) return;
+        i = free_.back();
+        free_.pop_back();
+        inflight_++;
+      }
+      Issue(i);
+    }
+  }
+  void set_target(int t) { target_.store(t); }
+  int inflight() const { return inflight_.load(); }
+  uint64_t failed() const { return failed_.load(); }
+  const std::vector<Call>& calls() const { return calls_; }
+
+ private:
+  void Issue(int i) {
+    static const uint32_t kMethod = MethodId(testing::kEchoMethod);
+    Call& c = calls_[i];
+    c.req.set_id(c.req.id() + 1);
+    c.t0 = absl::GetCurrentTimeNanos();
+    ch_->CallAsync(kMethod, c.req, &c.resp, nullptr,
+                   [this, i](absl::Status s) { Done(i, s); });
+  }
+
+  void Done(int i, const absl::Status& s) {
+    Call& c = calls_[i];
+    const int64_t t1 = absl::GetCurrentTimeNanos();
+    if (!s.ok() || c.resp.id() != c.req.id()) {
+      failed_++;
+    } else if (measure_->load(std::memory_order_relaxed)) {
+      c.lat_us.push_back((t1 - c.t0) / 1000.0);
+    }
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      // Failed calls are not re-issued from the callback (a call that fails
+      // at once runs its callback inline: no recursion).
+      if (!s.ok() || stop_->load() || inflight_.load() > target_.load()) {
+        free_.push_back(i);
+        inflight_--;
+        return;
+      }
+    }
+    Issue(i);
+  }
+
+  Channel* const ch_;
+  std::vector<Call> calls_;
+  std::atomic<bool>* const measure_;
+  std::atomic<bool>* const stop_;
+  std::mutex mu_;
+  std::vector<int> free_;  // Guarded by mu_.
+  std::atomic<int> inflight_{0};
+  std::atomic<int> target_{0};
+  std::atomic<uint64_t> failed_{0};
+};
+
+Point Run(const std::string& address, const Config& cfg) {
+  std::atomic<bool> measure{false}, stop{false};
+  std::vector<std::unique_ptr<Channel>> channels;
+  std::vector<std::unique_ptr<Client>> clients;
+  const int pool = std::max(FLAGS_depth, FLAGS_pipeline * FLAGS_max_batch);
+  for (int t = 0; t < FLAGS_threads; ++t) {
+    ChannelOptions opts;
+    opts.provider = FLAGS_provider;
+    opts.mode = cfg.mode;
+    opts.connections = 1;
+    opts.adaptive_fetch_delay = FLAGS_adaptive_fetch_delay;
+    opts.batch = cfg.batch;
+    if (cfg.batch_size > 0) opts.batch_size = cfg.batch_size;
+    opts.batch_bytes = 32 * 1024;
+    opts.max_request_bytes = 64 * 1024;
+    opts.max_response_bytes = 64 * 1024;
+    opts.batch_timeout = absl::Microseconds(FLAGS_batch_timeout_us);
+    opts.max_outstanding = std::max(256, pool);
+    if (cfg.batch == BatchMode::kAuto) {
+      opts.latency_limit = absl::Microseconds(cfg.limit_us);
+      opts.latency_alpha = 0.05;
+    }
+    absl::StatusOr<std::unique_ptr<Channel>> ch = Channel::Create(address, opts);
+    CHECK(ch.ok()) << ch.status();
+    channels.push_back(std::move(*ch));
+    clients.push_back(
+        std::make_unique<Client>(channels.back().get(), pool, &measure, &stop));
+  }
+  auto target_of = [&](Channel* ch) {
+    switch (cfg.batch) {
+      case BatchMode::kOff:
+        return FLAGS_depth;
+      case BatchMode::kAuto:
+        return FLAGS_pipeline * std::max(1, ch->stats().batch_size);
+      default:
+        return FLAGS_pipeline * cfg.batch_size;
+    }
+  };
+  std::vector<ChannelStats> before(FLAGS_threads), after(FLAGS_threads);
+  auto drive = [&](absl::Duration d) {
+    const absl::Time end = absl::Now() + d;
+    while (absl::Now() < end) {
+      for (int t = 0; t < FLAGS_threads; ++t) {
+        const int target = target_of(channels[t].get());
+        clients[t]->set_target(target);
+        clients[t]->FillTo(target);
+      }
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+  };
+  const double warm = FLAGS_warmup_seconds * (cfg.batch == BatchMode::kAuto ? 3 : 1);
+  drive(absl::Seconds(warm));
+  for (int t = 0; t < FLAGS_threads; ++t) before[t] = channels[t]->stats();
+  measure = true;
+  const absl::Time start = absl::Now();
+  drive(absl::Seconds(FLAGS_seconds));
+  measure = false;
+  const double secs = absl::ToDoubleSeconds(absl::Now() - start);
+  for (int t = 0; t < FLAGS_threads; ++t) after[t] = channels[t]->stats();
+  stop = true;
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  for (auto& c : clients) {
+    while (c->inflight() > 0 && absl::Now() < give_up) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    CHECK_EQ(c->inflight(), 0) << "calls still in flight after 10 s";
+  }
+
+  Point p;
+  std::vector<double> all;
+  uint64_t batches = 0, batched = 0;
+  for (int t = 0; t < FLAGS_threads; ++t) {
+    for (const Call& c : clients[t]->calls()) {
+      all.insert(all.end(), c.lat_us.begin(), c.lat_us.end());
+    }
+    p.failed += clients[t]->failed();
+    batches += after[t].batches - before[t].batches;
+    batched += after[t].batched_calls - before[t].batched_calls;
+    p.final_batch_size = std::max(p.final_batch_size, after[t].batch_size);
+    p.adjustments += after[t].sizer_adjustments;
+  }
+  channels.clear();  // Before the clients whose calls they reference.
+  std::sort(all.begin(), all.end());
+  p.calls = all.size();
+  p.ops = all.size() / secs;
+  p.avg = bench::Mean(all);
+  p.p50 = bench::Quantile(all, 0.50);
+  p.p95 = bench::Quantile(all, 0.95);
+  p.p99 = bench::Quantile(all, 0.99);
+  p.calls_per_batch = batches ? static_cast<double>(batched) / batches : 0;
+  if (cfg.batch == BatchMode::kOff) p.final_batch_size = 1;
+  p.loadavg = bench::LoadAverage1();
+  return p;
+}
+
+// Best of --repeats runs by throughput.
+Point RunBest(const std::string& address, const Config& cfg) {
+  Point best = Run(address, cfg);
+  for (int rep = 1; rep < FLAGS_repeats; ++rep) {
+    Point p = Run(address, cfg);
+    if (p.ops > best.ops) best = p;
+  }
+  return best;
+}
+
+void Print(const Config& c, const Point& p) {
+  const std::string mode(RpcModeName(c.mode));
+  const std::string batch(BatchModeName(c.batch));
+  if (FLAGS_csv) {
+    std::printf(
+        "%s,%s,%s,%d,%d,%d,%d,%.0f,%.2f,%.2f,%.2f,%.2f,%.2f,%d,%llu,%llu,%llu,"
+        "%.2f\n",
+        FLAGS_provider.c_str(), mode.c_str(), batch.c_str(), c.batch_size,
+        c.limit_us, FLAGS_threads, FLAGS_size, p.ops, p.avg, p.p50, p.p95,
+        p.p99, p.calls_per_batch, p.final_batch_size,
+        static_cast<unsigned long long>(p.adjustments),
+        static_cast<unsigned long long>(p.calls),
+        static_cast<unsigned long long>(p.failed), p.loadavg);
+  } else {
+    std::printf("%-8s %-12s %-8s %5d %6d %12.0f %8.2f %8.2f %8.2f %8.2f %7.2f %6d %5llu %5.2f\n",
+                FLAGS_provider.c_str(), mode.c_str(), batch.c_str(),
+                c.batch_size, c.limit_us, p.ops, p.avg, p.p50, p.p95, p.p99,
+                p.calls_per_batch, p.final_batch_size,
+                static_cast<unsigned long long>(p.failed), p.loadavg);
+  }
+  std::fflush(stdout);
+}
+
+int Main() {
+  ServerOptions so;
+  so.provider = FLAGS_provider;
+  so.address = FLAGS_address;
+  so.workers = FLAGS_workers;
+  so.pin_first_cpu = FLAGS_pin ? 0 : -1;
+  so.max_request_bytes = 1 << 20;
+  Server server(so);
+  testing::TestService service;
+  CHECK(server.RegisterService(&service).ok());
+  absl::Status s = server.Start();
+  if (!s.ok()) {
+    std::fprintf(stderr, "batch_bench: cannot start server: %s\n",
+                 s.ToString().c_str());
+    return 1;
+  }
+  std::printf(
+      "# batch_bench provider=%s workers=%d client_threads=%d size=%d "
+      "depth=%d pipeline=%d T=%dus%s\n",
+      FLAGS_provider.c_str(), FLAGS_workers, FLAGS_threads, FLAGS_size,
+      FLAGS_depth, FLAGS_pipeline, FLAGS_batch_timeout_us,
+      FLAGS_provider == "shm" ? " (same-host shm figures)" : "");
+  if (FLAGS_csv) {
+    std::printf(
+        "provider,mode,batch,batch_size,limit_us,threads,size,ops_per_s,avg_us,"
+        "p50_us,p95_us,p99_us,calls_per_batch,final_batch_size,"
+        "sizer_adjustments,calls,failed,loadavg\n");
+  } else {
+    std::printf("%-8s %-12s %-8s %5s %6s %12s %8s %8s %8s %8s %7s %6s %5s %5s\n",
+                "provider", "mode", "batch", "N", "l_us", "ops/s", "avg_us",
+                "p50_us", "p95_us", "p99_us", "c/batch", "N_end", "fail",
+                "load");
+  }
+
+  std::map<std::string, Point> off;                        // mode ->
+  std::map<std::string, std::map<int, Point>> fixed;       // mode -> N ->
+  std::map<int, Point> autos;                              // l_limit ->
+  for (const std::string& m : bench::ParseList(FLAGS_modes)) {
+    absl::StatusOr<RpcMode> mode = ParseRpcMode(m);
+    CHECK(mode.ok()) << mode.status();
+    if (FLAGS_baseline) {
+      Config c;
+      c.mode = *mode;
+      Point p = RunBest(server.address(), c);
+      Print(c, p);
+      off[m] = p;
+    }
+    for (int n : bench::ParseInts(FLAGS_batch_sizes)) {
+      Config c;
+      c.mode = *mode;
+      c.batch = BatchMode::kFixed;
+      c.batch_size = std::min(n, FLAGS_max_batch);
+      Point p = RunBest(server.address(), c);
+      Print(c, p);
+      fixed[m][c.batch_size] = p;
+    }
+  }
+  for (int l : bench::ParseInts(FLAGS_auto_limits_us)) {
+    Config c;
+    c.batch = BatchMode::kAuto;
+    c.batch_size = 8;  // Starting size.
+    c.limit_us = l;
+    Point p = RunBest(server.address(), c);
+    Print(c, p);
+    autos[l] = p;
+  }
+  if (FLAGS_adaptive) {
+    Config c;
+    c.batch = BatchMode::kAdaptive;
+    c.batch_size = FLAGS_adaptive_size;
+    Print(c, RunBest(server.address(), c));
+  }
+  server.Shutdown();
+
+  // Headline checks, reported (prefixed "#" so CSV readers skip them).
+  std::printf("# --- checks (reported, not asserted) ---\n");
+  if (off.count("rf") && fixed.count("rf")) {
+    int best_n = 0;
+    double best = 0;
+    for (const auto& [n, p] : fixed["rf"]) {
+      if (p.ops > best) best = p.ops, best_n = n;
+    }
+    const double base = off["rf"].ops;
+    std::printf("# batched rf best N=%d %.0f ops/s vs unbatched rf %.0f ops/s: "
+                "%.1fx (target >= 10x: %s)\n",
+                best_n, best, base, base > 0 ? best / base : 0,
+                base > 0 && best >= 10 * base ? "met" : "MISSED");
+  }
+  for (const auto& [l, a] : autos) {
+    double best = 0;
+    int best_n = 0;
+    if (fixed.count("rf")) {
+      for (const auto& [n, p] : fixed["rf"]) {
+        if (p.p95 <= l && p.ops > best) best = p.ops, best_n = n;
+      }
+    }
+    std::printf(
+        "# auto l_limit=%dus: p95 %.1fus (%s), final N=%d, %.0f ops/s; best "
+        "fixed rf meeting p95<=%dus: %s -> %.0f%% (target >= 90%%: %s)\n",
+        l, a.p95, a.p95 <= l ? "<= l_limit" : "ABOVE l_limit",
+        a.final_batch_size, a.ops, l,
+        best_n ? absl::StrFormat("N=%d %.0f ops/s", best_n, best).c_str()
+               : "none",
+        best > 0 ? 100 * a.ops / best : 0,
+        best <= 0 ? "n/a" : (a.ops >= 0.9 * best ? "met" : "MISSED"));
+  }
+  if (fixed.count("rf") && fixed.count("server_reply")) {
+    for (const auto& [n, rf] : fixed["rf"]) {
+      auto it = fixed["server_reply"].find(n);
+      if (it == fixed["server_reply"].end()) continue;
+      const Point& sr = it->second;
+      std::printf("# N=%d rf/server_reply throughput %.2fx, avg latency "
+                  "server_reply/rf %.2fx\n",
+                  n, sr.ops > 0 ? rf.ops / sr.ops : 0,
+                  rf.avg > 0 ? sr.avg / rf.avg : 0);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace rfrpc
+
+int main(int argc, char** argv) {
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  google::InitGoogleLogging(argv[0]);
+  return rfrpc::Main();
+}

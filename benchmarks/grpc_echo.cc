@@ -1,0 +1,202 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// grpc_echo: the gRPC C++ 1.51 side of experiment 6 (rfrpc vs gRPC), on the
+// same proto/echo.proto as rfrpc_echo_bench. Sync unary calls.
+//
+//   grpc_echo --role=server --listen=unix:/tmp/echo.sock      # or 127.0.0.1:0
+//       prints "LISTENING <address>" once serving; stops on SIGTERM/SIGINT
+//       or after --max_seconds.
+//   grpc_echo --role=client --target=unix:/tmp/echo.sock --threads=1
+//       --sizes=32,1024 --transport=unix --csv
+//       one channel per client thread; ops/s, avg, p50, p99 per size.
+//
+// gRPC here runs over the kernel's Unix socket or loopback TCP; rfrpc's
+// figures beside it come from shm (same host), so both are same-host runs.
+
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "benchmarks/bench_util.h"
+#include "gflags/gflags.h"
+#include "grpcpp/grpcpp.h"
+#include "benchmarks/echo_grpc/echo.grpc.pb.h"
+
+DEFINE_string(role, "client", "server or client.");
+DEFINE_string(listen, "unix:/tmp/rfrpc-grpc-echo.sock",
+              "Server: address to listen on (unix:PATH or HOST:PORT; port 0 "
+              "picks one).");
+DEFINE_int32(server_threads, 2, "Server: polling threads (min = max).");
+DEFINE_double(max_seconds, 900, "Server: exit after this long regardless.");
+DEFINE_string(target, "unix:/tmp/rfrpc-grpc-echo.sock", "Client: server address.");
+DEFINE_string(transport, "unix", "Client: label for the CSV (unix, tcp).");
+DEFINE_int32(threads, 1, "Client threads, one channel each.");
+DEFINE_string(sizes, "32", "Payload sizes in bytes.");
+DEFINE_double(seconds, 2.0, "Measured seconds per point.");
+DEFINE_double(warmup_seconds, 0.3, "Unmeasured warm-up per point.");
+DEFINE_int32(repeats, 1, "Measure each point this many times, keep the best.");
+DEFINE_bool(csv, false, "CSV rows instead of a table.");
+DEFINE_bool(header, true, "Print the CSV header.");
+
+namespace rfrpc {
+namespace {
+
+class EchoImpl final : public echo::Echo::Service {
+  grpc::Status Echo(grpc::ServerContext*, const echo::EchoRequest* req,
+                    echo::EchoResponse* resp) override {
+    if (req->server_delay_ns() > 0) {
+      const int64_t until = absl::GetCurrentTimeNanos() + req->server_delay_ns();
+      while (absl::GetCurrentTimeNanos() < until) {
+      }
+    }
+    resp->set_payload(req->payload());
+    resp->set_id(req->id());
+    return grpc::Status::OK;
+  }
+};
+
+int Serve() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);  // Inherited by gRPC's threads.
+
+  EchoImpl impl;
+  grpc::ServerBuilder b;
+  int port = 0;
+  b.AddListeningPort(FLAGS_listen, grpc::InsecureServerCredentials(), &port);
+  b.RegisterService(&impl);
+  b.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS,
+                        FLAGS_server_threads);
+  b.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS,
+                        FLAGS_server_threads);
+  std::unique_ptr<grpc::Server> server = b.BuildAndStart();
+  if (!server) {
+    std::fprintf(stderr, "grpc_echo: cannot listen on %s\n", FLAGS_listen.c_str());
+    return 1;
+  }
+  std::string addr = FLAGS_listen;
+  if (addr.rfind("unix:", 0) != 0) {
+    addr = addr.substr(0, addr.rfind(':')) + ":" + std::to_string(port);
+  }
+  std::printf("LISTENING %s\n", addr.c_str());
+  std::fflush(stdout);
+  timespec limit{static_cast<time_t>(FLAGS_max_seconds), 0};
+  sigtimedwait(&set, nullptr, &limit);
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  return 0;
+}
+
+int Client() {
+  if (FLAGS_csv && FLAGS_header) {
+    std::printf("system,transport,threads,size,ops_per_s,avg_us,p50_us,p99_us,"
+                "calls,failed,loadavg\n");
+  } else if (!FLAGS_csv) {
+    std::printf("# grpc_echo client target=%s threads=%d (gRPC %s, sync unary)\n",
+                FLAGS_target.c_str(), FLAGS_threads, grpc::Version().c_str());
+  }
+  for (int size : bench::ParseInts(FLAGS_sizes)) {
+    // Best of --repeats by calls/s: other work on a shared machine only
+    // ever slows a run down.
+    std::vector<double> all;
+    double ops = -1;
+    uint64_t nfailed = 0;
+    for (int rep = 0; rep < std::max(1, FLAGS_repeats); ++rep) {
+      std::atomic<bool> measure{false}, stop{false};
+      std::atomic<uint64_t> failed{0};
+      std::vector<std::vector<double>> lat(FLAGS_threads);
+      std::vector<std::thread> threads;
+      std::atomic<int> ready{0};
+      for (int t = 0; t < FLAGS_threads; ++t) {
+        threads.emplace_back([&, t] {
+          grpc::ChannelArguments args;
+          args.SetInt("rfrpc.bench.channel", t);  // A channel (and socket) each.
+          auto ch = grpc::CreateCustomChannel(
+              FLAGS_target, grpc::InsecureChannelCredentials(), args);
+          auto stub = echo::Echo::NewStub(ch);
+          echo::EchoRequest req;
+          req.set_payload(std::string(size, 'p'));
+          echo::EchoResponse resp;
+          lat[t].reserve(1 << 18);
+          if (!ch->WaitForConnected(std::chrono::system_clock::now() +
+                                    std::chrono::seconds(10))) {
+            failed++;
+          }
+          ready++;
+          uint64_t id = 0;
+          while (!stop.load(std::memory_order_relaxed)) {
+            grpc::ClientContext ctx;
+            ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+            req.set_id(++id);
+            const int64_t t0 = absl::GetCurrentTimeNanos();
+            grpc::Status s = stub->Echo(&ctx, req, &resp);
+            const int64_t t1 = absl::GetCurrentTimeNanos();
+            if (!s.ok() || resp.id() != id) {
+              if (failed++ == 0) {
+                std::fprintf(stderr, "grpc_echo: %s\n", s.error_message().c_str());
+              }
+              continue;
+            }
+            if (measure.load(std::memory_order_relaxed)) {
+              lat[t].push_back((t1 - t0) / 1000.0);
+            }
+          }
+        });
+      }
+      while (ready.load() < FLAGS_threads) absl::SleepFor(absl::Milliseconds(1));
+      absl::SleepFor(absl::Seconds(FLAGS_warmup_seconds));
+      measure = true;
+      const absl::Time start = absl::Now();
+      absl::SleepFor(absl::Seconds(FLAGS_seconds));
+      measure = false;
+      const double secs = absl::ToDoubleSeconds(absl::Now() - start);
+      stop = true;
+      for (auto& th : threads) th.join();
+      std::vector<double> got;
+      for (auto& v : lat) got.insert(got.end(), v.begin(), v.end());
+      if (got.size() / secs > ops) {
+        ops = got.size() / secs;
+        std::sort(got.begin(), got.end());
+        all.swap(got);
+        nfailed = failed.load();
+      }
+    }
+    if (FLAGS_csv) {
+      std::printf("grpc,%s,%d,%d,%.0f,%.2f,%.2f,%.2f,%zu,%llu,%.2f\n",
+                  FLAGS_transport.c_str(), FLAGS_threads, size, ops,
+                  bench::Mean(all), bench::Quantile(all, 0.5),
+                  bench::Quantile(all, 0.99), all.size(),
+                  static_cast<unsigned long long>(nfailed),
+                  bench::LoadAverage1());
+    } else {
+      std::printf("grpc %-5s threads=%d size=%6d %10.0f ops/s avg %8.2f p50 %8.2f "
+                  "p99 %8.2f us failed %llu load %.2f\n",
+                  FLAGS_transport.c_str(), FLAGS_threads, size, ops,
+                  bench::Mean(all), bench::Quantile(all, 0.5),
+                  bench::Quantile(all, 0.99),
+                  static_cast<unsigned long long>(nfailed),
+                  bench::LoadAverage1());
+    }
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace rfrpc
+
+int main(int argc, char** argv) {
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  if (FLAGS_role == "server") return rfrpc::Serve();
+  if (FLAGS_role == "client") return rfrpc::Client();
+  std::fprintf(stderr, "grpc_echo: --role must be server or client\n");
+  return 2;
+}

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Smoke test of every benchmark binary: each runs with tiny parameters, exits
+# 0 and writes well-formed CSV (a header, then at least one row with as many
+# fields). Asserts nothing about time: figures from a smoke run mean nothing.
+#
+# Run: bazel test //benchmarks:smoke_test
+set -uo pipefail
+
+R="${TEST_SRCDIR:-$PWD/..}/${TEST_WORKSPACE:-rfrpc}/benchmarks"
+TMP=$(mktemp -d /tmp/rfrpc-bench-smoke.XXXXXX)
+SERVER_PID=
+cleanup() {
+  [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+pass=0
+fail=0
+ok() { echo "PASS $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
+
+# check_csv NAME FILE: non-comment lines are a header and >= 1 row, all with
+# the header's field count.
+check_csv() {
+  local name=$1 file=$2 why
+  why=$(grep -v '^#' "$file" | awk -F, '
+    NF == 0 { next }
+    n == 0 { n = NF; if (NF < 2) { print "header has " NF " fields"; exit } ; next }
+    { rows++; if (NF != n) { print "row " rows " has " NF " fields, header " n; exit } }
+    END { if (n > 0 && rows == 0) print "no rows"; if (n == 0) print "no header" }')
+  if [ -n "$why" ]; then bad "$name csv" "$why"; sed -n 1,5p "$file"; else ok "$name csv"; fi
+}
+
+# run NAME OUT CMD...: CMD must exit 0 within 120 s; stdout to OUT.
+run() {
+  local name=$1 out=$2
+  shift 2
+  if timeout 120 "$@" > "$out" 2> "$out.err"; then
+    ok "$name runs"
+    return 0
+  fi
+  bad "$name runs" "exit $?"
+  tail -20 "$out.err"
+  return 1
+}
+
+run rpc_bench "$TMP/rpc.csv" "$R/rpc_bench" --modes=rf,server_reply,hybrid \
+  --sizes=8 --server_time_us=0,1 --seconds=0.05 --warmup_seconds=0.01 --csv \
+  --cdf_csv="$TMP/cdf.csv" --label=smoke &&
+  { check_csv rpc_bench "$TMP/rpc.csv"
+    { echo "label,latency_us,fraction"; cat "$TMP/cdf.csv"; } > "$TMP/cdf2.csv"
+    check_csv rpc_bench_cdf "$TMP/cdf2.csv"; }
+
+run rpc_bench_conns "$TMP/rpc2.csv" "$R/rpc_bench" --modes=rf --threads=2 \
+  --workers=2 --connections=1 --pin=false --seconds=0.05 \
+  --warmup_seconds=0.01 --csv && check_csv rpc_bench_conns "$TMP/rpc2.csv"
+
+run batch_bench "$TMP/batch.csv" "$R/batch_bench" --batch_sizes=2,8 \
+  --auto_limits_us=200 --seconds=0.05 --warmup_seconds=0.02 --csv &&
+  check_csv batch_bench "$TMP/batch.csv"
+
+run transport_bench "$TMP/transport.txt" "$R/transport_bench" --iters=300 \
+  --sizes=8,4096 --clients=2 --lat_csv="$TMP/lat.csv" --rtt_csv="$TMP/rtt.csv" \
+  --fig1_csv="$TMP/fig1.csv" &&
+  for f in lat rtt fig1; do check_csv "transport_bench_$f" "$TMP/$f.csv"; done
+
+run rfrpc_echo_bench "$TMP/echo.csv" "$R/rfrpc_echo_bench" --sizes=8,1024 \
+  --seconds=0.05 --warmup_seconds=0.01 --csv && check_csv rfrpc_echo_bench "$TMP/echo.csv"
+
+run tuner_bench "$TMP/tuner.txt" "$R/tuner_bench" --seconds=0.05 \
+  --warmup_seconds=0.01 --sample_calls=100 --repeats=1
+
+# gRPC: a server on a Unix socket, one client point.
+"$R/grpc_echo" --role=server --listen="unix:$TMP/grpc.sock" --max_seconds=100 \
+  > "$TMP/grpc_server.out" 2>&1 &
+SERVER_PID=$!
+for _ in $(seq 100); do grep -q LISTENING "$TMP/grpc_server.out" && break; sleep 0.1; done
+if grep -q LISTENING "$TMP/grpc_server.out"; then
+  ok "grpc_echo server listens"
+  run grpc_echo "$TMP/grpc.csv" "$R/grpc_echo" --role=client \
+    --target="unix:$TMP/grpc.sock" --sizes=8 --seconds=0.05 --warmup_seconds=0.01 --csv &&
+    check_csv grpc_echo "$TMP/grpc.csv"
+else
+  bad "grpc_echo server listens" "$(cat "$TMP/grpc_server.out")"
+fi
+kill "$SERVER_PID" 2>/dev/null
+if wait "$SERVER_PID"; then ok "grpc_echo server stops on SIGTERM"; else bad "grpc_echo server stop" "exit $?"; fi
+SERVER_PID=
+
+echo "benchmark smoke: $pass passed, $fail failed"
+[ "$fail" = 0 ]
