@@ -22,15 +22,6 @@ namespace rfrpc {
 namespace testing {
 namespace {
 
-std::string Provider() {
-  const char* p = std::getenv("RFRPC_TEST_PROVIDER");
-  return p != nullptr ? p : "shm";
-}
-std::string ListenAddress() {
-  const char* a = std::getenv("RFRPC_TEST_ADDRESS");
-  return a != nullptr ? a : "";
-}
-
 struct Param {
   BatchMode batch;
   RpcMode mode;

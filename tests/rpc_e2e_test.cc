@@ -29,15 +29,6 @@ namespace rfrpc {
 namespace testing {
 namespace {
 
-std::string Provider() {
-  const char* p = std::getenv("RFRPC_TEST_PROVIDER");
-  return p != nullptr ? p : "shm";
-}
-std::string ListenAddress() {
-  const char* a = std::getenv("RFRPC_TEST_ADDRESS");
-  return a != nullptr ? a : "";
-}
-
 class RpcE2eTest : public ::testing::Test {
  protected:
   void StartServer(int workers, ServerOptions opts = {}) {

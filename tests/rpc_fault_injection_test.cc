@@ -36,14 +36,6 @@ namespace {
 
 using transport::testing::FaultKnobs;
 
-std::string Provider() {
-  const char* p = std::getenv("RFRPC_TEST_PROVIDER");
-  return p != nullptr ? p : "shm";
-}
-std::string ListenAddress() {
-  const char* a = std::getenv("RFRPC_TEST_ADDRESS");
-  return a != nullptr ? a : "";
-}
 // A provider name whose faults come from FaultKnobs::Named(tag) (reset).
 std::string Faulty(const std::string& tag) {
   FaultKnobs::Named(tag)->Reset();
@@ -57,66 +49,10 @@ std::string FreshAddress() {
   return ListenAddress();
 }
 
-// A child process running tests/rpc_peer; stdout readable line by line.
-class Peer {
- public:
-  Peer(const std::string& role, const std::string& address) {
-    int fds[2];
-    if (::pipe(fds) != 0) return;
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::dup2(fds[1], 1);
-      ::close(fds[0]);
-      const char* env = std::getenv("RFRPC_RPC_PEER");
-      const char* srcdir = std::getenv("TEST_SRCDIR");
-      const std::string bin =
-          env != nullptr ? env
-                         : absl::StrCat(srcdir != nullptr ? srcdir : ".",
-                                        "/rfrpc/tests/rpc_peer");
-      const std::string a1 = "--role=" + role;
-      const std::string a2 = "--address=" + address;
-      const std::string a3 = "--provider=" + Provider();
-      ::execl(bin.c_str(), bin.c_str(), a1.c_str(), a2.c_str(), a3.c_str(),
-              static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    ::close(fds[1]);
-    out_ = ::fdopen(fds[0], "r");
-  }
-  ~Peer() {
-    Kill();
-    if (out_ != nullptr) std::fclose(out_);
-  }
-  std::string Line() {
-    char buf[512];
-    if (out_ == nullptr || std::fgets(buf, sizeof(buf), out_) == nullptr) return "";
-    std::string s(buf);
-    if (!s.empty() && s.back() == '\n') s.pop_back();
-    return s;
-  }
-  void Kill() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      Reap();
-    }
-  }
-  // Waits for the process to end by itself; returns its wait status.
-  int Reap() {
-    int status = 0;
-    if (pid_ > 0) ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return status;
-  }
-
- private:
-  pid_t pid_ = -1;
-  FILE* out_ = nullptr;
-};
-
 // Starts a peer server and returns its address ("" on failure).
-std::string StartPeerServer(std::unique_ptr<Peer>* peer,
+std::string StartPeerServer(std::unique_ptr<PeerProcess>* peer,
                             const std::string& address) {
-  *peer = std::make_unique<Peer>("server", address);
+  *peer = std::make_unique<PeerProcess>("server", address);
   const std::string line = (*peer)->Line();
   if (line.rfind("listening on ", 0) != 0) return "";
   return line.substr(13);
@@ -231,7 +167,7 @@ TEST_F(FaultScenarioTest, HandlerThatThrowsGivesInternalAndTheServerServesOn) {
 }
 
 TEST_F(FaultScenarioTest, HandlerThatCrashesTheProcessGivesUnavailable) {
-  std::unique_ptr<Peer> peer;
+  std::unique_ptr<PeerProcess> peer;
   const std::string address = StartPeerServer(&peer, FreshAddress());
   ASSERT_FALSE(address.empty());
   ChannelOptions opts;
@@ -329,7 +265,7 @@ TEST_F(FaultScenarioTest, SlowHandlerDelaysOnlyItsOwnWorkersCallers) {
 // --- Lost peers -------------------------------------------------------------
 
 TEST_F(FaultScenarioTest, KilledServerFailsCallsInEveryModeBeforeTheirDeadlines) {
-  std::unique_ptr<Peer> peer;
+  std::unique_ptr<PeerProcess> peer;
   std::string address = StartPeerServer(&peer, FreshAddress());
   ASSERT_FALSE(address.empty());
   struct Mode {
@@ -391,7 +327,7 @@ TEST_F(FaultScenarioTest, KilledClientsConnectionsAndSlotsAreReclaimed) {
   for (int round = 1; round <= 3; ++round) {
     SCOPED_TRACE(absl::StrCat("round ", round));
     // Connects only if the previous dead client's connection was reclaimed.
-    Peer client("client", server_->address());
+    PeerProcess client("client", server_->address());
     ASSERT_EQ(client.Line(), "calling");
     client.Kill();  // Mid-call: it calls in a loop, half of them slow.
     const absl::Time start = absl::Now();

@@ -24,64 +24,6 @@ namespace rfrpc {
 namespace testing {
 namespace {
 
-std::string PeerBinary() {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* bin = std::getenv("RFRPC_RPC_PEER");  // Outside bazel (the VM).
-  if (bin != nullptr) return bin;
-  return absl::StrCat(srcdir != nullptr ? srcdir : ".", "/rfrpc/tests/rpc_peer");
-}
-std::string Provider() {
-  const char* p = std::getenv("RFRPC_TEST_PROVIDER");
-  return p != nullptr ? p : "shm";
-}
-
-// A child process running tests/rpc_peer; its stdout is readable line by line.
-class Peer {
- public:
-  Peer(const std::string& role, const std::string& address) {
-    int fds[2];
-    if (::pipe(fds) != 0) return;
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::dup2(fds[1], 1);
-      ::close(fds[0]);
-      const std::string bin = PeerBinary();
-      const std::string a1 = "--role=" + role;
-      const std::string a2 = "--address=" + address;
-      const std::string a3 = "--provider=" + Provider();
-      ::execl(bin.c_str(), bin.c_str(), a1.c_str(), a2.c_str(), a3.c_str(),
-              static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    ::close(fds[1]);
-    out_ = ::fdopen(fds[0], "r");
-  }
-  ~Peer() {
-    Kill();
-    if (out_ != nullptr) std::fclose(out_);
-  }
-  // Next line of the peer's stdout ("" at EOF).
-  std::string Line() {
-    char buf[512];
-    if (out_ == nullptr || std::fgets(buf, sizeof(buf), out_) == nullptr) return "";
-    std::string s(buf);
-    if (!s.empty() && s.back() == '\n') s.pop_back();
-    return s;
-  }
-  void Kill() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-      pid_ = -1;
-    }
-  }
-  bool started() const { return pid_ > 0; }
-
- private:
-  pid_t pid_ = -1;
-  FILE* out_ = nullptr;
-};
-
 std::string FreshAddress() {
   if (Provider() == "shm") {
     return absl::StrCat("@rfrpc-fault-test-", ::getpid(), "-",
@@ -93,7 +35,7 @@ std::string FreshAddress() {
 
 TEST(RpcFaultTest, KilledServerGivesUnavailableBeforeDeadlineAndRestartReconnects) {
   std::string address = FreshAddress();
-  auto server = std::make_unique<Peer>("server", address);
+  auto server = std::make_unique<PeerProcess>("server", address);
   ASSERT_TRUE(server->started());
   std::string line = server->Line();
   ASSERT_EQ(line.rfind("listening on ", 0), 0u) << line;
@@ -120,7 +62,7 @@ TEST(RpcFaultTest, KilledServerGivesUnavailableBeforeDeadlineAndRestartReconnect
   EXPECT_LT(took, absl::Seconds(2)) << "took " << took;
 
   // A new server at the same address: the channel reconnects.
-  server = std::make_unique<Peer>("server", address);
+  server = std::make_unique<PeerProcess>("server", address);
   line = server->Line();
   ASSERT_EQ(line.rfind("listening on ", 0), 0u) << line;
   absl::Status last;
@@ -152,7 +94,7 @@ TEST(RpcFaultTest, KilledClientIsReclaimedAndOthersUnaffected) {
   auto healthy = Channel::Create(server.address(), opts);
   ASSERT_TRUE(healthy.ok()) << healthy.status();
 
-  Peer client("client", server.address());
+  PeerProcess client("client", server.address());
   ASSERT_EQ(client.Line(), "calling");
   EXPECT_EQ(server.stats().connections_accepted, 2u);
   client.Kill();

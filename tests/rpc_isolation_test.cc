@@ -47,15 +47,6 @@ using transport::WcStatus;
 using transport::WorkRequest;
 using transport::testing::FaultKnobs;
 
-std::string Provider() {
-  const char* p = std::getenv("RFRPC_TEST_PROVIDER");
-  return p != nullptr ? p : "shm";
-}
-std::string ListenAddress() {
-  const char* a = std::getenv("RFRPC_TEST_ADDRESS");
-  return a != nullptr ? a : "";
-}
-
 class IsolationTest : public ::testing::Test {
  protected:
   void StartServer(ServerOptions opts = {}) {

@@ -2,10 +2,17 @@
 
 #include "tests/test_service.h"
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
 #include <cstdlib>
 #include <memory>
 #include <stdexcept>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
 namespace rfrpc {
@@ -52,6 +59,67 @@ absl::Status TestService::Echo(ServerContext* ctx, const TestRequest* req,
     resp->set_payload(req->payload());
   }
   return absl::OkStatus();
+}
+
+std::string Provider() {
+  const char* p = std::getenv("RFRPC_TEST_PROVIDER");
+  return p != nullptr ? p : "shm";
+}
+
+std::string ListenAddress() {
+  const char* a = std::getenv("RFRPC_TEST_ADDRESS");
+  return a != nullptr ? a : "";
+}
+
+PeerProcess::PeerProcess(const std::string& role, const std::string& address) {
+  int fds[2];
+  if (::pipe(fds) != 0) return;
+  const char* env = std::getenv("RFRPC_RPC_PEER");
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const std::string bin =
+      env != nullptr ? env
+                     : absl::StrCat(srcdir != nullptr ? srcdir : ".",
+                                    "/rfrpc/tests/rpc_peer");
+  const std::string a1 = "--role=" + role;
+  const std::string a2 = "--address=" + address;
+  const std::string a3 = "--provider=" + Provider();
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    ::dup2(fds[1], 1);
+    ::close(fds[0]);
+    ::execl(bin.c_str(), bin.c_str(), a1.c_str(), a2.c_str(), a3.c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  out_ = ::fdopen(fds[0], "r");
+}
+
+PeerProcess::~PeerProcess() {
+  Kill();
+  if (out_ != nullptr) std::fclose(out_);
+}
+
+std::string PeerProcess::Line() {
+  char buf[512];
+  if (out_ == nullptr || std::fgets(buf, sizeof(buf), out_) == nullptr) return "";
+  std::string s(buf);
+  if (!s.empty() && s.back() == '\n') s.pop_back();
+  return s;
+}
+
+void PeerProcess::Kill() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    Reap();
+  }
+}
+
+int PeerProcess::Reap() {
+  int status = 0;
+  if (pid_ > 0) ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+  return status;
 }
 
 bool WaitForCount(const std::atomic<int>& n, int target, absl::Duration timeout) {

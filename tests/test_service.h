@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 #include "absl/status/status.h"
@@ -39,6 +40,36 @@ class TestService final : public Service {
 // Tests use it instead of absl::Notification, which ThreadSanitizer cannot
 // see through in Debian's uninstrumented abseil.
 bool WaitForCount(const std::atomic<int>& n, int target, absl::Duration timeout);
+
+// The provider scenario tests run on: $RFRPC_TEST_PROVIDER, default "shm"
+// (the Soft-RoCE VM suite sets "verbs").
+std::string Provider();
+// Where their servers listen: $RFRPC_TEST_ADDRESS, default "" (verbs in the
+// VM: "10.11.0.1:0").
+std::string ListenAddress();
+
+// A child process running tests/rpc_peer (found through $RFRPC_RPC_PEER or
+// the test's runfiles) with --role, --address and --provider=Provider(); its
+// stdout is readable line by line. Killed (SIGKILL) and reaped on
+// destruction.
+class PeerProcess {
+ public:
+  PeerProcess(const std::string& role, const std::string& address);
+  ~PeerProcess();
+  PeerProcess(const PeerProcess&) = delete;
+  PeerProcess& operator=(const PeerProcess&) = delete;
+
+  bool started() const { return pid_ > 0; }
+  // The next line of the peer's stdout, without the newline ("" at EOF).
+  std::string Line();
+  void Kill();
+  // Waits for the process to end by itself; returns its wait status.
+  int Reap();
+
+ private:
+  int pid_ = -1;
+  FILE* out_ = nullptr;
+};
 
 // Calls Echo on `channel`.
 absl::Status CallEcho(Channel* channel, ClientContext* ctx,
