@@ -45,10 +45,14 @@ constexpr int64_t kReplyProbeNs = 1000 * 1000;
 // Abandoned slots (deadline passed) are fetched at most this often until the
 // late result shows up and the slot can be reused.
 constexpr int64_t kAbandonedFetchNs = 20 * 1000;
-// Adaptive first-fetch delay: grow on a miss, shrink slowly on a hit, so it
-// settles near the 99.5th percentile of the time results take.
-constexpr double kDelayStepNs = 20.0;
-constexpr double kDelayShrink = kDelayStepNs / 200.0;
+// Adaptive first-fetch delay, multiplicative both ways: a miss grows it by
+// 1/16 (plus a small step, so it can leave 0), a hit shrinks it by 1/2048.
+// It settles where misses are about (1/2048)/(1/16) = 0.8% of calls (RDMA
+// ops per call ~2.008), and being multiplicative it recovers from a burst of
+// misses (a descheduled server) in a few thousand calls at any scale.
+constexpr double kDelayGrow = 1.0 / 16;
+constexpr double kDelayStepNs = 10.0;
+constexpr double kDelayShrink = 1.0 / 2048;
 // Longest pause between fetches of a call that already needed more than R.
 constexpr double kMaxFetchBackoffNs = 20 * 1000.0;
 // Check the transport's liveness every this many progress rounds.
@@ -653,7 +657,7 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
   const bool abandoned = Abandoned(slot);
   if (st == wire::FetchState::kReady) {
     if (!probe && !abandoned && slot.fetches == 0 && slot.part_offset == 0) {
-      fetch_delay_ns_ = std::max(0.0, fetch_delay_ns_ - kDelayShrink);
+      fetch_delay_ns_ *= 1.0 - kDelayShrink;
     }
     ++slot.fetches;
     if (view.flags & wire::kResponseFlagPushed) {
@@ -687,11 +691,8 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
   if (!abandoned && slot.fetches == 0 && slot.part_offset == 0 &&
       options_.mode != RpcMode::kServerReply) {
     // Grow the first-fetch delay, up to its cap (ChannelOptions).
-    // Grow fast (a step or 1/16, whichever is more), shrink slowly: the
-    // delay settles near a high percentile of the time results take.
-    fetch_delay_ns_ =
-        std::min(fetch_delay_ns_ + std::max(kDelayStepNs, fetch_delay_ns_ / 16),
-                 FetchDelayCapNs());
+    fetch_delay_ns_ = std::min(
+        fetch_delay_ns_ * (1.0 + kDelayGrow) + kDelayStepNs, FetchDelayCapNs());
   }
   ++slot.fetches;
   if (slot.phase == Phase::kSwitchCheck) {
