@@ -313,6 +313,13 @@ TEST_F(RpcE2eTest, HybridSwitchesToServerReplyAndBack) {
   EXPECT_GE(ch->stats().switches_to_server_reply, 1u);
   // Fast again: it returns to remote fetching.
   for (int i = 0; i < 50; ++i) ExpectEcho(ch.get(), 100 + i, 8);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // Under ASan/TSan the instrumented handler is slower than 0.8 * R shm READ
+  // round trips, so by the policy's own rule these calls are slow and it
+  // rightly stays in server-reply. The calls above still ran the switch
+  // code under the sanitizer; only the timing verdict is not asserted.
+  GTEST_SKIP() << "switch back depends on handler vs READ speed";
+#endif
   EXPECT_EQ(ch->connection_mode(0), RpcMode::kRemoteFetch);
   EXPECT_GE(ch->stats().switches_to_remote_fetch, 1u);
 }
