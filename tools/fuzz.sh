@@ -58,6 +58,7 @@ CXXFLAGS=(-std=c++17 -O1 -g -fno-omit-frame-pointer "${SAN[@]}"
           -I"$ROOT" -I"$OUT/gen" -Wno-deprecated-declarations)
 
 build() {
+  if [ "$CXX" = clang++-14 ]; then bash tools/setup.sh --fuzz >/dev/null; fi
   command -v "$CXX" >/dev/null || {
     echo "fuzz.sh: $CXX not found (apt-get install clang-14)" >&2; exit 1; }
   mkdir -p "$OUT/gen" "$OUT/obj" "$OUT/bin"
