@@ -30,13 +30,19 @@ TSAN_TESTS=(
   //tests:rpc_batch_e2e_test
   //tests:rpc_fault_test
   //transport/shm:shm_conformance_test
-  //codegen:generated_echo_e2e_test
-  //kvstore/ycsb:client_test
   //kvstore/ycsb:basic_db_test
   //rpc/tuner:calibrator_test
   //rpc/tuner:online_test
   //fuzz:server_fuzzer_replay_test
 )
+
+# Not yet: both report races that are false positives of Debian's
+# uninstrumented abseil (TSan cannot see the happens-before):
+#   //codegen:generated_echo_e2e_test  Async waits on absl::Notification
+#                                      (wait on an atomic, as tests/ do)
+#   //kvstore/ycsb:client_test         client.cc's start barrier is
+#                                      absl::Mutex::Await (use rfrpc::Mutex)
+# Add them back once converted.
 
 configs=("$@")
 if [ ${#configs[@]} -eq 0 ]; then configs=(asan ubsan tsan); fi
