@@ -320,6 +320,13 @@ TEST_F(RpcE2eTest, HybridSwitchesToServerReplyAndBack) {
     ExpectEcho(ch.get(), 100 + i, 8, &used);
     if (used == RpcMode::kRemoteFetch) ++fetched;
   }
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // Under ASan/TSan the instrumented handler and client are several times
+  // slower; whether replies then fit the remote-fetch budget is a timing
+  // verdict, not a memory or race question. The calls above still ran the
+  // switch code under the sanitizer.
+  GTEST_SKIP() << "switch back depends on handler vs READ speed";
+#endif
   const ChannelStats st = ch->stats();
   EXPECT_GE(st.switches_to_remote_fetch, 1u);
   EXPECT_GE(fetched, 25) << "switches to SR " << st.switches_to_server_reply

@@ -17,6 +17,10 @@ PACKAGES=(
 if [[ " $* " == *" --vm "* ]]; then
   PACKAGES+=(qemu-system-x86 busybox-static cpio kmod perftest xz-utils iproute2 util-linux)
 fi
+if [[ " $* " == *" --fuzz "* ]]; then
+  # tools/fuzz.sh: libFuzzer is clang's (the runtime is in libclang-rt-14-dev).
+  PACKAGES+=(clang-14 libclang-rt-14-dev)
+fi
 if [[ " $* " == *" --peers "* ]]; then
   PACKAGES+=(memcached redis-server libmemcached-dev libhiredis-dev)
 fi

@@ -90,6 +90,12 @@ absl::StatusOr<Profile> Profile::FromProto(TunerProfile proto,
   if (proto.fetch_step() == 0) {
     return absl::InvalidArgumentError("profile has fetch_step 0");
   }
+  if ((uint64_t{high} - low) / proto.fetch_step() + 2 >
+      kMaxCandidateFetchSizes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "profile has L=", low, " H=", high, " fetch_step ", proto.fetch_step(),
+        ": more than ", kMaxCandidateFetchSizes, " candidate fetch sizes"));
+  }
   if (proto.throughput_size() == 0) {
     return absl::InvalidArgumentError("profile has no I(R,F) table");
   }

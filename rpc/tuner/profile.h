@@ -43,6 +43,11 @@ namespace tuner {
 inline constexpr uint32_t kProfileFormatVersion = 1;
 // No F below this: the 16-byte response header plus a minimal payload.
 inline constexpr uint32_t kMinFetchSize = 32;
+// At most this many candidate fetch sizes: a profile whose L, H and
+// fetch_step give more is INVALID_ARGUMENT (found by fuzzing: L=32,
+// H=4e9, step 1 made Load allocate 16 GB). 64 Ki candidates still cover
+// H = 1 MiB at a 16-byte step; calibrated profiles have ~100.
+inline constexpr uint64_t kMaxCandidateFetchSizes = 64 * 1024;
 
 class Profile {
  public:

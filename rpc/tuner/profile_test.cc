@@ -135,6 +135,23 @@ TEST(ProfileTest, SemanticErrorsAreInvalidArgument) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// Found by tuner_profile_fuzzer: L=32, H=4e9, fetch_step 1 asked for 4e9
+// candidates (16 GB) and killed the process that loaded the file.
+TEST(ProfileTest, TooManyCandidatesIsInvalidArgument) {
+  TunerProfile bad = MakeSyntheticProto(Spec());
+  bad.set_high_size(4000000000u);
+  bad.set_fetch_step(1);
+  absl::Status s = Profile::FromProto(bad, "").status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("candidate fetch sizes"));
+  // The widest grid allowed still loads.
+  TunerProfile wide = MakeSyntheticProto(Spec());
+  wide.set_low_size(64);
+  wide.set_high_size(64 + (kMaxCandidateFetchSizes - 2) * 16);
+  wide.set_fetch_step(16);
+  EXPECT_TRUE(Profile::FromProto(wide, "").ok());
+}
+
 TEST(ProfileTest, MissingFileIsNotFound) {
   EXPECT_EQ(Profile::Load("/nonexistent/profile.txt", "shm").status().code(),
             absl::StatusCode::kNotFound);

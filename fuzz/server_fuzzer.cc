@@ -1,0 +1,266 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// Whole-server fuzzer: a real rfrpc Server (shm provider, one worker, the
+// FuzzService) runs in this process; a raw transport client connects with a
+// hand-made RpcHello and, per input, WRITEs a request slot built from the
+// fuzz bytes into its slot 0, then READs the response buffer until the server
+// has answered, following pushed parts into its reply region. This drives the
+// server's real path: InspectRequest, Serve / ServeBatch (part packing and
+// moves), RunHandler, PublishResponse and Push.
+//
+// Input: byte 0: bit 0 batch flag, bit 1 server-reply mode, bit 2 a size
+// beyond the slot (kCorrupt), bit 3 map method ids onto the service, bit 4
+// raw flags (byte 3) instead of bit 0; bytes 1-2: aux; byte 3: raw flags;
+// the rest: the payload (a request, or batch entries).
+//
+// Invariants checked (abort() = a finding): the server answers every
+// complete request within 5 s; a well-formed batch gets exactly one result
+// per entry, in parts that each parse; a malformed one gets one plain error.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "fuzz/fuzz_service.h"
+#include "rpc/batch_format.h"
+#include "rpc/rpc_handshake.pb.h"
+#include "rpc/server.h"
+#include "rpc/slot_codec.h"
+#include "rpc/wire_format.h"
+#include "transport/transport.h"
+
+namespace {
+
+using namespace rfrpc;  // NOLINT: a harness.
+using transport::WorkRequest;
+
+constexpr uint32_t kRequestSlotBytes = 4096;
+constexpr uint32_t kResponseSlotBytes = 2048;
+
+[[noreturn]] void Die(const char* what) {
+  fprintf(stderr, "server_fuzzer: %s\n", what);
+  abort();
+}
+
+class Harness {
+ public:
+  Harness() {
+    ServerOptions so;
+    so.provider = "shm";
+    so.workers = 1;
+    so.max_slots_per_connection = 1;
+    so.max_request_bytes = 8192;
+    so.max_response_bytes = 8192;
+    // Small limits so part splitting and pushes happen with small inputs.
+    so.large_result_bytes = 512;
+    so.result_batch_bytes = 256;
+    so.idle_spin_rounds = 1 << 30;  // Never sleep: each input waits on it.
+    server_ = std::make_unique<Server>(so);
+    if (!server_->RegisterService(&service_).ok()) Die("register");
+    if (!server_->Start().ok()) Die("start");
+
+    provider_ = *transport::Provider::Open("shm", {});
+    cq_ = *provider_->CreateCompletionQueue({});
+    local_ = *provider_->AllocateMemory(kRequestSlotBytes + kResponseSlotBytes + 64);
+    reply_ = *provider_->AllocateMemory(kResponseSlotBytes);
+    rpc::RpcHello hello;
+    hello.set_version(1);
+    hello.set_worker(-1);
+    hello.set_slots(1);
+    hello.set_request_slot_bytes(kRequestSlotBytes);
+    hello.set_response_slot_bytes(kResponseSlotBytes);
+    hello.set_client_name("server_fuzzer");
+    transport::ConnectionSetup setup;
+    setup.cq = cq_.get();
+    setup.exposed.push_back({reply_.get(), 0, 0, true, true});
+    setup.user_data = hello.SerializeAsString();
+    absl::StatusOr<std::unique_ptr<transport::Connection>> c =
+        provider_->Connect(server_->address(), setup);
+    if (!c.ok()) Die("connect");
+    conn_ = std::move(*c);
+    rpc::RpcWelcome welcome;
+    if (!welcome.ParseFromString(conn_->peer().user_data)) Die("welcome");
+    layout_.slots = welcome.slots();
+    layout_.request_slot_bytes = welcome.request_slot_bytes();
+    layout_.response_slot_bytes = welcome.response_slot_bytes();
+    if (layout_.slots != 1 || layout_.request_slot_bytes != kRequestSlotBytes ||
+        layout_.response_slot_bytes != kResponseSlotBytes) {
+      Die("layout");
+    }
+    server_region_ = conn_->peer().regions.at(0);
+  }
+
+  void Run(const uint8_t* data, size_t size);
+
+ private:
+  void PostAndWait(const WorkRequest& wr) {
+    if (!conn_->Post(absl::MakeConstSpan(&wr, 1)).ok()) Die("post failed");
+    transport::Completion c;
+    if (!cq_->Wait(&c, absl::Seconds(5)).ok() || !c.ok()) Die("completion");
+  }
+  void SetMode(uint64_t mode) {
+    if (mode == mode_) return;
+    std::memcpy(local_->data() + kRequestSlotBytes + kResponseSlotBytes, &mode, 8);
+    PostAndWait(WorkRequest::Write(1, local_.get(),
+                                   kRequestSlotBytes + kResponseSlotBytes, 8,
+                                   server_region_, 0));
+    mode_ = mode;
+  }
+  // READs the response buffer into local_ at kRequestSlotBytes.
+  const char* Fetch() {
+    PostAndWait(WorkRequest::Read(2, local_.get(), kRequestSlotBytes,
+                                  kResponseSlotBytes, server_region_,
+                                  layout_.ResponseSlotOffset(0)));
+    return local_->data() + kRequestSlotBytes;
+  }
+  // Waits for the part at `offset`; returns its view and payload.
+  void WaitPart(uint32_t offset, wire::ResponseView* view, const char** payload);
+
+  fuzz::FuzzService service_;
+  std::unique_ptr<Server> server_;
+  std::unique_ptr<transport::Provider> provider_;
+  std::unique_ptr<transport::CompletionQueue> cq_;
+  std::unique_ptr<transport::MemoryRegion> local_, reply_;
+  std::unique_ptr<transport::Connection> conn_;
+  transport::RemoteRegion server_region_;
+  wire::ConnectionLayout layout_;
+  uint32_t seq_ = 0;
+  uint64_t mode_ = wire::kModeRemoteFetch;
+};
+
+void Harness::WaitPart(uint32_t offset, wire::ResponseView* view,
+                       const char** payload) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  const uint32_t room = kResponseSlotBytes - offset;
+  for (;;) {
+    const char* buf = Fetch() + offset;
+    const wire::FetchState st = wire::InspectResponse(
+        buf, room, wire::SlotPayloadCapacity(room), seq_, false, view);
+    if (st == wire::FetchState::kCorrupt) Die("corrupt response header");
+    if (st == wire::FetchState::kReady) {
+      if ((view->flags & wire::kResponseFlagPushed) == 0 &&
+          mode_ == wire::kModeRemoteFetch) {
+        *payload = buf + wire::kHeaderBytes;
+        return;
+      }
+      break;  // Pushed: the reply region gets the same bytes.
+    }
+    if (absl::Now() > deadline) Die("server did not answer within 5 s");
+  }
+  for (;;) {
+    const char* buf = reply_->data() + offset;
+    wire::ResponseView pushed;
+    const wire::FetchState st = wire::InspectResponse(
+        buf, room, wire::SlotPayloadCapacity(room), seq_, true, &pushed);
+    if (st == wire::FetchState::kCorrupt) Die("corrupt pushed header");
+    if (st == wire::FetchState::kReady) {
+      if (pushed.size != view->size || pushed.entries != view->entries) {
+        Die("pushed part differs from the published one");
+      }
+      *payload = buf + wire::kHeaderBytes;
+      return;
+    }
+    if (absl::Now() > deadline) Die("pushed result did not arrive within 5 s");
+  }
+}
+
+void Harness::Run(const uint8_t* data, size_t size) {
+  if (size < 4) return;
+  const uint8_t ctl = data[0];
+  const uint16_t aux = static_cast<uint16_t>(data[1] | (data[2] << 8));
+  const uint16_t flags =
+      (ctl & 16) ? data[3] : ((ctl & 1) ? wire::kRequestFlagBatch : 0);
+  data += 4;
+  size -= 4;
+  const size_t cap = layout_.RequestPayloadCapacity();
+  if (size > cap) size = cap;
+  SetMode((ctl & 2) ? wire::kModeServerReply : wire::kModeRemoteFetch);
+
+  seq_ = wire::NextSeq(seq_);
+  char* slot = local_->data();
+  std::memcpy(slot + wire::kHeaderBytes, data, size);
+  const uint32_t method = fuzz::PickMethodId(size > 0 ? data[0] : 0);
+  if ((ctl & 8) && (flags & wire::kRequestFlagBatch)) {
+    size_t off = 0;
+    while (off + wire::kEntryHeaderBytes <= size) {
+      wire::BatchEntryHeader e;
+      std::memcpy(&e, slot + wire::kHeaderBytes + off, sizeof(e));
+      e.method_id = fuzz::PickMethodId(e.method_id);
+      std::memcpy(slot + wire::kHeaderBytes + off, &e, sizeof(e));
+      if (e.size > size - off - wire::kEntryHeaderBytes) break;
+      off += wire::EntryBytes(e.size);
+    }
+  }
+  size_t framed = wire::FinishRequest(slot, static_cast<uint32_t>(size), seq_,
+                                      (ctl & 8) ? method : 0x12345678u, aux,
+                                      flags);
+  const bool corrupt = ctl & 4;
+  if (corrupt) {
+    // A size the slot cannot hold; the server must refuse it without
+    // reading past the slot.
+    const uint32_t bogus = static_cast<uint32_t>(cap + 8 + size);
+    wire::RequestHeader h;
+    std::memcpy(&h, slot, sizeof(h));
+    h.size_status = wire::kValidBit | (bogus & wire::kSizeMask);
+    std::memcpy(slot, &h, sizeof(h));
+    framed = wire::kHeaderBytes;
+  }
+  PostAndWait(WorkRequest::Write(3, local_.get(), 0,
+                                 static_cast<uint32_t>(framed), server_region_,
+                                 layout_.RequestSlotOffset(0)));
+
+  // What the answer must look like.
+  uint32_t expected = 1;
+  bool expect_batch = false;
+  if (!corrupt && flags == wire::kRequestFlagBatch) {
+    expect_batch = wire::CountBatchEntries(
+                       absl::string_view(slot + wire::kHeaderBytes, size),
+                       &expected)
+                       .ok();
+  }
+  uint32_t offset = 0, got = 0;
+  for (;;) {
+    wire::ResponseView view;
+    const char* payload = nullptr;
+    WaitPart(offset, &view, &payload);
+    const bool part_is_batch = view.flags & wire::kResponseFlagBatch;
+    if (!part_is_batch) {
+      if (got != 0) Die("plain response after result parts");
+      if (corrupt && view.status_code !=
+                         static_cast<uint16_t>(absl::StatusCode::kInvalidArgument)) {
+        Die("oversize request not answered with INVALID_ARGUMENT");
+      }
+      if (expect_batch && view.status_code == 0) Die("batch answered as one OK call");
+      return;
+    }
+    if (!expect_batch) Die("result parts for a request that is no batch");
+    wire::ResultReader reader(absl::string_view(payload, view.size));
+    uint16_t code;
+    absl::string_view result;
+    uint32_t n = 0;
+    while (reader.Next(&code, &result)) ++n;
+    if (!reader.error().ok()) Die("result part does not parse");
+    if (n != view.entries || n == 0) Die("part entry count mismatch");
+    got += n;
+    if (got > expected) Die("more results than requests");
+    if (got == expected) return;
+    offset += static_cast<uint32_t>(wire::FramedBytes(view.size));
+    if (offset + wire::kHeaderBytes > kResponseSlotBytes) {
+      Die("result parts run past the response buffer");
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static Harness* h = new Harness;  // Lives for the process.
+  h->Run(data, size);
+  return 0;
+}
