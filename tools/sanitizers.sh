@@ -34,15 +34,16 @@ TSAN_TESTS=(
   //rpc/tuner:calibrator_test
   //rpc/tuner:online_test
   //fuzz:server_fuzzer_replay_test
+  //tests:rpc_fault_injection_test
+  //tests:rpc_isolation_test
+  //codegen:generated_echo_e2e_test
 )
 
-# Not yet: both report races that are false positives of Debian's
+# Not yet: it reports races that are false positives of Debian's
 # uninstrumented abseil (TSan cannot see the happens-before):
-#   //codegen:generated_echo_e2e_test  Async waits on absl::Notification
-#                                      (wait on an atomic, as tests/ do)
 #   //kvstore/ycsb:client_test         client.cc's start barrier is
 #                                      absl::Mutex::Await (use rfrpc::Mutex)
-# Add them back once converted.
+# Add it back once converted.
 
 configs=("$@")
 if [ ${#configs[@]} -eq 0 ]; then configs=(asan ubsan tsan); fi
