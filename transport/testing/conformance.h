@@ -45,7 +45,7 @@ struct ConformanceParam {
   // skips the two-process cases.
   std::string peer_binary;
   // Longest a side may take to notice that its peer process died. The suite
-  // requires at most 2 s of every provider; shm promises 100 ms.
+  // requires at most 2 s of every provider; shm promises 500 ms.
   absl::Duration liveness_bound = absl::Seconds(2);
 };
 
