@@ -534,11 +534,14 @@ void ClientConnection::Complete(uint32_t s, const char* payload,
                                 std::vector<PendingCall*>* finished) {
   Slot& slot = slots_[s];
   const int64_t server_ns = wire::DecodeServerTimeNs(view.server_time);
+  // The 16-bit field saturates at 6.5 ms: a saturated time is "very slow".
+  const int64_t policy_server_ns =
+      view.server_time == 0xffff ? int64_t{1} << 50 : server_ns;
   if (via == RpcMode::kRemoteFetch) {
     policy_.OnFetchedCall(slot.fetches);
   } else if (const double reply_ns = static_cast<double>(NowNs() - slot.posted_ns);
              (reply_ns_ = reply_ns_ == 0 ? reply_ns : 0.8 * reply_ns_ + 0.2 * reply_ns),
-             policy_.OnServerReplyCall(absl::Nanoseconds(server_ns),
+             policy_.OnServerReplyCall(absl::Nanoseconds(policy_server_ns),
                                        absl::Nanoseconds(reply_ns),
                                        absl::Nanoseconds(RemoteFetchBudgetNs()))) {
     counters_->switches_to_remote_fetch.fetch_add(1, std::memory_order_relaxed);
@@ -636,11 +639,20 @@ void ClientConnection::CompletePart(uint32_t s, const char* payload,
 void ClientConnection::HandleHeader(uint32_t s, int64_t now,
                                     std::vector<PendingCall*>* finished) {
   Slot& slot = slots_[s];
-  // EWMA of READ round trips; one sample (a descheduled poller, say) may
-  // move it at most 4x, so outliers do not distort R * rtt.
-  double rtt = static_cast<double>(now - slot.read_posted_ns);
-  if (rtt_ns_ > 0) rtt = std::min(rtt, 4 * rtt_ns_);
-  rtt_ns_ = rtt_ns_ == 0 ? rtt : 0.9 * rtt_ns_ + 0.1 * rtt;
+  // READ round trip, tracked near its lower envelope: an asymmetric EWMA
+  // that follows drops quickly and rises slowly, so a descheduled poller
+  // (a sample of milliseconds) barely moves R * rtt.
+  const double rtt = static_cast<double>(now - slot.read_posted_ns);
+  if (slot.phase == Phase::kWaitReply) {
+    // A server-reply probe is polled a round (and maybe a yield) after it
+    // was posted: not a round-trip sample.
+  } else if (rtt_ns_ == 0) {
+    rtt_ns_ = rtt;
+  } else if (rtt < rtt_ns_) {
+    rtt_ns_ += 0.2 * (rtt - rtt_ns_);
+  } else {
+    rtt_ns_ += 0.01 * (std::min(rtt, 4 * rtt_ns_) - rtt_ns_);
+  }
   char* buf = fetch_buf(s) + slot.part_offset;
   const size_t capacity =
       wire::SlotPayloadCapacity(layout_.response_slot_bytes - slot.part_offset);
