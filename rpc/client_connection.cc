@@ -240,6 +240,8 @@ absl::Status ClientConnection::AddToBatchLocked(
     } else if (o.bytes + entry > layout_.RequestPayloadCapacity()) {
       FlushLocked(FlushReason::kBytes);
     }
+    // Flushing may have failed the connection: then the call is not taken.
+    if (!status_.ok()) return status_;
     // A held (elastic) publish that is now full must wait: no room.
     if (open_ >= 0 &&
         slots_[open_].bytes + entry > layout_.RequestPayloadCapacity()) {
@@ -295,7 +297,10 @@ absl::Status ClientConnection::AddToBatchLocked(
     FlushLocked(FlushReason::kEntries);
   }
   UpdateNeedsDriver();
-  return status_;
+  // The call belongs to the batch now, whatever the flush did: if the
+  // connection failed, Progress fails the call (exactly once) from the slot.
+  // Returning an error here would make the caller finish it a second time.
+  return absl::OkStatus();
 }
 
 void ClientConnection::TransmitGroupLocked(uint32_t s) {
