@@ -97,6 +97,48 @@ inline void WriteCdf(FILE* f, const std::string& label,
   std::fprintf(f, "%s,%.3f,1.0000\n", label.c_str(), sorted.back());
 }
 
+// The best of several repeats of a sync echo point: calls/s, every measured
+// latency (us, ascending) and failed calls.
+struct EchoPoint {
+  double ops = -1;
+  std::vector<double> sorted_us;
+  unsigned long long failed = 0;
+
+  // Folds in one repeat: per-thread latencies measured over `secs`. Keeps
+  // the repeat with the most calls/s (other work on a shared machine only
+  // slows runs down).
+  void Keep(const std::vector<std::vector<double>>& per_thread, double secs,
+            unsigned long long failed_calls) {
+    std::vector<double> got;
+    for (const auto& v : per_thread) got.insert(got.end(), v.begin(), v.end());
+    if (got.size() / secs > ops) {
+      ops = got.size() / secs;
+      std::sort(got.begin(), got.end());
+      sorted_us.swap(got);
+      failed = failed_calls;
+    }
+  }
+
+  // One line: CSV (system,transport,threads,size,ops,avg,p50,p99,calls,
+  // failed,load) or a table row.
+  void Print(const char* system, const std::string& transport, int threads,
+             int size, bool csv) const {
+    if (csv) {
+      std::printf("%s,%s,%d,%d,%.0f,%.2f,%.2f,%.2f,%zu,%llu,%.2f\n", system,
+                  transport.c_str(), threads, size, ops, Mean(sorted_us),
+                  Quantile(sorted_us, 0.5), Quantile(sorted_us, 0.99),
+                  sorted_us.size(), failed, LoadAverage1());
+    } else {
+      std::printf("%s %-5s threads=%d size=%6d %10.0f ops/s avg %8.2f p50 %8.2f "
+                  "p99 %8.2f us failed %llu load %.2f\n",
+                  system, transport.c_str(), threads, size, ops,
+                  Mean(sorted_us), Quantile(sorted_us, 0.5),
+                  Quantile(sorted_us, 0.99), failed, LoadAverage1());
+    }
+    std::fflush(stdout);
+  }
+};
+
 }  // namespace bench
 }  // namespace rfrpc
 

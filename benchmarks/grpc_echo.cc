@@ -106,9 +106,7 @@ int Client() {
   for (int size : bench::ParseInts(FLAGS_sizes)) {
     // Best of --repeats by calls/s: other work on a shared machine only
     // ever slows a run down.
-    std::vector<double> all;
-    double ops = -1;
-    uint64_t nfailed = 0;
+    bench::EchoPoint best;
     for (int rep = 0; rep < std::max(1, FLAGS_repeats); ++rep) {
       std::atomic<bool> measure{false}, stop{false};
       std::atomic<uint64_t> failed{0};
@@ -160,32 +158,9 @@ int Client() {
       const double secs = absl::ToDoubleSeconds(absl::Now() - start);
       stop = true;
       for (auto& th : threads) th.join();
-      std::vector<double> got;
-      for (auto& v : lat) got.insert(got.end(), v.begin(), v.end());
-      if (got.size() / secs > ops) {
-        ops = got.size() / secs;
-        std::sort(got.begin(), got.end());
-        all.swap(got);
-        nfailed = failed.load();
-      }
+      best.Keep(lat, secs, failed.load());
     }
-    if (FLAGS_csv) {
-      std::printf("grpc,%s,%d,%d,%.0f,%.2f,%.2f,%.2f,%zu,%llu,%.2f\n",
-                  FLAGS_transport.c_str(), FLAGS_threads, size, ops,
-                  bench::Mean(all), bench::Quantile(all, 0.5),
-                  bench::Quantile(all, 0.99), all.size(),
-                  static_cast<unsigned long long>(nfailed),
-                  bench::LoadAverage1());
-    } else {
-      std::printf("grpc %-5s threads=%d size=%6d %10.0f ops/s avg %8.2f p50 %8.2f "
-                  "p99 %8.2f us failed %llu load %.2f\n",
-                  FLAGS_transport.c_str(), FLAGS_threads, size, ops,
-                  bench::Mean(all), bench::Quantile(all, 0.5),
-                  bench::Quantile(all, 0.99),
-                  static_cast<unsigned long long>(nfailed),
-                  bench::LoadAverage1());
-    }
-    std::fflush(stdout);
+    best.Print("grpc", FLAGS_transport, FLAGS_threads, size, FLAGS_csv);
   }
   return 0;
 }
