@@ -421,6 +421,7 @@ void ClientConnection::PostHeaderRead(uint32_t s, int64_t now) {
       len, server_region_, layout_.ResponseSlotOffset(s) + slot.part_offset);
   slot.read_posted_ns = now;
   slot.fetched_bytes = len;
+  slot.read_offset = slot.part_offset;
   if (Post(wr)) {
     slot.read_outstanding = true;
     ++slot.reads;
@@ -898,6 +899,10 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
       continue;
     }
     if (kind == kHeaderRead) {
+      // A server-reply probe can land after the push it raced with already
+      // completed its part: the slot has moved on, the fetched bytes belong
+      // to an earlier part and say nothing about the current one.
+      if (slot.read_offset != slot.part_offset) continue;
       if (slot.phase == Phase::kFetchHeader || slot.phase == Phase::kSwitchCheck ||
           slot.phase == Phase::kWaitReply) {
         HandleHeader(s, now, finished);

@@ -159,7 +159,8 @@ class ClientConnection {
     int64_t read_posted_ns = 0;
     int64_t last_probe_ns = 0;
     uint32_t fetched_bytes = 0;  // Bytes valid in the fetch buffer (from
-                                 // part_offset).
+                                 // read_offset).
+    uint32_t read_offset = 0;    // part_offset the last header READ was for.
     // Batches.
     bool batch = false;
     std::vector<PendingCall*> calls;  // Entry order; null once finished early.

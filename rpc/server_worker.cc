@@ -338,12 +338,16 @@ void ServerWorker::ServeBatch(ServerConnection* c, uint32_t s,
         (part_entries >= max_entries || part_size + eb > part_bytes_limit)) {
       // Close the current part and move this result into a new one: the
       // move is kPartOverhead bytes forward, which `reserve` kept free.
-      const size_t old_part_end = part + wire::FramedBytes(part_size);
-      publish();  // Writes only up to old_part_end; our bytes lie beyond.
-      (void)old_part_end;
-      char* moved = resp + part + wire::kHeaderBytes;
+      // The handler wrote the result where the next part's header goes, so
+      // move it first and clear that head word before publishing: a client
+      // READs the next part's head as soon as this part is visible, and raw
+      // result bytes there could pass for a header with the expected seq.
+      const size_t next_part = part + wire::FramedBytes(part_size);
+      char* moved = resp + next_part + wire::kHeaderBytes;
       std::memmove(moved + wire::kEntryHeaderBytes,
                    out + wire::kEntryHeaderBytes, len);
+      transport::StoreRelease64(resp + next_part, 0);
+      publish();  // Writes [part, next_part) only.
       out = moved;
     }
     wire::PutResultEntry(out, static_cast<uint32_t>(len),

@@ -166,6 +166,47 @@ TEST_P(BatchE2eTest, PipeliningIsBoundedByMaxOutstanding) {
   EXPECT_GE(ch->stats().batches, static_cast<uint64_t>(kCalls / 16));
 }
 
+// A result that moves to a new part must not be readable as that part's
+// header. Entry A fills part 0, so E's result moves into part 1; S then keeps
+// part 1 unpublished for 300 ms while the client READs part 1's head. E's
+// serialized response (payload field 1, id 0) begins 0a 08 00 80 01 00 00 00:
+// as a head word that is "valid, size 0x080a, seq 1", the seq of a slot's
+// first batch.
+TEST_P(BatchE2eTest, MovedResultIsNotTakenForTheNextPartHeader) {
+  ChannelOptions opts;
+  opts.batch_size = 3;
+  std::unique_ptr<Channel> ch = Connect(opts);
+  ASSERT_NE(ch, nullptr);
+  static const uint32_t kEcho = MethodId(kEchoMethod);
+  TestRequest reqs[3];
+  reqs[0].set_id(7);
+  reqs[0].set_response_size(500);  // Past result_batch_bytes (512) with E.
+  reqs[1].set_payload(std::string("\x00\x80\x01\x00\x00\x00\x00\x00", 8));
+  reqs[2].set_id(9);
+  reqs[2].set_sleep_ms(300);
+  TestResponse resps[3];
+  absl::Status statuses[3];
+  std::atomic<int> done{0};
+  for (int i = 0; i < 3; ++i) {
+    ch->CallAsync(kEcho, reqs[i], &resps[i], nullptr, [&, i](absl::Status s) {
+      statuses[i] = s;
+      ++done;
+    });
+  }
+  ASSERT_TRUE(WaitForCount(done, 3, absl::Seconds(60)));
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(statuses[i].ok()) << i << ": " << statuses[i];
+  }
+  EXPECT_EQ(resps[0].payload(), ExpectedPayload(7, 500));
+  EXPECT_EQ(resps[1].payload(), reqs[1].payload());
+  EXPECT_EQ(resps[1].id(), 0u);
+  EXPECT_EQ(resps[2].id(), 9u);
+  if (GetParam().batch == BatchMode::kFixed) {
+    EXPECT_EQ(ch->stats().batches, 1u);
+    EXPECT_GE(ch->stats().result_parts, 2u);
+  }
+}
+
 std::string Name(const ::testing::TestParamInfo<Param>& info) {
   return std::string(BatchModeName(info.param.batch)) + "_" +
          std::string(RpcModeName(info.param.mode));
