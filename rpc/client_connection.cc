@@ -164,6 +164,7 @@ absl::Status ClientConnection::StartLocked(
   }
   const uint32_t s = free_slots_.back();
   free_slots_.pop_back();
+  used_slots_ = std::max(used_slots_, s + 1);
   Slot& slot = slots_[s];
   char* buf = staging(s);
   if (serialized != nullptr) {
@@ -255,6 +256,7 @@ absl::Status ClientConnection::AddToBatchLocked(
     }
     open_ = static_cast<int>(free_slots_.back());
     free_slots_.pop_back();
+    used_slots_ = std::max(used_slots_, static_cast<uint32_t>(open_) + 1);
     Slot& slot = slots_[open_];
     slot.phase = Phase::kFilling;
     slot.batch = true;
@@ -468,7 +470,8 @@ void ClientConnection::FreeSlot(uint32_t s) {
 void ClientConnection::UpdateNeedsDriver() {
   int abandoned = 0;
   if (busy_slots_ > 0) {
-    for (const Slot& slot : slots_) {
+    for (uint32_t s = 0; s < used_slots_; ++s) {
+      const Slot& slot = slots_[s];
       if (slot.phase != Phase::kFree && slot.phase != Phase::kFilling &&
           Abandoned(slot)) {
         ++abandoned;
@@ -855,7 +858,7 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
   }
 
   // 1. Post the header READs that are due.
-  for (uint32_t s = 0; s < slots_.size(); ++s) {
+  for (uint32_t s = 0; s < used_slots_; ++s) {
     Slot& slot = slots_[s];
     if ((slot.phase == Phase::kFetchHeader || slot.phase == Phase::kSwitchCheck) &&
         !slot.read_outstanding && now >= slot.next_fetch_ns) {
@@ -937,7 +940,7 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
     return true;
   }
   if (busy_slots_ > 0) {
-    for (uint32_t s = 0; s < slots_.size(); ++s) {
+    for (uint32_t s = 0; s < used_slots_; ++s) {
       Slot& slot = slots_[s];
       if (slot.read_outstanding && now - slot.read_posted_ns > kLostCompletionNs) {
         FailLocked(absl::UnavailableError(absl::StrCat(
