@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/random/random.h"
 #include "absl/time/clock.h"
 #include "fuzz/fuzz_service.h"
 #include "rpc/batch_format.h"
@@ -76,6 +77,11 @@ class Harness {
     hello.set_request_slot_bytes(kRequestSlotBytes);
     hello.set_response_slot_bytes(kResponseSlotBytes);
     hello.set_client_name("server_fuzzer");
+    // As real clients do: a first seq the inputs cannot know (see Run).
+    absl::BitGen gen;
+    seq_ = absl::Uniform<uint32_t>(gen, 1, 1u << 31);
+    hello.set_first_seq(seq_);
+    seq_ -= 1;
     transport::ConnectionSetup setup;
     setup.cq = cq_.get();
     setup.exposed.push_back({reply_.get(), 0, 0, true, true});
@@ -181,6 +187,10 @@ void Harness::Run(const uint8_t* data, size_t size) {
   const size_t cap = layout_.RequestPayloadCapacity();
   if (size > cap) size = cap;
   SetMode((ctl & 2) ? wire::kModeServerReply : wire::kModeRemoteFetch);
+  // Every push of the previous input has landed (Run waited for each). Stale
+  // pushed bytes are this client's own results, which an input controls: a
+  // client can always fool itself with them, so start from a clean region.
+  std::memset(reply_->data(), 0, kResponseSlotBytes);
 
   seq_ = wire::NextSeq(seq_);
   char* slot = local_->data();

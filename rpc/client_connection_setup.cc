@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "rpc/client_connection.h"
 #include "rpc/rpc_handshake.pb.h"
@@ -97,6 +99,12 @@ absl::StatusOr<std::unique_ptr<ClientConnection>> ClientConnection::Connect(
   hello.set_request_slot_bytes(req_bytes);
   hello.set_response_slot_bytes(resp_bytes);
   hello.set_client_name(absl::StrCat("pid ", getpid()));
+  uint32_t first_seq = options.first_seq;
+  if (first_seq == 0) {
+    absl::BitGen gen;
+    first_seq = absl::Uniform<uint32_t>(gen, 1, std::numeric_limits<uint32_t>::max());
+  }
+  hello.set_first_seq(first_seq);
 
   transport::ConnectionSetup setup;
   setup.cq = c->cq_.get();
@@ -154,6 +162,8 @@ absl::StatusOr<std::unique_ptr<ClientConnection>> ClientConnection::Connect(
 
   MutexLock lock(&c->mu_);
   c->slots_.resize(c->layout_.slots);
+  // PublishLocked/StartLocked advance the seq before use.
+  for (auto& slot : c->slots_) slot.seq = first_seq - 1;
   for (uint32_t s = c->layout_.slots; s > 0; --s) c->free_slots_.push_back(s - 1);
   if (c->policy_.current() == RpcMode::kServerReply) {
     c->SetMode(RpcMode::kServerReply);

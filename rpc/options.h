@@ -74,6 +74,11 @@ struct ChannelOptions {
   int connections = 1;
   // Calls in flight per connection (one slot each). Default: 8.
   int slots_per_connection = 8;
+  // The seq of each slot's first request. 0 (the default) picks one at
+  // random per connection, so that bytes another client stored (e.g. a
+  // value, later pushed into this client's reply slot) cannot be crafted to
+  // pass for one of this connection's future headers. Tests may fix it.
+  uint32_t first_seq = 0;
   // Largest serialized request. Default: 4096.
   uint32_t max_request_bytes = 4096;
   // Largest serialized response. Default: 65536.

@@ -182,7 +182,7 @@ class Server::Impl {
     }
     RFRPC_ASSIGN_OR_RETURN(c->region,
                            provider_->AllocateMemory(c->layout.ServerRegionBytes()));
-    c->expected_seq.assign(slots, 1);
+    c->expected_seq.assign(slots, hello.first_seq() != 0 ? hello.first_seq() : 1);
     c->push_in_flight.assign(slots, 0);
     c->push_posted_ns.assign(slots, 0);
     c->peer = in->peer().peer_name;

@@ -175,6 +175,7 @@ TEST_P(BatchE2eTest, PipeliningIsBoundedByMaxOutstanding) {
 TEST_P(BatchE2eTest, MovedResultIsNotTakenForTheNextPartHeader) {
   ChannelOptions opts;
   opts.batch_size = 3;
+  opts.first_seq = 1;
   std::unique_ptr<Channel> ch = Connect(opts);
   ASSERT_NE(ch, nullptr);
   static const uint32_t kEcho = MethodId(kEchoMethod);

@@ -103,6 +103,22 @@ TEST_F(RpcE2eTest, EchoInEveryMode) {
   EXPECT_GE(server_->stats().calls_server_reply, 200u);
 }
 
+// Seqs start where the client says (random by default; a server expecting 1
+// would never take these calls) and wrap past 0, which is never used.
+TEST_F(RpcE2eTest, SeqsStartAtFirstSeqAndWrapPastZero) {
+  StartServer(1);
+  for (RpcMode mode : {RpcMode::kRemoteFetch, RpcMode::kServerReply}) {
+    SCOPED_TRACE(RpcModeName(mode));
+    ChannelOptions opts;
+    opts.first_seq = 0xfffffffeu;
+    opts.slots_per_connection = 1;
+    std::unique_ptr<Channel> ch = Connect(mode, opts);
+    ASSERT_NE(ch, nullptr);
+    for (uint64_t i = 1; i <= 6; ++i) ExpectEcho(ch.get(), i, 8, nullptr);
+    EXPECT_EQ(ch->stats().calls_failed, 0u);
+  }
+}
+
 TEST_F(RpcE2eTest, ResultsLargerThanFetchSizeTakeASecondRead) {
   StartServer(1);
   ChannelOptions opts;

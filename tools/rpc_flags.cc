@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "gflags/gflags.h"
+#include "rpc/status_macros.h"
 
 namespace {
 const rfrpc::ChannelOptions kChannelDefaults;
@@ -90,11 +91,15 @@ absl::Status Bad(absl::string_view flag, absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", why));
 }
 
+// A flag's value must be >= `min`.
+absl::Status AtLeast(absl::string_view flag, int64_t value, int64_t min) {
+  if (value >= min) return absl::OkStatus();
+  return Bad(flag, absl::StrCat("must be >= ", min));
+}
+
 absl::Status ApplyProviderFlags(transport::ProviderOptions* p) {
-  if (FLAGS_rfrpc_ib_port < 1) return Bad("rfrpc_ib_port", "must be >= 1");
-  if (FLAGS_rfrpc_gid_index < -1) {
-    return Bad("rfrpc_gid_index", "must be >= -1");
-  }
+  RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_ib_port", FLAGS_rfrpc_ib_port, 1));
+  RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_gid_index", FLAGS_rfrpc_gid_index, -1));
   p->device = FLAGS_rfrpc_device;
   p->port = FLAGS_rfrpc_ib_port;
   p->gid_index = FLAGS_rfrpc_gid_index;
@@ -109,37 +114,23 @@ absl::Status ApplyChannelFlags(ChannelOptions* o) {
   if (!mode.ok()) return Bad("rfrpc_mode", mode.status().message());
   absl::StatusOr<BatchMode> batch = ParseBatchMode(FLAGS_rfrpc_batch);
   if (!batch.ok()) return Bad("rfrpc_batch", batch.status().message());
-  if (FLAGS_rfrpc_retries < 1) return Bad("rfrpc_retries", "must be >= 1");
-  if (FLAGS_rfrpc_fetch_size < 16) {
-    return Bad("rfrpc_fetch_size", "must be >= 16");
-  }
-  if (FLAGS_rfrpc_switch_after < 1) {
-    return Bad("rfrpc_switch_after", "must be >= 1");
-  }
-  if (FLAGS_rfrpc_batch_size < 1) {
-    return Bad("rfrpc_batch_size", "must be >= 1");
-  }
-  if (FLAGS_rfrpc_batch_bytes < 64) {
-    return Bad("rfrpc_batch_bytes", "must be >= 64");
-  }
-  if (FLAGS_rfrpc_batch_timeout_us < 0) {
-    return Bad("rfrpc_batch_timeout_us", "must be >= 0");
-  }
-  if (FLAGS_rfrpc_max_outstanding < 1) {
-    return Bad("rfrpc_max_outstanding", "must be >= 1");
-  }
-  if (FLAGS_rfrpc_latency_limit_us < 1) {
-    return Bad("rfrpc_latency_limit_us", "must be >= 1");
-  }
+  RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_retries", FLAGS_rfrpc_retries, 1));
+  RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_fetch_size", FLAGS_rfrpc_fetch_size, 16));
+  RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_switch_after", FLAGS_rfrpc_switch_after, 1));
+  RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_batch_size", FLAGS_rfrpc_batch_size, 1));
+  RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_batch_bytes", FLAGS_rfrpc_batch_bytes, 64));
+  RFRPC_RETURN_IF_ERROR(
+      AtLeast("rfrpc_batch_timeout_us", FLAGS_rfrpc_batch_timeout_us, 0));
+  RFRPC_RETURN_IF_ERROR(
+      AtLeast("rfrpc_max_outstanding", FLAGS_rfrpc_max_outstanding, 1));
+  RFRPC_RETURN_IF_ERROR(
+      AtLeast("rfrpc_latency_limit_us", FLAGS_rfrpc_latency_limit_us, 1));
   if (!(FLAGS_rfrpc_latency_alpha > 0 && FLAGS_rfrpc_latency_alpha < 1)) {
     return Bad("rfrpc_latency_alpha", "must be in (0, 1)");
   }
-  if (FLAGS_rfrpc_slots < 1) return Bad("rfrpc_slots", "must be >= 1");
-  if (FLAGS_rfrpc_timeout_ms < 1) {
-    return Bad("rfrpc_timeout_ms", "must be >= 1");
-  }
-  absl::Status s = ApplyProviderFlags(&o->provider_options);
-  if (!s.ok()) return s;
+  RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_slots", FLAGS_rfrpc_slots, 1));
+  RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_timeout_ms", FLAGS_rfrpc_timeout_ms, 1));
+  RFRPC_RETURN_IF_ERROR(ApplyProviderFlags(&o->provider_options));
   o->mode = *mode;
   o->retries = FLAGS_rfrpc_retries;
   o->fetch_size = FLAGS_rfrpc_fetch_size;
@@ -158,21 +149,19 @@ absl::Status ApplyChannelFlags(ChannelOptions* o) {
 }
 
 absl::Status ApplyServerFlags(ServerOptions* o) {
-  if (FLAGS_rfrpc_pin_first_cpu < -1) {
-    return Bad("rfrpc_pin_first_cpu", "must be >= -1");
-  }
-  if (FLAGS_rfrpc_max_connections < 1) {
-    return Bad("rfrpc_max_connections", "must be >= 1");
-  }
-  if (FLAGS_rfrpc_max_slots_per_connection < 1) {
-    return Bad("rfrpc_max_slots_per_connection", "must be >= 1");
-  }
-  if (FLAGS_rfrpc_idle_spin_rounds < 0 || FLAGS_rfrpc_idle_yield_rounds < 0 ||
-      FLAGS_rfrpc_idle_sleep_us < 0) {
-    return Bad("rfrpc_idle_*", "must be >= 0");
-  }
-  absl::Status s = ApplyProviderFlags(&o->provider_options);
-  if (!s.ok()) return s;
+  RFRPC_RETURN_IF_ERROR(
+      AtLeast("rfrpc_pin_first_cpu", FLAGS_rfrpc_pin_first_cpu, -1));
+  RFRPC_RETURN_IF_ERROR(
+      AtLeast("rfrpc_max_connections", FLAGS_rfrpc_max_connections, 1));
+  RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_max_slots_per_connection",
+                                FLAGS_rfrpc_max_slots_per_connection, 1));
+  RFRPC_RETURN_IF_ERROR(
+      AtLeast("rfrpc_idle_spin_rounds", FLAGS_rfrpc_idle_spin_rounds, 0));
+  RFRPC_RETURN_IF_ERROR(
+      AtLeast("rfrpc_idle_yield_rounds", FLAGS_rfrpc_idle_yield_rounds, 0));
+  RFRPC_RETURN_IF_ERROR(
+      AtLeast("rfrpc_idle_sleep_us", FLAGS_rfrpc_idle_sleep_us, 0));
+  RFRPC_RETURN_IF_ERROR(ApplyProviderFlags(&o->provider_options));
   o->pin_first_cpu = FLAGS_rfrpc_pin_first_cpu;
   o->large_result_bytes = FLAGS_rfrpc_large_result_bytes;
   o->result_batch_bytes = FLAGS_rfrpc_result_batch_bytes;

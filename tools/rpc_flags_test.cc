@@ -66,6 +66,14 @@ TEST(RpcFlagsTest, RejectsBadValuesNamingTheFlag) {
   s = ApplyChannelFlags(&c);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("--rfrpc_latency_alpha"), absl::string_view::npos);
+  gflags::SetCommandLineOption("rfrpc_latency_alpha", "0.05");
+  gflags::SetCommandLineOption("rfrpc_retries", "0");
+  s = ApplyChannelFlags(&c);
+  EXPECT_EQ(s.message(), "--rfrpc_retries: must be >= 1");
+  ServerOptions so;
+  gflags::SetCommandLineOption("rfrpc_idle_yield_rounds", "-3");
+  s = ApplyServerFlags(&so);
+  EXPECT_EQ(s.message(), "--rfrpc_idle_yield_rounds: must be >= 0");
 }
 
 }  // namespace
