@@ -45,12 +45,20 @@ constexpr int64_t kReplyProbeNs = 1000 * 1000;
 // Abandoned slots (deadline passed) are fetched at most this often until the
 // late result shows up and the slot can be reused.
 constexpr int64_t kAbandonedFetchNs = 20 * 1000;
-// Adaptive first-fetch delay, multiplicative both ways: a miss grows it by
-// 1/16 (plus a small step, so it can leave 0), a hit shrinks it by 1/2048.
-// It settles where misses are about (1/2048)/(1/16) = 0.8% of calls (RDMA
-// ops per call ~2.008), and being multiplicative it recovers from a burst of
-// misses (a descheduled server) in a few thousand calls at any scale.
+// Adaptive first-fetch delay, multiplicative both ways, decided when the
+// result is found: a hit (first fetch) shrinks it by 1/2048; a near miss
+// (found by the retry right after the first fetch: a slightly longer delay
+// would have hit) grows it by 1/16, plus a small step so it can leave 0. It
+// settles where near misses are about (1/2048)/(1/16) = 0.8% of calls (RDMA
+// ops per call ~2.008). A far miss (found only after several fetches) is
+// mostly a descheduled server or client, which no delay under the cap would
+// have caught; it grows the delay by 1/256 only, so such outliers move it
+// only when they are more than ~11% of calls (a server that really got
+// slower), instead of driving it to its cap on a busy host and with it the
+// latency of every call. Being multiplicative it recovers from a burst in a
+// few thousand calls at any scale.
 constexpr double kDelayGrow = 1.0 / 16;
+constexpr double kDelayGrowFar = 1.0 / 256;
 constexpr double kDelayStepNs = 10.0;
 constexpr double kDelayShrink = 1.0 / 2048;
 // Longest pause between fetches of a call that already needed more than R.
@@ -164,6 +172,7 @@ absl::Status ClientConnection::StartLocked(
   }
   const uint32_t s = free_slots_.back();
   free_slots_.pop_back();
+  used_slots_ = std::max(used_slots_, s + 1);
   Slot& slot = slots_[s];
   char* buf = staging(s);
   if (serialized != nullptr) {
@@ -255,6 +264,7 @@ absl::Status ClientConnection::AddToBatchLocked(
     }
     open_ = static_cast<int>(free_slots_.back());
     free_slots_.pop_back();
+    used_slots_ = std::max(used_slots_, static_cast<uint32_t>(open_) + 1);
     Slot& slot = slots_[open_];
     slot.phase = Phase::kFilling;
     slot.batch = true;
@@ -468,7 +478,8 @@ void ClientConnection::FreeSlot(uint32_t s) {
 void ClientConnection::UpdateNeedsDriver() {
   int abandoned = 0;
   if (busy_slots_ > 0) {
-    for (const Slot& slot : slots_) {
+    for (uint32_t s = 0; s < used_slots_; ++s) {
+      const Slot& slot = slots_[s];
       if (slot.phase != Phase::kFree && slot.phase != Phase::kFilling &&
           Abandoned(slot)) {
         ++abandoned;
@@ -676,6 +687,13 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
   if (st == wire::FetchState::kReady) {
     if (!probe && !abandoned && slot.fetches == 0 && slot.part_offset == 0) {
       fetch_delay_ns_ *= 1.0 - kDelayShrink;
+    } else if (!probe && !abandoned && slot.part_offset == 0 &&
+               options_.mode != RpcMode::kServerReply) {
+      // The first fetch missed: grow the delay, up to its cap
+      // (ChannelOptions); less for a far miss (see kDelayGrowFar).
+      const double grow = slot.fetches == 1 ? kDelayGrow : kDelayGrowFar;
+      fetch_delay_ns_ = std::min(
+          fetch_delay_ns_ * (1.0 + grow) + kDelayStepNs, FetchDelayCapNs());
     }
     ++slot.fetches;
     if (view.flags & wire::kResponseFlagPushed) {
@@ -706,12 +724,6 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
   }
   // Not ready yet.
   if (probe) return;
-  if (!abandoned && slot.fetches == 0 && slot.part_offset == 0 &&
-      options_.mode != RpcMode::kServerReply) {
-    // Grow the first-fetch delay, up to its cap (ChannelOptions).
-    fetch_delay_ns_ = std::min(
-        fetch_delay_ns_ * (1.0 + kDelayGrow) + kDelayStepNs, FetchDelayCapNs());
-  }
   ++slot.fetches;
   if (slot.phase == Phase::kSwitchCheck) {
     slot.phase = Phase::kWaitReply;
@@ -855,7 +867,7 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
   }
 
   // 1. Post the header READs that are due.
-  for (uint32_t s = 0; s < slots_.size(); ++s) {
+  for (uint32_t s = 0; s < used_slots_; ++s) {
     Slot& slot = slots_[s];
     if ((slot.phase == Phase::kFetchHeader || slot.phase == Phase::kSwitchCheck) &&
         !slot.read_outstanding && now >= slot.next_fetch_ns) {
@@ -937,7 +949,7 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
     return true;
   }
   if (busy_slots_ > 0) {
-    for (uint32_t s = 0; s < slots_.size(); ++s) {
+    for (uint32_t s = 0; s < used_slots_; ++s) {
       Slot& slot = slots_[s];
       if (slot.read_outstanding && now - slot.read_posted_ns > kLostCompletionNs) {
         FailLocked(absl::UnavailableError(absl::StrCat(

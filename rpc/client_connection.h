@@ -246,6 +246,11 @@ class ClientConnection {
   mutable Mutex mu_;
   std::vector<Slot> slots_ ABSL_GUARDED_BY(mu_);
   std::vector<uint32_t> free_slots_ ABSL_GUARDED_BY(mu_);
+  // Slots [used_slots_, end) have never left kFree. free_slots_ is LIFO with
+  // slot 0 on top at first, so this stays at the peak number of slots ever
+  // busy at once, and the per-round scans of Progress cover only slots that
+  // can be busy, not every slot of the connection.
+  uint32_t used_slots_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<PendingCall*> queued_ ABSL_GUARDED_BY(mu_);
   HybridPolicy policy_ ABSL_GUARDED_BY(mu_);
   FlushPolicy flush_;

@@ -45,73 +45,88 @@ absl::StatusOr<std::unique_ptr<ShmCompletionQueue>> ShmCompletionQueue::Create(
       new ShmCompletionQueue(options, std::move(efd)));
 }
 
+namespace {
+uint64_t PowerOfTwoMask(uint64_t n) { return (n & (n - 1)) == 0 ? n - 1 : 0; }
+}  // namespace
+
 ShmCompletionQueue::ShmCompletionQueue(const CompletionQueueOptions& options,
                                        ScopedFd event_fd)
-    : options_(options), event_fd_(std::move(event_fd)) {
-  std::lock_guard<std::mutex> lock(mu_);
-  ring_.resize(static_cast<size_t>(options.depth));
-}
-
-bool ShmCompletionQueue::Reserve(uint32_t n) {
-  if (n == 0) return true;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (static_cast<uint64_t>(count_) + reserved_ + n > ring_.size()) {
-    return false;
+    : options_(options),
+      event_fd_(std::move(event_fd)),
+      cap_(static_cast<uint64_t>(options.depth)),
+      mask_(PowerOfTwoMask(cap_)),
+      cells_(new Cell[cap_]) {
+  for (uint64_t i = 0; i < cap_; ++i) {
+    cells_[i].seq.store(i, std::memory_order_relaxed);
   }
-  reserved_ += n;
-  return true;
 }
 
-void ShmCompletionQueue::Unreserve(uint32_t n) {
-  if (n == 0) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  reserved_ -= std::min(n, reserved_);
-}
-
-void ShmCompletionQueue::Push(absl::Span<const Completion> cs,
-                              uint32_t reserved) {
-  if (cs.empty() && reserved == 0) return;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    const uint32_t cap = static_cast<uint32_t>(ring_.size());
-    // Release our reservations first; other producers' stay counted, so
-    // entries beyond our reservations never take room promised to them.
-    reserved_ -= std::min(reserved, reserved_);
-    for (const Completion& c : cs) {
-      if (count_ + reserved_ >= cap) {
-        dropped_.fetch_add(1, std::memory_order_relaxed);
-        continue;
+bool ShmCompletionQueue::Claim(uint32_t n, uint64_t* first) {
+  if (n == 0 || n > cap_) return false;
+  uint64_t t = tail_.load(std::memory_order_relaxed);
+  for (;;) {
+    // The consumer frees cells in ticket order, so if the last of the n
+    // cells is free for its ticket, all n are.
+    const uint64_t last = t + n - 1;
+    const uint64_t seq = cell(last).seq.load(std::memory_order_acquire);
+    if (seq == last) {
+      if (tail_.compare_exchange_weak(t, t + n, std::memory_order_relaxed)) {
+        *first = t;
+        return true;
       }
-      ring_[(head_ + count_) % cap] = c;
-      ++count_;
+      // `t` was reloaded by the failed CAS.
+    } else if (seq < last) {
+      // The cell still holds (or awaits) the entry of ticket last - depth:
+      // the queue has no room for n more.
+      return false;
+    } else {
+      t = tail_.load(std::memory_order_relaxed);  // Another producer won.
     }
-    size_.store(count_, std::memory_order_seq_cst);
   }
-  if (sleeping_.load(std::memory_order_seq_cst)) {
-    const uint64_t one = 1;
-    // EAGAIN (counter saturated) still leaves the fd readable.
-    [[maybe_unused]] ssize_t r = ::write(event_fd_.get(), &one, sizeof(one));
+}
+
+void ShmCompletionQueue::Fill(uint64_t t, const Completion* c) {
+  Cell& x = cell(t);
+  // Claim() saw this cell free for `t`; nothing else may write it.
+  x.hole = c == nullptr;
+  if (c != nullptr) x.c = *c;
+  // Sequentially consistent: pairs with Block()'s re-check (no lost wake-up).
+  x.seq.store(t + 1, std::memory_order_seq_cst);
+}
+
+void ShmCompletionQueue::PushExtra(const Completion& c) {
+  uint64_t t;
+  if (!Claim(1, &t)) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return;
   }
+  Publish(t, c);
+}
+
+void ShmCompletionQueue::WakeUp() {
+  const uint64_t one = 1;
+  // EAGAIN (counter saturated) still leaves the fd readable.
+  [[maybe_unused]] ssize_t r = ::write(event_fd_.get(), &one, sizeof(one));
+}
+
+bool ShmCompletionQueue::HeadReady(std::memory_order order) {
+  return cell(head_).seq.load(order) == head_ + 1;
 }
 
 int ShmCompletionQueue::PollRound(absl::Span<Completion> out) {
   Bump(polls_);
-  if (out.empty()) return 0;
-  if (size_.load(std::memory_order_acquire) == 0) {
-    Bump(empty_polls_);
-    return 0;
-  }
   const size_t want =
       std::min(out.size(), static_cast<size_t>(options_.max_poll_wc));
-  std::lock_guard<std::mutex> lock(mu_);
-  const uint32_t cap = static_cast<uint32_t>(ring_.size());
-  const uint32_t n = static_cast<uint32_t>(std::min<size_t>(want, count_));
-  for (uint32_t i = 0; i < n; ++i) {
-    out[i] = ring_[head_];
-    head_ = (head_ + 1) % cap;
+  size_t n = 0;
+  while (n < want) {
+    Cell& x = cell(head_);
+    if (x.seq.load(std::memory_order_acquire) != head_ + 1) break;
+    const bool hole = x.hole;
+    if (!hole) out[n++] = x.c;
+    // Hand the cell to the producer one lap ahead.
+    x.seq.store(head_ + cap_, std::memory_order_release);
+    ++head_;
   }
-  count_ -= n;
-  size_.store(count_, std::memory_order_seq_cst);
   if (n == 0) Bump(empty_polls_);
   Bump(completions_, n);
   return static_cast<int>(n);
@@ -133,9 +148,9 @@ int ShmCompletionQueue::Poll(absl::Span<Completion> out) {
 void ShmCompletionQueue::Block(absl::Time deadline) {
   Bump(blocks_);
   sleeping_.store(true, std::memory_order_seq_cst);
-  // Re-check after arming: a producer that pushed before it could see
+  // Re-check after arming: a producer that published before it could see
   // `sleeping_` must be visible here.
-  if (size_.load(std::memory_order_seq_cst) == 0 &&
+  if (!HeadReady(std::memory_order_seq_cst) &&
       !interrupted_.load(std::memory_order_seq_cst)) {
     const absl::Duration left = deadline - absl::Now();
     if (left > absl::ZeroDuration()) {
@@ -147,7 +162,7 @@ void ShmCompletionQueue::Block(absl::Time deadline) {
   sleeping_.store(false, std::memory_order_seq_cst);
   uint64_t drained;
   [[maybe_unused]] ssize_t r = ::read(event_fd_.get(), &drained, sizeof(drained));
-  if (size_.load(std::memory_order_acquire) > 0) Bump(wakeups_);
+  if (HeadReady(std::memory_order_acquire)) Bump(wakeups_);
 }
 
 absl::StatusOr<int> ShmCompletionQueue::Wait(absl::Span<Completion> out,
@@ -186,8 +201,7 @@ absl::StatusOr<int> ShmCompletionQueue::Wait(absl::Span<Completion> out,
 
 void ShmCompletionQueue::Interrupt() {
   interrupted_.store(true, std::memory_order_seq_cst);
-  const uint64_t one = 1;
-  [[maybe_unused]] ssize_t r = ::write(event_fd_.get(), &one, sizeof(one));
+  WakeUp();
 }
 
 CompletionQueue::Stats ShmCompletionQueue::stats() const {

@@ -1,25 +1,40 @@
 // Copyright 2026 The rfrpc Authors.
 //
-// The shm provider's CompletionQueue: a bounded queue that connections
-// posting from several threads fill (multi-producer) and one thread at a time
-// drains (single consumer), with RDMAbox-style adaptive polling in Wait().
+// The shm provider's CompletionQueue: a bounded, lock-free queue that
+// connections posting from several threads fill (multi-producer) and one
+// thread at a time drains (single consumer), with RDMAbox-style adaptive
+// polling in Wait().
 //
-// Producers reserve capacity before they execute work (Reserve), so a
-// completion is never dropped after the operation it reports has happened:
-// when the queue cannot take a post list's signaled completions, Post()
-// returns RESOURCE_EXHAUSTED and executes nothing. Error and flush
-// completions of unsignaled requests are pushed when there is room and
-// counted in dropped() otherwise (newest dropped first) (a verbs CQ overrun is fatal; here the data
-// path keeps going).
+// The ring is a Vyukov bounded queue: each cell carries a sequence number
+// that says whose turn it is. A producer claims tickets (consecutive cells)
+// with one compare-and-swap on the tail, fills them and publishes each cell
+// with one store; the consumer reads the cell at its head and hands the cell
+// back to the producer one lap ahead with one store. No mutex anywhere, so an
+// uncontended signaled request costs one CAS and one store on the producer
+// side and plain loads/stores on the consumer side.
+//
+// Producers claim before they execute work (Claim), so a completion is never
+// dropped after the operation it reports has happened: when the queue cannot
+// take a post list's signaled completions, Post() returns RESOURCE_EXHAUSTED
+// and executes nothing. A claimed ticket the producer ends up not needing
+// (a post-time error stopped the list) is published as a hole the consumer
+// skips. Error and flush completions of unsignaled requests are pushed when
+// there is room (PushExtra) and counted in dropped() otherwise (a verbs CQ
+// overrun is fatal; here the data path keeps going). Capacity is exactly
+// `depth`: claimed plus queued entries never exceed it.
 //
 // Wake-ups: a Wait() that decides to block sets `sleeping_`, re-checks the
-// queue, then sleeps on an eventfd; a producer publishes its entries, then
-// writes the eventfd if `sleeping_` is set. Both sides use sequentially
-// consistent accesses, so either the waiter sees the entries or the producer
-// sees the waiter (no lost wake-up).
+// head cell, then sleeps on an eventfd; a producer publishes its cells, then
+// (Notify) writes the eventfd if `sleeping_` is set. Both sides use
+// sequentially consistent accesses, so either the waiter sees the entry or
+// the producer sees the waiter (no lost wake-up). A producer preempted
+// between Claim and Publish delays the entries behind its ticket (the
+// consumer takes cells in ticket order); it publishes within a few
+// instructions of running again and then wakes a sleeping waiter itself.
 //
-// Thread safety: Reserve/Push from any thread; Poll/Wait from one thread at a
-// time; Interrupt and stats from any thread.
+// Thread safety: Claim/Publish/PublishHole/PushExtra/Notify from any thread;
+// Poll/Wait from one thread at a time (successive pollers must be ordered by
+// the caller, e.g. by a mutex); Interrupt and stats from any thread.
 
 #ifndef RFRPC_TRANSPORT_SHM_SHM_COMPLETION_QUEUE_H_
 #define RFRPC_TRANSPORT_SHM_SHM_COMPLETION_QUEUE_H_
@@ -29,9 +44,7 @@
 #include <memory>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include <mutex>  // NOLINT: see shm_internal.h on std::mutex.
 #include "absl/types/span.h"
 #include "transport/bootstrap.h"
 #include "transport/transport.h"
@@ -54,21 +67,44 @@ class ShmCompletionQueue final : public CompletionQueue {
   void Interrupt() override;
   Stats stats() const override;
 
-  // Producer side (any thread). Reserve(n) claims room for n completions; it
-  // fails when the queue (entries plus reservations) would exceed depth.
-  bool Reserve(uint32_t n);
-  // Releases `reserved` reservations taken with Reserve() and appends `cs`;
-  // entries beyond the caller's reservations go in only if there is room
-  // not promised to other producers, and are counted in dropped() if not.
-  void Push(absl::Span<const Completion> cs, uint32_t reserved);
-  void Unreserve(uint32_t n);
+  // Producer side (any thread). Claim(n) takes n consecutive tickets (n
+  // cells) for completions the caller will publish; it fails, taking none,
+  // when the queue (entries plus other claims) has no room for n. `first`
+  // must not be null. REQUIRES: n >= 1.
+  bool Claim(uint32_t n, uint64_t* first);
+  // Fills ticket `t` (from Claim) with `c`, or with a hole the consumer
+  // skips. Each claimed ticket must be published exactly once.
+  void Publish(uint64_t t, const Completion& c) { Fill(t, &c); }
+  void PublishHole(uint64_t t) { Fill(t, nullptr); }
+  // Claims and publishes one entry if there is room, else counts it in
+  // dropped(). For error completions nobody reserved room for.
+  void PushExtra(const Completion& c);
+  // Wakes a Wait() blocked on the eventfd, if any. Call after publishing.
+  void Notify() {
+    if (sleeping_.load(std::memory_order_seq_cst)) WakeUp();
+  }
 
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
   int depth() const { return options_.depth; }
 
  private:
+  struct Cell {
+    // == ticket: free for the producer of `ticket`; == ticket + 1: holds
+    // that ticket's entry. The consumer sets ticket + depth when it is done.
+    std::atomic<uint64_t> seq{0};
+    bool hole = false;
+    Completion c;
+  };
+
   ShmCompletionQueue(const CompletionQueueOptions& options, ScopedFd event_fd);
 
+  Cell& cell(uint64_t t) {
+    return cells_[mask_ != 0 ? (t & mask_) : (t % cap_)];
+  }
+  void Fill(uint64_t t, const Completion* c);
+  void WakeUp();
+  // True if the head cell holds an entry (or a hole) the consumer can take.
+  bool HeadReady(std::memory_order order);
   // One poll round: takes up to min(out.size(), max_poll_wc) entries.
   int PollRound(absl::Span<Completion> out);
   // Arms the eventfd and sleeps until an entry, an interrupt or `deadline`.
@@ -76,20 +112,22 @@ class ShmCompletionQueue final : public CompletionQueue {
 
   const CompletionQueueOptions options_;
   const ScopedFd event_fd_;
+  const uint64_t cap_;
+  const uint64_t mask_;  // cap_ - 1 if cap_ is a power of two, else 0.
+  const std::unique_ptr<Cell[]> cells_;
 
-  std::mutex mu_;
-  std::vector<Completion> ring_ ABSL_GUARDED_BY(mu_);
-  uint32_t head_ ABSL_GUARDED_BY(mu_) = 0;
-  uint32_t count_ ABSL_GUARDED_BY(mu_) = 0;
-  uint32_t reserved_ ABSL_GUARDED_BY(mu_) = 0;
+  // Three cache lines, so that producers and the consumer do not falsely
+  // share: the producers' claim counter; the words producers read on every
+  // publish (written rarely); the consumer's own state.
+  alignas(64) std::atomic<uint64_t> tail_{0};
 
-  // Mirrors count_ so empty polls and the wake-up check need no lock.
-  std::atomic<uint32_t> size_{0};
-  std::atomic<bool> sleeping_{false};
+  alignas(64) std::atomic<bool> sleeping_{false};
   std::atomic<bool> interrupted_{false};
   std::atomic<uint64_t> dropped_{0};
 
-  // Written by the polling thread only; read by stats() from any thread.
+  // Consumer only (one poller at a time); the counters are read by stats()
+  // from any thread.
+  alignas(64) uint64_t head_ = 0;
   std::atomic<uint64_t> polls_{0};
   std::atomic<uint64_t> empty_polls_{0};
   std::atomic<uint64_t> completions_{0};

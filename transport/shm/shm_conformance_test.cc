@@ -8,7 +8,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <map>
 #include <vector>
 
 #include <memory>
@@ -83,6 +86,84 @@ TEST(ShmProviderTest, FullCompletionQueueRefusesPostAndExecutesNothing) {
   EXPECT_EQ(shm.cq->Poll(absl::MakeSpan(cs)), 4);
   EXPECT_TRUE(shm.client->Post({&list[0], 1}).ok());
   EXPECT_TRUE(shm.client->ok());
+}
+
+TEST(ShmProviderTest, PostTimeErrorReturnsUnusedQueueRoom) {
+  CompletionQueueOptions o;
+  o.depth = 4;
+  Shm shm;
+  shm.Connect(o, 256);
+  const RemoteRegion r = shm.client->peer().regions[0];
+  // Three signaled requests claim three cells; the second is refused at post
+  // time (inline beyond max_inline), so one completion arrives and the two
+  // cells it claimed for the others must come back.
+  std::vector<WorkRequest> list(3, WorkRequest::Write(0, shm.mem.get(), 0, 8,
+                                                      r, 64));
+  list[0].wr_id = 1;
+  list[1].wr_id = 2;
+  list[1].inline_write = true;
+  list[1].length = 4096;
+  list[2].wr_id = 3;
+  EXPECT_EQ(shm.client->Post(list).code(), absl::StatusCode::kInvalidArgument);
+  Completion cs[8];
+  ASSERT_EQ(shm.cq->Poll(absl::MakeSpan(cs)), 1);
+  EXPECT_EQ(cs[0].wr_id, 1u);
+  EXPECT_TRUE(cs[0].ok());
+  // The whole depth is free again.
+  list.assign(4, WorkRequest::Write(7, shm.mem.get(), 0, 8, r, 64));
+  EXPECT_TRUE(shm.client->Post(list).ok());
+  EXPECT_EQ(shm.cq->Poll(absl::MakeSpan(cs)), 4);
+  EXPECT_TRUE(shm.client->ok());
+}
+
+TEST(ShmProviderTest, ConcurrentPostersShareATinyQueue) {
+  // Two connections post signaled WRITEs (single requests and lists) from
+  // two threads into one depth-8 queue while a third thread polls: every
+  // completion arrives exactly once, in posting order per connection, and a
+  // full queue only ever refuses a post (RESOURCE_EXHAUSTED), never loses one.
+  CompletionQueueOptions o;
+  o.depth = 8;
+  Shm shm;
+  shm.Connect(o, 256);
+  constexpr uint64_t kPerConnection = 5000;
+  std::atomic<bool> bad_status{false};
+  auto poster = [&](Connection* c) {
+    const RemoteRegion r = c->peer().regions[0];
+    uint64_t next = 0;
+    while (next < kPerConnection) {
+      const uint64_t n = std::min<uint64_t>(1 + next % 3, kPerConnection - next);
+      WorkRequest wrs[3];
+      for (uint64_t i = 0; i < n; ++i) {
+        wrs[i] = WorkRequest::Write(next + i, shm.mem.get(), 0, 8, r, 128);
+      }
+      const absl::Status st = c->Post(absl::MakeConstSpan(wrs, n));
+      if (st.ok()) {
+        next += n;
+      } else if (st.code() != absl::StatusCode::kResourceExhausted) {
+        bad_status = true;
+        return;
+      }
+    }
+  };
+  std::thread a(poster, shm.client.get());
+  std::thread b(poster, shm.server.get());
+  std::map<uint64_t, uint64_t> expected;  // connection id -> next wr_id.
+  uint64_t got = 0;
+  Completion cs[16];
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (got < 2 * kPerConnection && !bad_status && absl::Now() < deadline) {
+    const int n = shm.cq->Poll(absl::MakeSpan(cs));
+    for (int i = 0; i < n; ++i) {
+      ASSERT_TRUE(cs[i].ok());
+      ASSERT_EQ(cs[i].wr_id, expected[cs[i].connection_id]++);
+    }
+    got += static_cast<uint64_t>(n);
+  }
+  a.join();
+  b.join();
+  EXPECT_FALSE(bad_status);
+  EXPECT_EQ(got, 2 * kPerConnection);
+  EXPECT_EQ(shm.cq->Poll(absl::MakeSpan(cs)), 0);
 }
 
 TEST(ShmProviderTest, PostListLongerThanMaxOutstandingIsRefused) {

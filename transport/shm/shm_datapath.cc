@@ -28,7 +28,6 @@
 
 #include <cstring>
 
-#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "transport/shm/shm_internal.h"
 
@@ -104,29 +103,26 @@ void OrderedRead(char* dst, const char* src, size_t n) {
   if (n > head) std::memcpy(dst + head, src + head, n - head);
 }
 
-// Finds where [addr, addr + len) lies in our mapping of the peer's exposed
-// regions, or nullptr if no region with `rkey` covers it with the right.
-char* Translate(const PeerMemory& peer, uint32_t rkey, uint64_t addr,
-                uint64_t len, bool write) {
+}  // namespace
+
+char* ShmConnection::Translate(uint32_t rkey, uint64_t addr, uint64_t len,
+                               bool write) const {
   uint64_t end;
   if (__builtin_add_overflow(addr, len, &end)) return nullptr;
-  for (const PeerRegion& r : peer.regions) {
-    if (r.rkey != rkey) continue;
-    if (addr < r.addr || end > r.addr + r.length) continue;
+  for (const Target& r : targets_) {
+    if (r.rkey != rkey || addr < r.addr || end > r.end) continue;
     if (write ? !r.remote_write : !r.remote_read) continue;
     return r.base + (addr - r.addr);
   }
   return nullptr;
 }
 
-}  // namespace
-
-WcStatus ShmConnection::Execute(const WorkRequest& wr, const char** why) {
+WcStatus ShmConnection::Resolve(const WorkRequest& wr, const char** src,
+                                char** dst, const char** why) const {
   const bool write = wr.opcode == Opcode::kWrite;
   char* local = nullptr;
-  const char* src = nullptr;
   if (write && wr.inline_write && wr.inline_data != nullptr) {
-    src = static_cast<const char*>(wr.inline_data);
+    *src = static_cast<const char*>(wr.inline_data);
   } else {
     uint64_t end;
     if (wr.local == nullptr ||
@@ -136,12 +132,12 @@ WcStatus ShmConnection::Execute(const WorkRequest& wr, const char** why) {
       return WcStatus::kLocalError;
     }
     local = wr.local->data() + wr.local_offset;
-    src = local;
+    *src = local;
   }
   uint64_t target;
   char* remote = nullptr;
   if (!__builtin_add_overflow(wr.remote.addr, wr.remote_offset, &target)) {
-    remote = Translate(state_->peer(), wr.remote.rkey, target, wr.length, write);
+    remote = Translate(wr.remote.rkey, target, wr.length, write);
   }
   if (remote == nullptr) {
     *why = "rkey unknown to this connection, range outside the exposed "
@@ -149,37 +145,104 @@ WcStatus ShmConnection::Execute(const WorkRequest& wr, const char** why) {
     return WcStatus::kRemoteAccessError;
   }
   if (write) {
-    OrderedWrite(remote, src, wr.length);
-    Bump(counters_.writes);
-    Bump(counters_.bytes_written, wr.length);
-    if (wr.inline_write) Bump(counters_.inline_writes);
+    *dst = remote;
   } else {
-    OrderedRead(local, remote, wr.length);
-    Bump(counters_.reads);
-    Bump(counters_.bytes_read, wr.length);
+    *src = remote;
+    *dst = local;
   }
   return WcStatus::kSuccess;
 }
 
+void ShmConnection::Run(const WorkRequest& wr, const char* src, char* dst) {
+  if (wr.opcode == Opcode::kWrite) {
+    OrderedWrite(dst, src, wr.length);
+    Bump(counters_.writes);
+    Bump(counters_.bytes_written, wr.length);
+    if (wr.inline_write) Bump(counters_.inline_writes);
+  } else {
+    OrderedRead(dst, src, wr.length);
+    Bump(counters_.reads);
+    Bump(counters_.bytes_read, wr.length);
+  }
+}
+
+absl::Status ShmConnection::CheckPostable(const WorkRequest& wr) const {
+  if (wr.opcode != Opcode::kWrite && wr.opcode != Opcode::kRead) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("wr_id ", wr.wr_id, ": unknown opcode"));
+  }
+  if (wr.inline_write &&
+      (wr.opcode != Opcode::kWrite || wr.length > max_inline_)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "wr_id ", wr.wr_id, ": inline ",
+        wr.opcode == Opcode::kWrite ? "WRITE of " : "READ (not allowed) of ",
+        wr.length, " bytes; max_inline is ", max_inline_));
+  }
+  return absl::OkStatus();
+}
+
+Completion ShmConnection::MakeCompletion(const WorkRequest& wr,
+                                         WcStatus st) const {
+  Completion c;
+  c.wr_id = wr.wr_id;
+  c.opcode = wr.opcode;
+  c.status = st;
+  c.byte_len = st == WcStatus::kSuccess ? wr.length : 0;
+  c.connection = const_cast<ShmConnection*>(this);
+  c.connection_id = id();
+  return c;
+}
+
 absl::Status ShmConnection::PostOnFailed(absl::Span<const WorkRequest> wrs) {
-  absl::InlinedVector<Completion, 16> flushed;
+  uint64_t flushed = 0;
   for (const WorkRequest& wr : wrs) {
     if (!wr.signaled) continue;
-    Completion c;
-    c.wr_id = wr.wr_id;
-    c.opcode = wr.opcode;
-    c.status = WcStatus::kFlushed;
-    c.connection = this;
-    c.connection_id = id();
-    flushed.push_back(c);
+    cq_->PushExtra(MakeCompletion(wr, WcStatus::kFlushed));
+    ++flushed;
   }
-  Bump(counters_.errors, flushed.size());
-  Bump(counters_.completions, flushed.size());
-  cq_->Push(flushed, /*reserved=*/0);
+  Bump(counters_.errors, flushed);
+  Bump(counters_.completions, flushed);
+  if (flushed > 0) cq_->Notify();
   return state_->status();
 }
 
 absl::Status ShmConnection::Post(absl::Span<const WorkRequest> wrs) {
+  // Fast path: one request that validates. Same checks, same effects and
+  // same counters as PostList, minus its bookkeeping; every error case
+  // (which executes nothing here) is left to PostList to report.
+  if (wrs.size() == 1 && !state_->failed()) {
+    const WorkRequest& wr = wrs[0];
+    const bool postable =
+        (wr.opcode == Opcode::kWrite && (!wr.inline_write ||
+                                         wr.length <= max_inline_)) ||
+        (wr.opcode == Opcode::kRead && !wr.inline_write);
+    const char* src;
+    char* dst;
+    const char* why;
+    if (postable && max_outstanding_ >= 1 &&
+        Resolve(wr, &src, &dst, &why) == WcStatus::kSuccess) {
+      uint64_t ticket = 0;
+      if (wr.signaled && !cq_->Claim(1, &ticket)) {
+        Bump(counters_.post_lists);
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "completion queue full (depth ", cq_->depth(),
+            "): poll it before posting more signaled requests"));
+      }
+      Bump(counters_.post_lists);
+      Run(wr, src, dst);
+      if (wr.signaled) {
+        cq_->Publish(ticket, MakeCompletion(wr, WcStatus::kSuccess));
+        Bump(counters_.signaled);
+        Bump(counters_.completions);
+        cq_->Notify();
+      }
+      return absl::OkStatus();
+    }
+  }
+  return PostList(wrs);
+}
+
+absl::Status ShmConnection::PostList(absl::Span<const WorkRequest> wrs) {
   Bump(counters_.post_lists);
   if (state_->failed()) return PostOnFailed(wrs);
   if (wrs.size() > max_outstanding_) {
@@ -189,73 +252,59 @@ absl::Status ShmConnection::Post(absl::Span<const WorkRequest> wrs) {
   }
   uint32_t signaled = 0;
   for (const WorkRequest& wr : wrs) signaled += wr.signaled ? 1 : 0;
-  if (!cq_->Reserve(signaled)) {
+  uint64_t first = 0;
+  if (signaled > 0 && !cq_->Claim(signaled, &first)) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "completion queue full (depth ", cq_->depth(),
         "): poll it before posting more signaled requests"));
   }
-  absl::InlinedVector<Completion, 16> done;
+  // Completions go into the claimed cells in order; any beyond them (error
+  // and flush completions of unsignaled requests) only if there is room.
+  uint32_t used = 0;
+  uint64_t pushed = 0;
+  auto push = [&](const Completion& c) {
+    if (used < signaled) {
+      cq_->Publish(first + used++, c);
+    } else {
+      cq_->PushExtra(c);
+    }
+    ++pushed;
+  };
   absl::Status post_error;
   for (size_t i = 0; i < wrs.size(); ++i) {
     const WorkRequest& wr = wrs[i];
-    if (wr.opcode != Opcode::kWrite && wr.opcode != Opcode::kRead) {
-      post_error = absl::InvalidArgumentError(
-          absl::StrCat("wr_id ", wr.wr_id, ": unknown opcode"));
-      break;
-    }
-    if (wr.inline_write &&
-        (wr.opcode != Opcode::kWrite || wr.length > max_inline_)) {
-      post_error = absl::InvalidArgumentError(absl::StrCat(
-          "wr_id ", wr.wr_id, ": inline ",
-          wr.opcode == Opcode::kWrite ? "WRITE of " : "READ (not allowed) of ",
-          wr.length, " bytes; max_inline is ", max_inline_));
-      break;
-    }
+    post_error = CheckPostable(wr);
+    if (!post_error.ok()) break;
+    const char* src = nullptr;
+    char* dst = nullptr;
     const char* why = "";
-    const WcStatus st = Execute(wr, &why);
+    const WcStatus st = Resolve(wr, &src, &dst, &why);
     if (st == WcStatus::kSuccess) {
+      Run(wr, src, dst);
       if (wr.signaled) {
-        Completion c;
-        c.wr_id = wr.wr_id;
-        c.opcode = wr.opcode;
-        c.byte_len = wr.length;
-        c.connection = this;
-        c.connection_id = id();
-        done.push_back(c);
+        push(MakeCompletion(wr, WcStatus::kSuccess));
         Bump(counters_.signaled);
       }
       continue;
     }
     // An error completion (even for an unsignaled request, as on verbs)
     // fails the connection; the rest of the list is flushed.
-    Completion c;
-    c.wr_id = wr.wr_id;
-    c.opcode = wr.opcode;
-    c.status = st;
-    c.connection = this;
-    c.connection_id = id();
-    done.push_back(c);
+    push(MakeCompletion(wr, st));
     Bump(counters_.errors);
     state_->Fail(absl::UnavailableError(absl::StrCat(
-        c.opcode == Opcode::kRead ? "READ" : "WRITE", " wr_id ", wr.wr_id,
+        wr.opcode == Opcode::kRead ? "READ" : "WRITE", " wr_id ", wr.wr_id,
         " on shm connection ", id(), " to ", state_->peer_name(), ": ",
         WcStatusName(st), " (", why, ")")));
     for (size_t j = i + 1; j < wrs.size(); ++j) {
-      Completion f;
-      f.wr_id = wrs[j].wr_id;
-      f.opcode = wrs[j].opcode;
-      f.status = WcStatus::kFlushed;
-      f.connection = this;
-      f.connection_id = id();
-      done.push_back(f);
+      push(MakeCompletion(wrs[j], WcStatus::kFlushed));
       Bump(counters_.errors);
     }
     break;
   }
-  Bump(counters_.completions, done.size());
-  // Releases all `signaled` reservations, including those of requests a
-  // post-time error kept from running.
-  cq_->Push(done, signaled);
+  Bump(counters_.completions, pushed);
+  // Cells claimed for requests a post-time error kept from running.
+  while (used < signaled) cq_->PublishHole(first + used++);
+  if (signaled > 0 || pushed > 0) cq_->Notify();
   return post_error;
 }
 

@@ -161,14 +161,41 @@ class ShmConnection final : public Connection {
                 uint32_t max_inline, uint32_t max_outstanding);
   ~ShmConnection() override;
 
-  absl::Status Post(absl::Span<const WorkRequest> wrs) override;  // Datapath.
+  // Datapath (shm_datapath.cc). A single request that validates goes the
+  // fast path: no completion-queue work when unsignaled, one claimed cell
+  // when signaled; anything else (post lists, errors, a failed connection)
+  // the general path.
+  absl::Status Post(absl::Span<const WorkRequest> wrs) override;
   absl::Status status() const override { return state_->status(); }
   void Fail(absl::Status reason) override { state_->Fail(reason); }
 
  private:
-  // Executes one request; returns its completion status. `why` gets a reason
-  // on failure.
-  WcStatus Execute(const WorkRequest& wr, const char** why);
+  // The peer's regions as the datapath checks them: bounds precomputed,
+  // copied into this object (no pointer chase through the shared state).
+  struct Target {
+    uint64_t addr = 0;
+    uint64_t end = 0;  // addr + length.
+    char* base = nullptr;
+    uint32_t rkey = 0;
+    bool remote_write = false;
+    bool remote_read = false;
+  };
+
+  // Where [addr, addr + len) of the peer lies in our mapping, or nullptr if
+  // no region with `rkey` covers it with the needed right.
+  char* Translate(uint32_t rkey, uint64_t addr, uint64_t len,
+                  bool write) const;
+  // Checks one request's local range and remote target; on success sets its
+  // source and destination. Touches nothing. On failure returns the
+  // completion status (kLocalError, kRemoteAccessError) and sets `why`.
+  WcStatus Resolve(const WorkRequest& wr, const char** src, char** dst,
+                   const char** why) const;
+  // Copies with the ordering contract and counts. REQUIRES: Resolve() ok.
+  void Run(const WorkRequest& wr, const char* src, char* dst);
+  // Post-time (not completion) errors: unknown opcode, bad inline use.
+  absl::Status CheckPostable(const WorkRequest& wr) const;
+  Completion MakeCompletion(const WorkRequest& wr, WcStatus st) const;
+  absl::Status PostList(absl::Span<const WorkRequest> wrs);
   absl::Status PostOnFailed(absl::Span<const WorkRequest> wrs);
 
   const std::shared_ptr<ProviderCore> core_;
@@ -176,6 +203,7 @@ class ShmConnection final : public Connection {
   ShmCompletionQueue* const cq_;
   const uint32_t max_inline_;
   const uint32_t max_outstanding_;
+  const std::vector<Target> targets_;
 };
 
 }  // namespace shm

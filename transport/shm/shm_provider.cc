@@ -851,7 +851,15 @@ ShmConnection::ShmConnection(uint64_t id, ConnectionInfo info,
       state_(std::move(state)),
       cq_(cq),
       max_inline_(max_inline),
-      max_outstanding_(max_outstanding) {}
+      max_outstanding_(max_outstanding),
+      targets_([this] {
+        std::vector<Target> t;
+        for (const PeerRegion& r : state_->peer().regions) {
+          t.push_back(Target{r.addr, r.addr + r.length, r.base, r.rkey,
+                             r.remote_write, r.remote_read});
+        }
+        return t;
+      }()) {}
 
 ShmConnection::~ShmConnection() { core_->monitor().Remove(id(), state_->sock()); }
 
