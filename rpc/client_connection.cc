@@ -194,6 +194,7 @@ absl::Status ClientConnection::StartLocked(
   slot.last_probe_ns = now;
   slot.fetched_bytes = 0;
   slot.part_offset = 0;
+  slot.suspect_offset = Slot::kNoOffset;
   ++busy_slots_;
   ++outstanding_;
   if (!call->sync) ++async_slots_;
@@ -400,6 +401,7 @@ void ClientConnection::PublishLocked(uint32_t s) {
   slot.last_probe_ns = now;
   slot.fetched_bytes = 0;
   slot.part_offset = 0;
+  slot.suspect_offset = Slot::kNoOffset;
   slot.results_done = 0;
   if (policy_.current() == RpcMode::kServerReply) {
     slot.phase = Phase::kWaitReply;
@@ -961,13 +963,19 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
           if (!status_.ok()) return true;
           continue;
         }
-        if (st == wire::FetchState::kCorrupt) {
-          FailLocked(absl::InternalError("corrupt server-reply header"),
-                     finished);
-          return true;
+        // A head with our seq whose frame does not fit is suspect, not yet
+        // corrupt: until this part's push lands, a batch part's offset holds
+        // what earlier batches left there (their payload), and a landing
+        // WRITE may show its first word in pieces. The server's published
+        // copy decides: a probe READ takes the result from it, or waits if
+        // it is not published, or fails the connection if it is corrupt.
+        const bool suspect = st == wire::FetchState::kCorrupt;
+        if (suspect && slot.suspect_offset != slot.part_offset) {
+          slot.suspect_offset = slot.part_offset;
+          slot.last_probe_ns = 0;  // Probe now.
         }
-        if (options_.mode != RpcMode::kServerReply && !slot.read_outstanding &&
-            now - slot.last_probe_ns > kReplyProbeNs) {
+        if ((suspect || options_.mode != RpcMode::kServerReply) &&
+            !slot.read_outstanding && now - slot.last_probe_ns > kReplyProbeNs) {
           slot.last_probe_ns = now;
           PostHeaderRead(s, now);
         }
