@@ -665,8 +665,21 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
   const size_t capacity =
       wire::SlotPayloadCapacity(layout_.response_slot_bytes - slot.part_offset);
   wire::ResponseView view;
-  const wire::FetchState st = wire::InspectResponse(
+  wire::FetchState st = wire::InspectResponse(
       buf, slot.fetched_bytes, capacity, slot.seq, /*require_tail=*/false, &view);
+  // A READ that overlaps the server's store of the head word may pair the new
+  // seq with old size bytes: the READ contract orders the first 8 bytes
+  // before the rest, but Soft-RoCE copies them byte by byte. The tail, which
+  // the server writes before the head, vouches for the size: a head whose
+  // tail is not where it says is not a result yet (READ again). Results past
+  // the fetched bytes are checked the same way after the rest READ.
+  if (st == wire::FetchState::kReady &&
+      (view.flags & wire::kResponseFlagPushed) == 0 &&
+      wire::FramedBytes(view.size) <= slot.fetched_bytes &&
+      transport::LoadAcquire64(buf + wire::TailOffset(view.size)) !=
+          wire::TailWord(slot.seq)) {
+    st = wire::FetchState::kNotReady;
+  }
   if (st == wire::FetchState::kCorrupt) {
     FailLocked(absl::InternalError(absl::StrCat(
                    "server sent a corrupt response header on slot ", s)),
@@ -684,13 +697,13 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
       slot.phase = Phase::kWaitReply;
       return;
     }
-    if (wire::kHeaderBytes + view.size <= slot.fetched_bytes) {
+    if (wire::FramedBytes(view.size) <= slot.fetched_bytes) {
       Complete(s, buf + wire::kHeaderBytes, view, RpcMode::kRemoteFetch,
                finished);
       return;
     }
-    // The result is larger than F: one more READ for the rest.
-    const uint32_t rest = static_cast<uint32_t>(wire::kHeaderBytes + view.size) -
+    // The result (with its tail) is larger than F: one more READ for the rest.
+    const uint32_t rest = static_cast<uint32_t>(wire::FramedBytes(view.size)) -
                           slot.fetched_bytes;
     WorkRequest wr = WorkRequest::Read(
         WrId(s, kRestRead), local_.get(),
@@ -913,13 +926,23 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
       wire::ResponseView view;
       const char* buf = fetch_buf(s) + slot.part_offset;
       const uint32_t room = layout_.response_slot_bytes - slot.part_offset;
-      if (wire::InspectResponse(buf, room, wire::SlotPayloadCapacity(room),
-                                slot.seq, false, &view) ==
-          wire::FetchState::kReady) {
+      const wire::FetchState st = wire::InspectResponse(
+          buf, room, wire::SlotPayloadCapacity(room), slot.seq,
+          /*require_tail=*/true, &view);
+      if (st == wire::FetchState::kReady) {
         Complete(s, buf + wire::kHeaderBytes, view, RpcMode::kRemoteFetch,
                  finished);
+      } else if (st == wire::FetchState::kNotReady) {
+        // No tail where the head said: the head READ was torn (see
+        // HandleHeader). READ the header again.
+        slot.phase = policy_.current() == RpcMode::kServerReply
+                         ? Phase::kWaitReply
+                         : Phase::kFetchHeader;
+        slot.next_fetch_ns = now;
+        slot.last_probe_ns = 0;
       } else {
-        FailLocked(absl::InternalError("response changed between READs"),
+        FailLocked(absl::InternalError(absl::StrCat(
+                       "response header changed between READs on slot ", s)),
                    finished);
         return true;
       }
