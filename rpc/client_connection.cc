@@ -568,7 +568,7 @@ void ClientConnection::Complete(uint32_t s, const char* payload,
     }
   }
   if (options_.on_result) {
-    options_.on_result(static_cast<uint32_t>(wire::kHeaderBytes + view.size),
+    options_.on_result(static_cast<uint32_t>(wire::FramedBytes(view.size)),
                        absl::Nanoseconds(server_ns));
   }
   if (slot.batch) {
