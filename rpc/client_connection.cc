@@ -681,8 +681,13 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
     st = wire::FetchState::kNotReady;
   }
   if (st == wire::FetchState::kCorrupt) {
+    const uint64_t head = transport::LoadAcquire64(buf);
     FailLocked(absl::InternalError(absl::StrCat(
-                   "server sent a corrupt response header on slot ", s)),
+                   "server sent a corrupt response header on slot ", s,
+                   ": seq ", slot.seq, ", size ",
+                   wire::HeadSizeStatus(head) & wire::kSizeMask,
+                   " past the ", capacity, "-byte capacity left at part offset ",
+                   slot.part_offset)),
                finished);
     return;
   }
