@@ -24,13 +24,16 @@ if [ -n "${CI:-}" ]; then FLAGS+=(--config=ci); fi
 
 # Threads meet here: client/server workers, the accept thread, channels used
 # from several threads, the shm provider's liveness monitor, the YCSB client
-# threads, the tuner's calibration server, and the in-process server fuzzer.
+# threads (start barrier, shared store, measurements, the insert counter), the
+# tuner's calibration server, and the in-process server fuzzer.
 TSAN_TESTS=(
   //tests:rpc_e2e_test
   //tests:rpc_batch_e2e_test
   //tests:rpc_fault_test
   //transport/shm:shm_conformance_test
   //kvstore/ycsb:basic_db_test
+  //kvstore/ycsb:client_test
+  //kvstore/ycsb:generators_test
   //rpc/tuner:calibrator_test
   //rpc/tuner:online_test
   //fuzz:server_fuzzer_replay_test
@@ -38,12 +41,6 @@ TSAN_TESTS=(
   //tests:rpc_isolation_test
   //codegen:generated_echo_e2e_test
 )
-
-# Not yet: it reports races that are false positives of Debian's
-# uninstrumented abseil (TSan cannot see the happens-before):
-#   //kvstore/ycsb:client_test         client.cc's start barrier is
-#                                      absl::Mutex::Await (use rfrpc::Mutex)
-# Add it back once converted.
 
 configs=("$@")
 if [ ${#configs[@]} -eq 0 ]; then configs=(asan ubsan tsan); fi

@@ -253,7 +253,11 @@ struct ConnectionSetup {
   uint32_t max_inline = 128;
   // Outstanding work requests. Default: 256.
   uint32_t max_outstanding = 256;
-  // Shared secret both sides must present; empty means none. Default: "".
+  // Shared secret. Connecting side: the token it presents (sent in clear in
+  // its Hello). Listening side (Accept): the token a peer must present;
+  // empty accepts anyone. Only the listener checks (transport/auth_token.h:
+  // constant-time, UNAUTHENTICATED on a missing or wrong token).
+  // Default: "".
   std::string auth_token;
   // Handshake must finish within this. Default: 5 s.
   absl::Duration handshake_timeout = absl::Seconds(5);

@@ -40,7 +40,7 @@ void MergeFields(const Record& values, Record* record) {
 absl::Status MemoryStore::Read(absl::string_view table, absl::string_view key,
                                const std::vector<std::string>* fields,
                                Record* result) const {
-  absl::ReaderMutexLock lock(&mu_);
+  ReaderMutexLock lock(&mu_);
   result->clear();
   auto t = tables_.find(table);
   if (t == tables_.end()) return absl::NotFoundError(key);
@@ -54,7 +54,7 @@ absl::Status MemoryStore::Scan(absl::string_view table,
                                absl::string_view start_key, int64_t count,
                                const std::vector<std::string>* fields,
                                std::vector<Record>* result) const {
-  absl::ReaderMutexLock lock(&mu_);
+  ReaderMutexLock lock(&mu_);
   result->clear();
   auto t = tables_.find(table);
   if (t == tables_.end()) return absl::OkStatus();
@@ -69,7 +69,7 @@ absl::Status MemoryStore::Scan(absl::string_view table,
 
 absl::Status MemoryStore::Update(absl::string_view table, absl::string_view key,
                                  const Record& values) {
-  absl::MutexLock lock(&mu_);
+  WriterMutexLock lock(&mu_);
   auto t = tables_.find(table);
   if (t == tables_.end()) return absl::NotFoundError(key);
   auto r = t->second.find(key);
@@ -80,7 +80,7 @@ absl::Status MemoryStore::Update(absl::string_view table, absl::string_view key,
 
 absl::Status MemoryStore::Insert(absl::string_view table, absl::string_view key,
                                  const Record& values) {
-  absl::MutexLock lock(&mu_);
+  WriterMutexLock lock(&mu_);
   auto t = tables_.find(table);
   if (t == tables_.end()) t = tables_.emplace(std::string(table), Table()).first;
   t->second.insert_or_assign(std::string(key), values);
@@ -89,7 +89,7 @@ absl::Status MemoryStore::Insert(absl::string_view table, absl::string_view key,
 
 absl::Status MemoryStore::Delete(absl::string_view table,
                                  absl::string_view key) {
-  absl::MutexLock lock(&mu_);
+  WriterMutexLock lock(&mu_);
   auto t = tables_.find(table);
   if (t == tables_.end()) return absl::NotFoundError(key);
   auto r = t->second.find(key);
@@ -99,16 +99,16 @@ absl::Status MemoryStore::Delete(absl::string_view table,
 }
 
 int64_t MemoryStore::Size(absl::string_view table) const {
-  absl::ReaderMutexLock lock(&mu_);
+  ReaderMutexLock lock(&mu_);
   auto t = tables_.find(table);
   return t == tables_.end() ? 0 : static_cast<int64_t>(t->second.size());
 }
 
 std::shared_ptr<MemoryStore> MemoryStore::Named(absl::string_view name) {
-  static absl::Mutex* mu = new absl::Mutex;
+  static Mutex* mu = new Mutex;
   static auto* stores =
       new std::map<std::string, std::shared_ptr<MemoryStore>, std::less<>>;
-  absl::MutexLock lock(mu);
+  MutexLock lock(mu);
   auto it = stores->find(name);
   if (it == stores->end()) {
     it = stores->emplace(std::string(name), std::make_shared<MemoryStore>())

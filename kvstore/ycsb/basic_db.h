@@ -5,7 +5,7 @@
 // can be checked without a server. Used by tests and for dry runs of the
 // client itself.
 //
-// MemoryStore is thread-safe (one reader/writer mutex; keys are ordered per
+// MemoryStore is thread-safe (one reader/writer mutex, rfrpc::SharedMutex; keys are ordered per
 // table so Scan works). BasicDb instances, one per client thread, share a
 // store. The registered factory "basic" uses the process-wide store named by
 // the property `basic.store` (Default: "default"), so separate runs in one
@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "kvstore/ycsb/db.h"
+#include "rpc/mutex.h"
 
 namespace rfrpc {
 namespace ycsb {
@@ -59,7 +59,7 @@ class MemoryStore {
  private:
   using Table = std::map<std::string, Record, std::less<>>;
 
-  mutable absl::Mutex mu_;
+  mutable SharedMutex mu_;
   std::map<std::string, Table, std::less<>> tables_ ABSL_GUARDED_BY(mu_);
 };
 

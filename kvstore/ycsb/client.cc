@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <random>
 #include <thread>
@@ -12,10 +13,10 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "kvstore/ycsb/workload.h"
+#include "rpc/mutex.h"
 
 namespace rfrpc {
 namespace ycsb {
@@ -25,7 +26,11 @@ namespace {
 struct Shared {
   std::atomic<bool> stop{false};
 
-  absl::Mutex mu;
+  // rfrpc::Mutex, not absl::Mutex, so that TSan sees the start barrier and
+  // the final wait (docs/fuzzing.md, "Sanitizers").
+  Mutex mu;
+  // Notified whenever `initialized` or `running` changes.
+  std::condition_variable cv;
   int initialized ABSL_GUARDED_BY(mu) = 0;  // Threads past Init().
   bool init_failed ABSL_GUARDED_BY(mu) = false;
   int running ABSL_GUARDED_BY(mu) = 0;  // Threads not yet finished.
@@ -57,7 +62,7 @@ void RunWorker(const CoreWorkload& workload, const ClientOptions& options,
   MeasuredDb db(w->db.get(), &w->measurements);
   absl::Status init = db.Init();
   {
-    absl::MutexLock lock(&shared->mu);
+    MutexLock lock(&shared->mu);
     if (!init.ok() && !shared->init_failed) {
       shared->init_failed = true;
       shared->init_error = absl::Status(
@@ -65,13 +70,15 @@ void RunWorker(const CoreWorkload& workload, const ClientOptions& options,
                                     ": driver Init failed: ", init.message()));
     }
     ++shared->initialized;
+    shared->cv.notify_all();
     // Start together, and not at all if any thread could not initialize.
-    auto all_initialized = [&]() ABSL_SHARED_LOCKS_REQUIRED(shared->mu) {
-      return shared->initialized == num_threads;
-    };
-    shared->mu.Await(absl::Condition(&all_initialized));
+    shared->mu.Await(&shared->cv,
+                     [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(shared->mu) {
+                       return shared->initialized == num_threads;
+                     });
     if (shared->init_failed) {
       --shared->running;
+      shared->cv.notify_all();
       return;
     }
   }
@@ -99,7 +106,7 @@ void RunWorker(const CoreWorkload& workload, const ClientOptions& options,
   }
   absl::Status cleanup = db.Cleanup();
 
-  absl::MutexLock lock(&shared->mu);
+  MutexLock lock(&shared->mu);
   if (!error.ok()) {
     shared->thread_errors.push_back(
         absl::StrCat("thread ", w->index, " stopped after ", done,
@@ -110,6 +117,7 @@ void RunWorker(const CoreWorkload& workload, const ClientOptions& options,
         "thread ", w->index, ": driver Cleanup failed: ", cleanup.ToString()));
   }
   --shared->running;
+  shared->cv.notify_all();
 }
 
 std::string StatusLine(const WorkloadSpec& spec, int64_t elapsed_ms,
@@ -172,7 +180,7 @@ absl::StatusOr<RunResult> RunClient(const WorkloadSpec& spec,
 
   Shared shared;
   {
-    absl::MutexLock lock(&shared.mu);
+    MutexLock lock(&shared.mu);
     shared.running = started;
   }
   const int64_t start_ns = NowNanos();
@@ -212,8 +220,8 @@ absl::StatusOr<RunResult> RunClient(const WorkloadSpec& spec,
     last_status_ns = now_ns;
   };
   {
-    absl::MutexLock lock(&shared.mu);
-    auto all_done = [&]() ABSL_SHARED_LOCKS_REQUIRED(shared.mu) {
+    MutexLock lock(&shared.mu);
+    auto all_done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(shared.mu) {
       return shared.running == 0;
     };
     while (!all_done()) {
@@ -222,12 +230,13 @@ absl::StatusOr<RunResult> RunClient(const WorkloadSpec& spec,
         wake_ns = deadline_ns;
       }
       if (wake_ns == 0) {
-        shared.mu.Await(absl::Condition(&all_done));
+        shared.mu.Await(&shared.cv, all_done);
         break;
       }
       if (shared.mu.AwaitWithTimeout(
-              absl::Condition(&all_done),
-              absl::Nanoseconds(std::max<int64_t>(wake_ns - NowNanos(), 0)))) {
+              &shared.cv,
+              absl::Nanoseconds(std::max<int64_t>(wake_ns - NowNanos(), 0)),
+              all_done)) {
         break;
       }
       const int64_t now = NowNanos();
@@ -249,7 +258,7 @@ absl::StatusOr<RunResult> RunClient(const WorkloadSpec& spec,
   if (options.status) print_status(end_ns);
 
   {
-    absl::MutexLock lock(&shared.mu);
+    MutexLock lock(&shared.mu);
     if (shared.init_failed) return shared.init_error;
     result.thread_errors = shared.thread_errors;
   }

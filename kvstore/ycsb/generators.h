@@ -46,7 +46,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
+#include "rpc/mutex.h"
 
 namespace rfrpc {
 namespace ycsb {
@@ -152,7 +152,7 @@ class AcknowledgedCounter final : public Counter {
  private:
   std::unique_ptr<std::atomic<bool>[]> window_;
   std::atomic<int64_t> limit_;
-  absl::Mutex mu_;  // Held by the one thread advancing limit_.
+  Mutex mu_;  // Held by the one thread advancing limit_.
 };
 
 // Zipfian over [min, max]: min is the most popular, then min+1, ...

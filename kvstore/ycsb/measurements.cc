@@ -108,7 +108,7 @@ void MergeSnapshot(const MeasurementSnapshot& from, MeasurementSnapshot* into) {
 }
 
 void Measurements::Measure(absl::string_view op, int64_t latency_ns) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   Op& o = ops_[op];
   o.total.latency_ns.Record(latency_ns);
   o.interval.latency_ns.Record(latency_ns);
@@ -116,12 +116,12 @@ void Measurements::Measure(absl::string_view op, int64_t latency_ns) {
 
 void Measurements::ReportReturn(absl::string_view op,
                                 absl::string_view return_name) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ++ops_[op].total.returns[std::string(return_name)];
 }
 
 void Measurements::TakeInterval(MeasurementSnapshot* into) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (auto& [op, o] : ops_) {
     (*into)[op].latency_ns.Merge(o.interval.latency_ns);
     o.interval.latency_ns.Clear();
@@ -129,7 +129,7 @@ void Measurements::TakeInterval(MeasurementSnapshot* into) {
 }
 
 void Measurements::MergeTotalInto(MeasurementSnapshot* into) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (const auto& [op, o] : ops_) (*into)[op].Merge(o.total);
 }
 

@@ -35,7 +35,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
+#include "rpc/mutex.h"
 
 namespace rfrpc {
 namespace ycsb {
@@ -109,7 +109,7 @@ class Measurements {
     OpStats total;
     OpStats interval;
   };
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   absl::flat_hash_map<std::string, Op> ops_ ABSL_GUARDED_BY(mu_);
 };
 

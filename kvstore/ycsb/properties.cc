@@ -4,10 +4,10 @@
 
 #include <cmath>
 #include <fstream>
-#include <set>
 #include <sstream>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
@@ -34,12 +34,12 @@ std::vector<NaturalLine> SplitNaturalLines(absl::string_view text) {
   std::vector<NaturalLine> lines;
   int number = 1;
   size_t start = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '\n' || text[i] == '\r') {
-      lines.push_back({text.substr(start, i - start), number++});
-      if (text[i] == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
-      start = i + 1;
-    }
+  for (;;) {
+    size_t i = text.find_first_of("\r\n", start);
+    if (i == absl::string_view::npos) break;
+    lines.push_back({text.substr(start, i - start), number++});
+    if (text[i] == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
+    start = i + 1;
   }
   if (start < text.size()) {
     lines.push_back({text.substr(start), number});
@@ -75,6 +75,7 @@ void AppendUtf8(uint32_t cp, std::string* out) {
 
 // Decodes .properties escapes in `s`.
 absl::StatusOr<std::string> Unescape(absl::string_view s) {
+  if (s.find('\\') == absl::string_view::npos) return std::string(s);
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size(); ++i) {
@@ -169,22 +170,30 @@ absl::Status Properties::LoadString(absl::string_view text,
     absl::string_view first = StripLeadingBlanks(lines[i].text);
     if (first.empty() || first[0] == '#' || first[0] == '!') continue;
     const int line_number = lines[i].number;
-    std::string logical(first);
-    while (EndsWithContinuation(logical)) {
-      logical.pop_back();
-      if (i + 1 >= lines.size()) break;
-      ++i;
-      absl::StrAppend(&logical, StripLeadingBlanks(lines[i].text));
+    // Most lines do not continue: read them in place.
+    absl::string_view logical = first;
+    std::string joined;
+    if (EndsWithContinuation(first)) {
+      joined = std::string(first);
+      while (EndsWithContinuation(joined)) {
+        joined.pop_back();
+        if (i + 1 >= lines.size()) break;
+        ++i;
+        absl::StrAppend(&joined, StripLeadingBlanks(lines[i].text));
+      }
+      logical = joined;
     }
     auto [raw_key, raw_value] = SplitKeyValue(logical);
-    const std::string origin = absl::StrCat(source_name, ":", line_number);
+    std::string origin = absl::StrCat(source_name, ":", line_number);
     absl::StatusOr<std::string> key = Unescape(raw_key);
     absl::StatusOr<std::string> value = Unescape(raw_value);
     if (!key.ok() || !value.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           origin, ": ", (key.ok() ? value.status() : key.status()).message()));
     }
-    Set(*key, *value, origin);
+    Entry& e = entries_[*std::move(key)];
+    e.value = *std::move(value);
+    e.origin = std::move(origin);
   }
   return absl::OkStatus();
 }
@@ -255,24 +264,21 @@ class SpecReader {
  public:
   explicit SpecReader(const Properties& props) : props_(props) {}
 
-  absl::Status Int(absl::string_view key, int64_t* out) {
+  absl::Status NonNegativeInt(absl::string_view key, int64_t* out) {
     const Properties::Entry* e = Lookup(key);
     if (e == nullptr) return absl::OkStatus();
     if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(e->value), out)) {
       return Error(*e, key, "integer");
     }
+    if (*out < 0) return Error(*e, key, "non-negative integer");
     return absl::OkStatus();
   }
 
-  absl::Status NonNegativeInt(absl::string_view key, int64_t* out) {
-    RFRPC_RETURN_IF_ERROR(Int(key, out));
-    const Properties::Entry* e = props_.Find(key);
-    if (e != nullptr && *out < 0) return Error(*e, key, "non-negative integer");
-    return absl::OkStatus();
-  }
-
-  absl::Status Double(absl::string_view key, double* out) {
+  // Sets `*entry` (if not null) to the entry read, or nullptr if unset.
+  absl::Status Double(absl::string_view key, double* out,
+                      const Properties::Entry** entry = nullptr) {
     const Properties::Entry* e = Lookup(key);
+    if (entry != nullptr) *entry = e;
     if (e == nullptr) return absl::OkStatus();
     if (!absl::SimpleAtod(absl::StripAsciiWhitespace(e->value), out) ||
         !std::isfinite(*out)) {
@@ -282,8 +288,8 @@ class SpecReader {
   }
 
   absl::Status Fraction(absl::string_view key, double* out) {
-    RFRPC_RETURN_IF_ERROR(Double(key, out));
-    const Properties::Entry* e = props_.Find(key);
+    const Properties::Entry* e;
+    RFRPC_RETURN_IF_ERROR(Double(key, out, &e));
     if (e != nullptr && (*out < 0.0 || *out > 1.0)) {
       return Error(*e, key, "number in [0, 1]");
     }
@@ -295,10 +301,10 @@ class SpecReader {
   absl::Status Bool(absl::string_view key, bool* out) {
     const Properties::Entry* e = Lookup(key);
     if (e == nullptr) return absl::OkStatus();
-    std::string v = absl::AsciiStrToLower(absl::StripAsciiWhitespace(e->value));
-    if (v == "true") {
+    const absl::string_view v = absl::StripAsciiWhitespace(e->value);
+    if (absl::EqualsIgnoreCase(v, "true")) {
       *out = true;
-    } else if (v == "false") {
+    } else if (absl::EqualsIgnoreCase(v, "false")) {
       *out = false;
     } else {
       return Error(*e, key, "true or false");
@@ -318,27 +324,30 @@ class SpecReader {
     const Properties::Entry* e = Lookup(key);
     if (e == nullptr) return absl::OkStatus();
     absl::string_view v = absl::StripAsciiWhitespace(e->value);
-    std::vector<std::string> names;
     for (Distribution d : allowed) {
       if (v == DistributionName(d)) {
         *out = d;
         return absl::OkStatus();
       }
-      names.emplace_back(DistributionName(d));
     }
+    std::vector<absl::string_view> names;
+    for (Distribution d : allowed) names.push_back(DistributionName(d));
     return Error(*e, key, absl::StrJoin(names, ", "));
   }
 
   // Marks `key` as known without reading it.
-  void Accept(absl::string_view key) { known_.insert(std::string(key)); }
+  void Accept(absl::string_view key) { (void)Lookup(key); }
 
-  bool IsKnown(absl::string_view key) const {
-    return known_.count(std::string(key)) > 0;
+  // True if `e` (an entry of the Properties read) was looked up or accepted.
+  bool IsKnown(const Properties::Entry& e) const {
+    return known_.contains(&e);
   }
 
+  // Returns the entry for `key` (nullptr if unset) and marks it known.
   const Properties::Entry* Lookup(absl::string_view key) {
-    Accept(key);
-    return props_.Find(key);
+    const Properties::Entry* e = props_.Find(key);
+    if (e != nullptr) known_.insert(e);
+    return e;
   }
 
   static absl::Status Error(const Properties::Entry& e, absl::string_view key,
@@ -357,7 +366,10 @@ class SpecReader {
 
  private:
   const Properties& props_;
-  std::set<std::string> known_;
+  // The entries of props_ that were read: remembering the (few) entries
+  // found rather than every key asked for keeps a parse at one allocation
+  // or none here; Properties does not move its entries while it is const.
+  absl::flat_hash_set<const Properties::Entry*> known_;
 };
 
 constexpr absl::string_view kCoreWorkloadClasses[] = {
@@ -570,10 +582,13 @@ absl::StatusOr<WorkloadSpec> ParseWorkloadSpec(
   for (absl::string_view k : kAcceptedKeys) r.Accept(k);
 
   for (const auto& [key, entry] : props.entries()) {
-    if (r.IsKnown(key)) continue;
+    if (r.IsKnown(entry)) continue;
     bool driver_owned = false;
     for (const std::string& d : driver_names) {
-      if (absl::StartsWith(key, absl::StrCat(d, "."))) driver_owned = true;
+      if (key.size() > d.size() && key[d.size()] == '.' &&
+          absl::StartsWith(key, d)) {
+        driver_owned = true;
+      }
     }
     if (driver_owned) continue;
     warnings->push_back(absl::StrCat(entry.origin, ": unknown property \"",

@@ -183,15 +183,24 @@ TEST(PropertiesTest, UnknownPropertiesAreReported) {
   ASSERT_TRUE(p.LoadString("recordcount=10\n"
                            "recordcont=11\n"
                            "memcached.hosts=127.0.0.1:11211\n"
-                           "redis.port=6379\n",
+                           "redis.port=6379\n"
+                           "memcachedx.hosts=h\n"
+                           "memcached=h\n"
+                           "debug=true\n"
+                           "readallfields = TRUE \n",
                            "w")
                   .ok());
   std::vector<std::string> warnings;
   absl::StatusOr<WorkloadSpec> spec =
       ParseWorkloadSpec(p, {"memcached"}, &warnings);
   ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->readallfields);
+  // Known (read or accepted) keys and `<driver>.` keys are not reported; a
+  // key that only starts with a driver's name is.
   EXPECT_THAT(warnings,
-              ElementsAre("w:2: unknown property \"recordcont\" (ignored)",
+              ElementsAre("w:6: unknown property \"memcached\" (ignored)",
+                          "w:5: unknown property \"memcachedx.hosts\" (ignored)",
+                          "w:2: unknown property \"recordcont\" (ignored)",
                           "w:4: unknown property \"redis.port\" (ignored)"));
 }
 

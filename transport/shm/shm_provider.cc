@@ -32,6 +32,7 @@
 #include "absl/strings/str_format.h"
 #include "glog/logging.h"
 #include "rpc/status_macros.h"
+#include "transport/auth_token.h"
 #include "transport/bootstrap.h"
 #include "transport/handshake.pb.h"
 #include "transport/shm/shm_internal.h"
@@ -217,7 +218,6 @@ absl::Status BuildHello(const ConnectionSetup& setup,
                         std::vector<ScopedFd>* fds, Hello* hello) {
   hello->set_provider(kProviderName);
   hello->set_user_data(setup.user_data);
-  hello->set_auth_token(setup.auth_token);
   hello->set_peer_name(absl::StrCat("pid ", ::getpid()));
   hello->set_max_inline(setup.max_inline);
   for (size_t i = 0; i < setup.exposed.size(); ++i) {
@@ -371,11 +371,9 @@ class ShmIncoming final : public IncomingConnection {
       return absl::FailedPreconditionError(
           "connection request was already accepted or rejected");
     }
-    absl::Status s = CheckSetup(setup);
-    if (!setup.auth_token.empty() && hello_.auth_token() != setup.auth_token) {
-      s = absl::UnauthenticatedError(absl::StrCat(
-          "shm: auth token mismatch with ", info_.peer_name));
-    }
+    absl::Status s =
+        CheckAuthToken(setup.auth_token, hello_.auth_token(), info_.peer_name);
+    if (s.ok()) s = CheckSetup(setup);
     Hello mine;
     std::vector<ScopedFd> fds;
     if (s.ok()) s = BuildHello(setup, &fds, &mine);
@@ -676,6 +674,7 @@ class ShmProvider final : public Provider {
     Hello hello;
     std::vector<ScopedFd> fds;
     RFRPC_RETURN_IF_ERROR(BuildHello(setup, &fds, &hello));
+    hello.set_auth_token(setup.auth_token);  // Only the connector sends one.
     const absl::Time deadline = absl::Now() + setup.handshake_timeout;
     ScopedFd sock(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
                            0));
@@ -705,10 +704,6 @@ class ShmProvider final : public Provider {
     if (theirs.provider() != kProviderName) {
       return prefix(absl::FailedPreconditionError(absl::StrCat(
           "provider mismatch: listener speaks \"", theirs.provider(), "\"")));
-    }
-    if (!setup.auth_token.empty() && theirs.auth_token() != setup.auth_token) {
-      return prefix(
-          absl::UnauthenticatedError("the listener's auth token does not match"));
     }
     std::vector<ScopedFd> peer_fds;
     s = RecvFds(sock.get(), static_cast<size_t>(theirs.regions_size()),

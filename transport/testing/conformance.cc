@@ -30,6 +30,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "transport/auth_token.h"
 #include "transport/bootstrap.h"
 #include "transport/handshake.pb.h"
 
@@ -1093,6 +1094,94 @@ TEST_P(TransportConformanceTest, BadHandshakesAreAnsweredAndListenerSurvives) {
                          WorkRequest::Write(5, mem->get(), 0, 8,
                                             pair->client->peer().regions[0],
                                             8));
+    RFRPC_ASSERT_OK(c.status());
+    EXPECT_TRUE(c->ok()) << c->ToStatus();
+  }
+}
+
+// Every provider's listener checks the connector's token with the same
+// helper (transport/auth_token.h): missing and wrong tokens are refused on
+// both sides with UNAUTHENTICATED and the same text, before the listener
+// sets anything up; a listener without a token accepts any; only the
+// listener checks.
+TEST_P(TransportConformanceTest, AuthTokenIsCheckedByTheListenerAlike) {
+  auto p = Provider::Open(GetParam().provider, GetParam().options);
+  RFRPC_ASSERT_OK(p.status());
+  auto l = (*p)->Listen(GetParam().listen_address);
+  RFRPC_ASSERT_OK(l.status());
+  auto cq = (*p)->CreateCompletionQueue({});
+  RFRPC_ASSERT_OK(cq.status());
+  auto mem = (*p)->AllocateMemory(4096);
+  RFRPC_ASSERT_OK(mem.status());
+
+  struct Outcome {
+    absl::Status client;
+    absl::Status server;
+    std::string peer_name;  // As the listener saw the connector.
+    std::unique_ptr<Connection> client_conn, server_conn;
+  };
+  auto attempt = [&](const std::string& presented, const std::string& required) {
+    ConnectionSetup cs;
+    cs.cq = cq->get();
+    cs.exposed.push_back(ExposedRegion{mem->get()});
+    cs.auth_token = presented;
+    ConnectionSetup ss = cs;
+    ss.auth_token = required;
+    Outcome o;
+    absl::StatusOr<std::unique_ptr<Connection>> client =
+        absl::UnknownError("not run");
+    std::thread t([&] { client = (*p)->Connect((*l)->address(), cs); });
+    auto inc = (*l)->Next(kWait);
+    if (inc.ok()) {
+      o.peer_name = (*inc)->peer().peer_name;
+      auto server = (*inc)->Accept(ss);
+      o.server = server.status();
+      if (server.ok()) o.server_conn = std::move(*server);
+    } else {
+      o.server = inc.status();
+    }
+    t.join();
+    o.client = client.status();
+    if (client.ok()) o.client_conn = std::move(*client);
+    return o;
+  };
+  auto expect_refused = [](const Outcome& o, const absl::Status& expected) {
+    EXPECT_EQ(o.server.code(), absl::StatusCode::kUnauthenticated) << o.server;
+    EXPECT_EQ(o.server.message(), expected.message());
+    EXPECT_EQ(o.client.code(), absl::StatusCode::kUnauthenticated) << o.client;
+    EXPECT_NE(o.client.message().find(expected.message()), std::string::npos)
+        << o.client;
+  };
+
+  {
+    SCOPED_TRACE("no token presented");
+    Outcome o = attempt("", "s3cret");
+    const absl::Status want = CheckAuthToken("s3cret", "", o.peer_name);
+    EXPECT_EQ(want.message(), absl::StrCat("no auth token from ", o.peer_name,
+                                           " (the listener requires one)"));
+    expect_refused(o, want);
+  }
+  for (const char* wrong : {"s3creT", "s3cre", "s3cret!", "x"}) {
+    SCOPED_TRACE(absl::StrCat("wrong token \"", wrong, "\""));
+    Outcome o = attempt(wrong, "s3cret");
+    const absl::Status want = CheckAuthToken("s3cret", wrong, o.peer_name);
+    EXPECT_EQ(want.message(), absl::StrCat("wrong auth token from ", o.peer_name));
+    expect_refused(o, want);
+  }
+  {
+    SCOPED_TRACE("a listener without a token accepts a connector with one");
+    Outcome o = attempt("anything", "");
+    RFRPC_ASSERT_OK(o.client);
+    RFRPC_ASSERT_OK(o.server);
+  }
+  {
+    SCOPED_TRACE("the right token, after the refusals");
+    Outcome o = attempt("s3cret", "s3cret");
+    RFRPC_ASSERT_OK(o.client);
+    RFRPC_ASSERT_OK(o.server);
+    auto c = PostAndWait(o.client_conn.get(), cq->get(),
+                         WorkRequest::Write(6, mem->get(), 0, 8,
+                                            o.client_conn->peer().regions[0], 0));
     RFRPC_ASSERT_OK(c.status());
     EXPECT_TRUE(c->ok()) << c->ToStatus();
   }

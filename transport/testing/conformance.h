@@ -2,9 +2,10 @@
 //
 // The provider conformance suite: one parameterized gtest suite that every
 // transport provider must pass. It is provider-agnostic: it uses only
-// transport.h, transport/bootstrap.h and the handshake proto, and reaches a
-// Listener's address over a raw Unix or TCP socket for the bad-handshake
-// cases.
+// transport.h, transport/bootstrap.h, transport/auth_token.h (to state the
+// auth token refusals every provider must give) and the handshake proto,
+// and reaches a Listener's address over a raw Unix or TCP socket for the
+// bad-handshake cases.
 //
 // A provider's test instantiates it (the suite has no main; link
 // //third_party:gtest_main):

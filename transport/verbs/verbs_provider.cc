@@ -40,6 +40,7 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 #include "rpc/status_macros.h"
+#include "transport/auth_token.h"
 #include "transport/bootstrap.h"
 #include "transport/handshake.pb.h"
 #include "transport/verbs/verbs_internal.h"
@@ -193,7 +194,6 @@ absl::StatusOr<QpResources> PrepareQp(const Device& device,
 
   hello->set_provider(kProviderName);
   hello->set_user_data(setup.user_data);
-  hello->set_auth_token(setup.auth_token);
   hello->set_peer_name(absl::StrCat("pid ", getpid(), " ", device.name, " ",
                                     device.port.gid_text));
   for (size_t i = 0; i < setup.exposed.size(); ++i) {
@@ -380,10 +380,8 @@ class VerbsIncoming final : public IncomingConnection {
  private:
   absl::Status AcceptImpl(const ConnectionSetup& setup) {
     const absl::Time deadline = absl::Now() + setup.handshake_timeout;
-    if (!setup.auth_token.empty() && hello_.auth_token() != setup.auth_token) {
-      return absl::UnauthenticatedError(absl::StrCat(
-          "auth token mismatch from ", info_.peer_name));
-    }
+    RFRPC_RETURN_IF_ERROR(
+        CheckAuthToken(setup.auth_token, hello_.auth_token(), info_.peer_name));
     RFRPC_ASSIGN_OR_RETURN(VerbsCompletionQueue * cq,
                            CheckSetup(device_.get(), setup));
     HelloReply reply;
@@ -717,6 +715,7 @@ class VerbsProvider final : public Provider {
     Hello hello;
     RFRPC_ASSIGN_OR_RETURN(QpResources res,
                            PrepareQp(*device_, cq, setup, &hello));
+    hello.set_auth_token(setup.auth_token);  // Only the connector sends one.
     const std::string peer = PeerName(fd.get());
     RFRPC_RETURN_IF_ERROR(SendFrame(fd.get(), hello, deadline - absl::Now()));
     HelloReply reply;
