@@ -203,6 +203,7 @@ absl::Status ClientConnection::StartLocked(
   slot.last_probe_ns = now;
   slot.fetched_bytes = 0;
   slot.part_offset = 0;
+  slot.suspect_offset = Slot::kNoOffset;
   ++busy_slots_;
   ++outstanding_;
   if (!call->sync) ++async_slots_;
@@ -410,6 +411,7 @@ void ClientConnection::PublishLocked(uint32_t s) {
   slot.last_probe_ns = now;
   slot.fetched_bytes = 0;
   slot.part_offset = 0;
+  slot.suspect_offset = Slot::kNoOffset;
   slot.results_done = 0;
   if (policy_.current() == RpcMode::kServerReply) {
     slot.phase = Phase::kWaitReply;
@@ -577,7 +579,7 @@ void ClientConnection::Complete(uint32_t s, const char* payload,
     }
   }
   if (options_.on_result) {
-    options_.on_result(static_cast<uint32_t>(wire::kHeaderBytes + view.size),
+    options_.on_result(static_cast<uint32_t>(wire::FramedBytes(view.size)),
                        absl::Nanoseconds(server_ns));
   }
   if (slot.batch) {
@@ -674,11 +676,29 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
   const size_t capacity =
       wire::SlotPayloadCapacity(layout_.response_slot_bytes - slot.part_offset);
   wire::ResponseView view;
-  const wire::FetchState st = wire::InspectResponse(
+  wire::FetchState st = wire::InspectResponse(
       buf, slot.fetched_bytes, capacity, slot.seq, /*require_tail=*/false, &view);
+  // A READ that overlaps the server's store of the head word may pair the new
+  // seq with old size bytes: the READ contract orders the first 8 bytes
+  // before the rest, but Soft-RoCE copies them byte by byte. The tail, which
+  // the server writes before the head, vouches for the size: a head whose
+  // tail is not where it says is not a result yet (READ again). Results past
+  // the fetched bytes are checked the same way after the rest READ.
+  if (st == wire::FetchState::kReady &&
+      (view.flags & wire::kResponseFlagPushed) == 0 &&
+      wire::FramedBytes(view.size) <= slot.fetched_bytes &&
+      transport::LoadAcquire64(buf + wire::TailOffset(view.size)) !=
+          wire::TailWord(slot.seq)) {
+    st = wire::FetchState::kNotReady;
+  }
   if (st == wire::FetchState::kCorrupt) {
+    const uint64_t head = transport::LoadAcquire64(buf);
     FailLocked(absl::InternalError(absl::StrCat(
-                   "server sent a corrupt response header on slot ", s)),
+                   "server sent a corrupt response header on slot ", s,
+                   ": seq ", slot.seq, ", size ",
+                   wire::HeadSizeStatus(head) & wire::kSizeMask,
+                   " past the ", capacity, "-byte capacity left at part offset ",
+                   slot.part_offset)),
                finished);
     return;
   }
@@ -700,13 +720,13 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
       slot.phase = Phase::kWaitReply;
       return;
     }
-    if (wire::kHeaderBytes + view.size <= slot.fetched_bytes) {
+    if (wire::FramedBytes(view.size) <= slot.fetched_bytes) {
       Complete(s, buf + wire::kHeaderBytes, view, RpcMode::kRemoteFetch,
                finished);
       return;
     }
-    // The result is larger than F: one more READ for the rest.
-    const uint32_t rest = static_cast<uint32_t>(wire::kHeaderBytes + view.size) -
+    // The result (with its tail) is larger than F: one more READ for the rest.
+    const uint32_t rest = static_cast<uint32_t>(wire::FramedBytes(view.size)) -
                           slot.fetched_bytes;
     WorkRequest wr = WorkRequest::Read(
         WrId(s, kRestRead), local_.get(),
@@ -923,13 +943,23 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
       wire::ResponseView view;
       const char* buf = fetch_buf(s) + slot.part_offset;
       const uint32_t room = layout_.response_slot_bytes - slot.part_offset;
-      if (wire::InspectResponse(buf, room, wire::SlotPayloadCapacity(room),
-                                slot.seq, false, &view) ==
-          wire::FetchState::kReady) {
+      const wire::FetchState st = wire::InspectResponse(
+          buf, room, wire::SlotPayloadCapacity(room), slot.seq,
+          /*require_tail=*/true, &view);
+      if (st == wire::FetchState::kReady) {
         Complete(s, buf + wire::kHeaderBytes, view, RpcMode::kRemoteFetch,
                  finished);
+      } else if (st == wire::FetchState::kNotReady) {
+        // No tail where the head said: the head READ was torn (see
+        // HandleHeader). READ the header again.
+        slot.phase = policy_.current() == RpcMode::kServerReply
+                         ? Phase::kWaitReply
+                         : Phase::kFetchHeader;
+        slot.next_fetch_ns = now;
+        slot.last_probe_ns = 0;
       } else {
-        FailLocked(absl::InternalError("response changed between READs"),
+        FailLocked(absl::InternalError(absl::StrCat(
+                       "response header changed between READs on slot ", s)),
                    finished);
         return true;
       }
@@ -973,13 +1003,19 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
           if (!status_.ok()) return true;
           continue;
         }
-        if (st == wire::FetchState::kCorrupt) {
-          FailLocked(absl::InternalError("corrupt server-reply header"),
-                     finished);
-          return true;
+        // A head with our seq whose frame does not fit is suspect, not yet
+        // corrupt: until this part's push lands, a batch part's offset holds
+        // what earlier batches left there (their payload), and a landing
+        // WRITE may show its first word in pieces. The server's published
+        // copy decides: a probe READ takes the result from it, or waits if
+        // it is not published, or fails the connection if it is corrupt.
+        const bool suspect = st == wire::FetchState::kCorrupt;
+        if (suspect && slot.suspect_offset != slot.part_offset) {
+          slot.suspect_offset = slot.part_offset;
+          slot.last_probe_ns = 0;  // Probe now.
         }
-        if (options_.mode != RpcMode::kServerReply && !slot.read_outstanding &&
-            now - slot.last_probe_ns > kReplyProbeNs) {
+        if ((suspect || options_.mode != RpcMode::kServerReply) &&
+            !slot.read_outstanding && now - slot.last_probe_ns > kReplyProbeNs) {
           slot.last_probe_ns = now;
           PostHeaderRead(s, now);
         }

@@ -161,6 +161,10 @@ class ClientConnection {
     uint32_t fetched_bytes = 0;  // Bytes valid in the fetch buffer (from
                                  // read_offset).
     uint32_t read_offset = 0;    // part_offset the last header READ was for.
+    // Server-reply wait: the part_offset whose reply-slot head was last
+    // found suspect (and checked with a probe READ); kNoOffset if none.
+    static constexpr uint32_t kNoOffset = ~uint32_t{0};
+    uint32_t suspect_offset = kNoOffset;
     // Batches.
     bool batch = false;
     std::vector<PendingCall*> calls;  // Entry order; null once finished early.

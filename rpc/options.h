@@ -120,8 +120,9 @@ struct ChannelOptions {
   // shows up as calls needing more than R fetches. Default: 2 us.
   absl::Duration max_fetch_delay = absl::Microseconds(2);
 
-  // Called for every completed call with the result's size (header +
-  // payload bytes, what F must cover to fetch it in one READ) and the
+  // Called for every completed call with the result's size (header,
+  // payload padded to 8, tail: what F must cover to fetch it in one READ,
+  // wire::FramedBytes) and the
   // server's reported processing time; used by the R/F tuner's online
   // re-selection. Runs under a connection lock: keep it short and do not
   // call into the channel. Default: none.

@@ -375,6 +375,26 @@ TEST_F(FaultScenarioTest, CorruptResponseHeaderFailsOnlyThatConnection) {
   EXPECT_EQ(server_->stats().connections_accepted, 3u);
 }
 
+// A header READ that overlaps the server's store of the head word can pair
+// the new seq with old size bytes (Soft-RoCE copies READ data byte by byte).
+// Simulated by flipping bit 3 of the size's first byte in the next 1000
+// READs (the first few may come before the result is published):
+// such a head names an offset where its tail is not, so the client READs
+// again instead of taking a result of the wrong length.
+TEST_F(FaultScenarioTest, TornResponseHeaderIsReadAgain) {
+  StartServer(1);
+  std::unique_ptr<Channel> a = Connect(RpcMode::kRemoteFetch, Faulty("torn_a"));
+  ASSERT_TRUE(a != nullptr);
+  ASSERT_TRUE(Echo(a.get(), 1).ok());
+  FaultKnobs* k = FaultKnobs::Named("torn_a");
+  k->CorruptNextRead(/*offset=*/0, /*xor_mask=*/0x08, /*count=*/1000);
+  absl::Status s = Echo(a.get(), 2);
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_EQ(k->counters().reads_corrupted, 1000u);
+  ExpectHealthy(a.get(), 100, 50);
+  EXPECT_EQ(server_->stats().connections_accepted, 1u);  // No reconnect.
+}
+
 TEST_F(FaultScenarioTest, CorruptRequestHeaderIsAnsweredWithASpecificError) {
   StartServer(1);
   std::unique_ptr<Channel> a = Connect(RpcMode::kRemoteFetch, Faulty("req_a"));
@@ -410,22 +430,27 @@ TEST_F(FaultScenarioTest, CorruptRequestHeaderIsAnsweredWithASpecificError) {
   EXPECT_EQ(server_->stats().connections_closed, 0u);
 }
 
-TEST_F(FaultScenarioTest, CorruptServerReplyHeaderFailsOnlyThatConnection) {
+// A pushed head with the call's seq and a size past the slot cannot be told
+// from bytes an earlier result left in the reply slot (or a WRITE still
+// landing), so the client checks it against the server's published copy with
+// one READ: here that copy is intact, so the call gets its real result and
+// the connection lives on. (A corrupt published header fails the connection:
+// CorruptResponseHeaderFailsOnlyThatConnection.)
+TEST_F(FaultScenarioTest, CorruptServerReplyHeaderIsCheckedAgainstThePublishedCopy) {
   StartServer(1, Faulty("srv_reply"));
   std::unique_ptr<Channel> a = Connect(RpcMode::kServerReply);
   std::unique_ptr<Channel> b = Connect(RpcMode::kRemoteFetch);  // No server WRITEs.
   ASSERT_TRUE(a && b);
   ASSERT_TRUE(Echo(a.get(), 1).ok());
   FaultKnobs* k = FaultKnobs::Named("srv_reply");
+  const uint64_t reads_before = a->stats().rdma_reads;
   k->CorruptNextWrite(kSizeByte, kSizeMask);
-  absl::Status s = Echo(a.get(), 2);
-  EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
-  EXPECT_NE(s.message().find("corrupt server-reply header"), std::string::npos)
-      << s;
+  EXPECT_TRUE(Echo(a.get(), 2).ok());  // Checked: the reply is call 2's.
   EXPECT_EQ(k->counters().writes_corrupted, 1u);
+  EXPECT_EQ(a->stats().rdma_reads, reads_before + 1);
   ExpectHealthy(b.get(), 100, 50);
-  EXPECT_TRUE(EchoUntilOk(a.get(), 3, absl::Seconds(5)).ok());
   ExpectHealthy(a.get(), 200, 50);
+  EXPECT_EQ(server_->stats().connections_accepted, 2u);  // No reconnect.
 }
 
 TEST_F(FaultScenarioTest, FailedPostOrConnectionGivesUnavailableThenReconnects) {
