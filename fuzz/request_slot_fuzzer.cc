@@ -112,7 +112,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::memcpy(slot, &h, sizeof(h));
   const uint32_t claimed = h.size_status & wire::kSizeMask;
   if ((fix & 4) && wire::TailOffset(claimed) + wire::kTailBytes <= slot_bytes) {
-    const uint64_t tail = wire::TailWord(kExpectedSeq);
+    const uint64_t tail = wire::TailWord(kExpectedSeq, claimed);
     std::memcpy(slot + wire::TailOffset(claimed), &tail, sizeof(tail));
   }
   if ((fix & 8) && (h.flags & wire::kRequestFlagBatch) &&

@@ -688,7 +688,7 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
       (view.flags & wire::kResponseFlagPushed) == 0 &&
       wire::FramedBytes(view.size) <= slot.fetched_bytes &&
       transport::LoadAcquire64(buf + wire::TailOffset(view.size)) !=
-          wire::TailWord(slot.seq)) {
+          wire::TailWord(slot.seq, view.size)) {
     st = wire::FetchState::kNotReady;
   }
   if (st == wire::FetchState::kCorrupt) {

@@ -25,7 +25,7 @@ size_t FinishRequest(char* slot, uint32_t size, uint32_t seq,
   // Zero the alignment padding so no stale bytes travel.
   const size_t pad = Align8(size) - size;
   if (pad > 0) std::memset(slot + kHeaderBytes + size, 0, pad);
-  const uint64_t tail = TailWord(seq);
+  const uint64_t tail = TailWord(seq, size);
   std::memcpy(slot + TailOffset(size), &tail, sizeof(tail));
   return FramedBytes(size);
 }
@@ -45,7 +45,7 @@ SlotState InspectRequest(const char* slot, size_t slot_bytes,
         SlotPayloadCapacity(slot_bytes));
     return SlotState::kCorrupt;
   }
-  if (LoadAcquire64(slot + TailOffset(size)) != TailWord(expected_seq)) {
+  if (LoadAcquire64(slot + TailOffset(size)) != TailWord(expected_seq, size)) {
     return SlotState::kIncomplete;
   }
   RequestHeader h;
@@ -63,7 +63,7 @@ size_t PublishResponse(char* buf, uint32_t size, uint32_t seq,
                        uint16_t flags, uint16_t entries) {
   const size_t pad = Align8(size) - size;
   if (pad > 0) std::memset(buf + kHeaderBytes + size, 0, pad);
-  const uint64_t tail = TailWord(seq);
+  const uint64_t tail = TailWord(seq, size);
   std::memcpy(buf + TailOffset(size), &tail, sizeof(tail));
   ResponseHeader h;
   h.size_status = kValidBit | (size & kSizeMask);
@@ -92,7 +92,7 @@ FetchState InspectResponse(const char* buf, size_t available, size_t capacity,
   std::memcpy(&h, buf, sizeof(h));
   if (require_tail) {
     if (available < FramedBytes(size)) return FetchState::kCorrupt;
-    if (LoadAcquire64(buf + TailOffset(size)) != TailWord(expected_seq)) {
+    if (LoadAcquire64(buf + TailOffset(size)) != TailWord(expected_seq, size)) {
       return FetchState::kNotReady;
     }
   }

@@ -62,7 +62,7 @@ TEST_F(SlotCodecTest, StaleSequenceIsNeverTakenForNewCall) {
 TEST_F(SlotCodecTest, MissingTailIsIncomplete) {
   WriteRequest("payload", 2);
   // Tail still shows the previous seq: the WRITE is landing.
-  uint64_t old_tail = TailWord(1);
+  uint64_t old_tail = TailWord(1, 7);
   std::memcpy(slot_ + TailOffset(7), &old_tail, 8);
   RequestView v;
   std::string why;
@@ -139,9 +139,28 @@ TEST_F(SlotCodecTest, CorruptResponseSize) {
             FetchState::kCorrupt);
 }
 
+// A head whose size bytes are stale but round to the same 8-byte boundary
+// (12 vs 10 bytes) finds the tail in the right place; the size in the tail
+// word still tells them apart.
+TEST_F(SlotCodecTest, StaleSizeInTheHeadDoesNotMatchTheTail) {
+  PublishResponse(resp_, 12, 3, 0, 0, 0);
+  ResponseHeader h;
+  std::memcpy(&h, resp_, sizeof(h));
+  h.size_status = kValidBit | 10;
+  std::memcpy(resp_, &h, sizeof(h));
+  ResponseView v;
+  EXPECT_EQ(InspectResponse(resp_, kSlot, SlotPayloadCapacity(kSlot), 3, true, &v),
+            FetchState::kNotReady);
+  h.size_status = kValidBit | 12;
+  std::memcpy(resp_, &h, sizeof(h));
+  ASSERT_EQ(InspectResponse(resp_, kSlot, SlotPayloadCapacity(kSlot), 3, true, &v),
+            FetchState::kReady);
+  EXPECT_EQ(v.size, 12u);
+}
+
 TEST_F(SlotCodecTest, ReplySlotNeedsTail) {
   PublishResponse(resp_, 4, 3, 0, 0, 0);
-  uint64_t stale = TailWord(2);
+  uint64_t stale = TailWord(2, 4);
   std::memcpy(resp_ + TailOffset(4), &stale, 8);
   ResponseView v;
   EXPECT_EQ(InspectResponse(resp_, kSlot, SlotPayloadCapacity(kSlot), 3, true, &v),

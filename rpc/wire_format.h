@@ -23,7 +23,7 @@
 //   10  uint16 flags         kRequestFlag*
 //   12  uint32 method_id     rfrpc::MethodId of "/pkg.Service/Method"
 //   16  payload              serialized request (or a request batch)
-//   16 + Align8(size)        uint64 tail = TailWord(seq)
+//   16 + Align8(size)        uint64 tail = TailWord(seq, size)
 //
 // The server sees a request when the first word shows valid + the expected
 // seq, and knows the WRITE is complete when the tail shows the same seq (the
@@ -40,7 +40,7 @@
 //   12  uint16 flags         kResponseFlag*
 //   14  uint16 reserved
 //   16  payload
-//   16 + Align8(size)        uint64 tail = TailWord(seq)
+//   16 + Align8(size)        uint64 tail = TailWord(seq, size)
 //
 // The client READs the first F bytes; by the transport's READ contract the
 // first 8 bytes are observed before the rest, so ready + matching seq there
@@ -121,8 +121,13 @@ constexpr size_t SlotPayloadCapacity(size_t slot_bytes) {
 constexpr size_t TailOffset(size_t payload) {
   return kHeaderBytes + Align8(payload);
 }
-constexpr uint64_t TailWord(uint32_t seq) {
-  return (uint64_t{seq} << 32) | kTailMagic;
+// The tail of a message of `size` payload bytes with `seq`. It carries the
+// size too, so a head whose size bytes are stale (a READ that raced the
+// store of the head word) cannot find a matching tail even when the stale
+// size rounds to the same 8-byte boundary. Bit 31 is always clear: a tail is
+// never taken for a valid head.
+constexpr uint64_t TailWord(uint32_t seq, uint32_t size) {
+  return (uint64_t{seq} << 32) | ((size & kSizeMask) ^ kTailMagic);
 }
 // The first 8 bytes of a header as one word (little-endian): size_status in
 // the low half, seq in the high half.
