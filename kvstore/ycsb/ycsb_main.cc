@@ -51,7 +51,7 @@ constexpr char kUsage[] =
     "  -s             print a status line every status.interval seconds\n"
     "  -l LABEL       prefix of the status lines; property `label`\n"
     "  -p outstanding=N  run-phase operations in flight per thread (drivers\n"
-    "                 with async support: jakiro); default 1, synchronous\n"
+    "                 with async support: jakiro, redis); default 1\n"
     "  --list_drivers, --print_properties, --help: extras\n";
 
 struct CommandLine {
