@@ -122,7 +122,10 @@ class JakiroDb final : public DB {
                    const Record& values, Done done) override;
   void InsertAsync(absl::string_view table, absl::string_view key,
                    const Record& values, Done done) override;
-  bool Poll() override { return client_->Poll(); }
+  // Drives the calls from this thread, unless a progress thread does.
+  bool Poll() override {
+    return !options_.client.channel.progress_thread && client_->Poll();
+  }
 
  private:
   const JakiroDbOptions options_;
