@@ -2,7 +2,8 @@
 # Jakiro vs memcached vs Redis under the same YCSB workloads, on this machine.
 #
 #   bash benchmarks/kv_compare.sh [--seconds=N] [--records=N] [--repeat=N] [--out=FILE]
-#        [--provider=shm|verbs] [--address=IP:0] [--no-setup]
+#        [--provider=shm|verbs] [--address=IP:0] [--outstanding=N]
+#        [--batch_size=N] [--no-setup]
 #
 # Workloads: the paper's record size (kvstore/workloads/paper_zipf: 16 B keys,
 # one 32 B value, zipfian 0.99, 100 000 records) as YCSB-C (100% read) and
@@ -15,8 +16,21 @@
 #                        fixed batches of up to 4 (N=4, T=20 us). YCSB
 #                        threads are synchronous, so batches only form from
 #                        concurrent threads (see calls/batch in the table).
-#   memcached            libmemcached, ASCII protocol, memcached -t 1
-#   Redis                hiredis, redis-server (no persistence)
+#   Jakiro rf / server_reply pipelined
+#                        1 client thread keeping --outstanding (default 16)
+#                        operations in flight (-p outstanding=N), polling
+#                        its calls itself (no progress thread)
+#   Jakiro rf batched pipelined
+#                        the same with fixed batches of --batch_size (default
+#                        16, T=20 us) and 2 x batch_size in flight
+#   memcached            libmemcached, ASCII protocol, memcached -t 1,
+#                        synchronous (1 request on the wire per thread)
+#   Redis                hiredis, redis-server (no persistence), synchronous
+#   Redis pipelined      1 thread, --outstanding in flight (hiredis
+#                        pipelining: commands buffered, replies in order)
+# memcached stays synchronous (libmemcached has no natural pipelining of
+# independent gets/sets), so pipelined Jakiro vs memcached is not like for
+# like; the ratio lines say which is which.
 # Each run lasts --seconds (default 10; maxexecutiontime) after a load phase;
 # with --repeat=N each configuration runs N times and the table keeps the run
 # with the highest throughput (other work on a shared machine only slows runs
@@ -35,6 +49,8 @@ OUT=benchmarks/kv_compare_results.md
 PROVIDER=shm
 ADDRESS=
 SETUP=1
+OUTSTANDING=16
+BATCH=16
 for arg in "$@"; do
   case "$arg" in
     --seconds=*) SECS="${arg#*=}" ;;
@@ -43,8 +59,10 @@ for arg in "$@"; do
     --out=*) OUT="${arg#*=}" ;;
     --provider=*) PROVIDER="${arg#*=}" ;;
     --address=*) ADDRESS="${arg#*=}" ;;
+    --outstanding=*) OUTSTANDING="${arg#*=}" ;;
+    --batch_size=*) BATCH="${arg#*=}" ;;
     --no-setup) SETUP=0 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
     *) echo "kv_compare: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -172,10 +190,15 @@ for wl in C A; do
   CONFIGS+=("Jakiro hybrid|$wl|1|pin|${J[*]} -p jakiro.mode=hybrid $W")
   # Four threads pinned to one CPU starve each other's polling: unpinned.
   CONFIGS+=("Jakiro rf batched|$wl|4|nopin|${J[*]} -p jakiro.mode=rf -p jakiro.batch=fixed -p jakiro.batch_size=4 -p jakiro.batch_timeout_us=20 $W")
+  P="-p outstanding=$OUTSTANDING"
+  CONFIGS+=("Jakiro rf pipelined|$wl|1|pin|${J[*]} -p jakiro.mode=rf $P $W")
+  CONFIGS+=("Jakiro server_reply pipelined|$wl|1|pin|${J[*]} -p jakiro.mode=server_reply $P $W")
+  CONFIGS+=("Jakiro rf batched pipelined|$wl|1|pin|${J[*]} -p jakiro.mode=rf -p jakiro.batch=fixed -p jakiro.batch_size=$BATCH -p jakiro.batch_timeout_us=20 -p outstanding=$((2 * BATCH)) $W")
   CONFIGS+=("memcached|$wl|1|pin|${M[*]} $W")
   CONFIGS+=("Redis|$wl|1|pin|${R[*]} $W")
+  CONFIGS+=("Redis pipelined|$wl|1|pin|${R[*]} $P $W")
 done
-declare -A BEST_ROW BEST_TPUT
+declare -A BEST_ROW BEST_TPUT ALL_TPUT
 PINNED=("${CLI_CPU[@]}")
 for rep in $(seq 1 "$REPEAT"); do
   echo "== round $rep of $REPEAT" >&2
@@ -185,6 +208,7 @@ for rep in $(seq 1 "$REPEAT"); do
     # shellcheck disable=SC2086  # args is a word list without spaces inside words
     measure_once "$name" "$wl" "$threads" $args
     key="$name|$wl"
+    ALL_TPUT[$key]="${ALL_TPUT[$key]:+${ALL_TPUT[$key]} }$(awk -v t="$LAST_TPUT" 'BEGIN { printf "%.1f", t / 1000 }')"
     if [ -n "$LAST_ROW" ] && awk -v a="$LAST_TPUT" -v b="${BEST_TPUT[$key]:--1}" 'BEGIN { exit !(a > b) }'; then
       BEST_TPUT[$key]="$LAST_TPUT"; BEST_ROW[$key]="$LAST_ROW"
       echo "$LAST_TPUT" >"$WORK/tput.$name.$wl"
@@ -194,7 +218,7 @@ done
 ROWS=()
 for cfg in "${CONFIGS[@]}"; do
   IFS='|' read -r name wl threads _ _ <<<"$cfg"
-  ROWS+=("${BEST_ROW[$name|$wl]:-| $name | $wl | $threads | failed | | | | |}")
+  ROWS+=("${BEST_ROW[$name|$wl]:-| $name | $wl | $threads | failed | | | | |} ${ALL_TPUT[$name|$wl]:-} |")
 done
 
 LOAD_AFTER="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -214,10 +238,16 @@ ratio() {  # ratio NAME_A NAME_B WL
   echo "  C = 100% read, A = 50% read / 50% update; ${SECS} s per run after one load; best of $REPEAT run(s)"
   echo "- one server thread pinned to CPU 0, YCSB pinned to CPU 1 (the batched run's 4 threads unpinned)"
   echo
-  echo "| system | YCSB | client threads | ops/s | read mean (us) | read p99 (us) | OK/ops | rfrpc client counters |"
-  echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+  echo "- pipelined rows: 1 YCSB thread with $OUTSTANDING operations in flight (batched: $((2 * BATCH)), fixed batches of $BATCH, T = 20 us);"
+  echo "  memcached (-t 1, libmemcached ASCII) is driven synchronously, 1 thread; Redis both ways"
+  echo
+  echo "| system | YCSB | client threads | ops/s (best) | read mean (us) | read p99 (us) | OK/ops | rfrpc client counters | every run (K ops/s) |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
   for r in "${ROWS[@]}"; do echo "$r"; done
   echo
-  echo "Jakiro rf / memcached, 1 client thread, 1 server thread: C $(ratio 'Jakiro rf' memcached C), A $(ratio 'Jakiro rf' memcached A)."
+  echo "Jakiro rf / memcached, 1 client thread, 1 server thread, both synchronous: C $(ratio 'Jakiro rf' memcached C), A $(ratio 'Jakiro rf' memcached A)."
+  echo "Jakiro server_reply / memcached, both synchronous: C $(ratio 'Jakiro server_reply' memcached C), A $(ratio 'Jakiro server_reply' memcached A)."
+  echo "Pipelined Jakiro / synchronous memcached (not like for like), 1 client thread: rf C $(ratio 'Jakiro rf pipelined' memcached C), A $(ratio 'Jakiro rf pipelined' memcached A); server_reply C $(ratio 'Jakiro server_reply pipelined' memcached C), A $(ratio 'Jakiro server_reply pipelined' memcached A); rf batched C $(ratio 'Jakiro rf batched pipelined' memcached C), A $(ratio 'Jakiro rf batched pipelined' memcached A)."
   echo "Jakiro rf / Redis: C $(ratio 'Jakiro rf' Redis C), A $(ratio 'Jakiro rf' Redis A)."
+  echo "Pipelined, both sides ($OUTSTANDING in flight): Jakiro rf / Redis C $(ratio 'Jakiro rf pipelined' 'Redis pipelined' C), A $(ratio 'Jakiro rf pipelined' 'Redis pipelined' A)."
 } | tee "$OUT"

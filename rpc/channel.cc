@@ -83,7 +83,9 @@ class ChannelImpl final : public Channel {
       }
     }
     server_workers_ = Get(conns_[0].get())->server_workers();
-    driver_ = std::thread([this] { DriverLoop(); });
+    if (options_.progress_thread) {
+      driver_ = std::thread([this] { DriverLoop(); });
+    }
     return absl::OkStatus();
   }
 
@@ -149,7 +151,18 @@ class ChannelImpl final : public Channel {
       RunCallbacks(&one);
       return;
     }
-    WakeDriver();
+    if (options_.progress_thread) WakeDriver();
+  }
+
+  bool Poll() override {
+    std::vector<PendingCall*> finished;
+    bool progressed = false;
+    for (const auto& slot : conns_) {
+      std::shared_ptr<ClientConnection> c = Get(slot.get());
+      if (c && c->NeedsDriver()) progressed |= c->Progress(&finished);
+    }
+    RunCallbacks(&finished);
+    return progressed;
   }
 
   int server_workers() const override { return server_workers_; }

@@ -19,7 +19,8 @@
 //
 // Thread safety: a Channel is thread-safe; sync calls from many threads and
 // async calls may be mixed. Async callbacks run on the channel's progress
-// thread (or on a thread making a sync call) and must not block for long.
+// thread (or on a thread making a sync call or calling Poll()) and must not
+// block for long.
 // A ClientContext is for one call at a time.
 
 #ifndef RFRPC_RPC_CHANNEL_H_
@@ -161,6 +162,13 @@ class Channel {
                          google::protobuf::MessageLite* response,
                          ClientContext* ctx,
                          std::function<void(absl::Status)> done) = 0;
+
+  // Advances every connection's outstanding calls on the calling thread and
+  // runs the callbacks of async calls that finished, here, before returning.
+  // Returns true if anything happened. Any thread may poll; with
+  // ChannelOptions::progress_thread = false someone must, or async calls
+  // never finish.
+  virtual bool Poll() = 0;
 
   // Future flavour of CallAsync.
   std::future<absl::Status> CallFuture(

@@ -120,6 +120,14 @@ struct ChannelOptions {
   // shows up as calls needing more than R fetches. Default: 2 us.
   absl::Duration max_fetch_delay = absl::Microseconds(2);
 
+  // true: the channel starts a progress thread that advances async calls
+  // (and runs their callbacks). false: no such thread; async calls advance
+  // only while some thread calls Channel::Poll() or makes a sync call on the
+  // same connection. For a client that keeps calls in flight from one thread
+  // and polls itself, as eRPC's event loop: no second spinning thread on its
+  // core and no hand-off per completion. Default: true.
+  bool progress_thread = true;
+
   // Called for every completed call with the result's size (header,
   // payload padded to 8, tail: what F must cover to fetch it in one READ,
   // wire::FramedBytes) and the

@@ -2,8 +2,9 @@
 # Jakiro end to end: kvstore_server processes and the ycsb binary.
 #
 #   1. One server (2 workers): ycsb load + run of workload A with
-#      dataintegrity=true in each mode (rf, server_reply, hybrid) and with
-#      request batching; every operation must return OK and every read verify.
+#      dataintegrity=true in each mode (rf, server_reply, hybrid), with
+#      request batching and pipelined (outstanding=16, unbatched and batched);
+#      every operation must return OK and every read verify.
 #   2. Two servers: --servers=a,b (jakiro.servers); both must hold records.
 #   3. SIGTERM: each server exits 0, logs "stopped", leaves no process.
 #
@@ -119,6 +120,18 @@ ycsb run_batched -t -db jakiro -P "$W/workloadc" -p jakiro.servers="$A1" \
   -p jakiro.mode=rf -p jakiro.batch=fixed -p jakiro.batch_size=4 \
   -p jakiro.batch_timeout_us=50 -threads 4
 for op in READ VERIFY; do check_ok "$TMP/run_batched.out" "$op"; done
+# Pipelined: 2 threads with 16 operations in flight each, unbatched and in
+# fixed batches of 8; every operation issued completes once, OK and verified.
+for b in off fixed; do
+  ycsb "run_pipelined_$b" -t -db jakiro -P "$W/workloada" -p jakiro.servers="$A1" \
+    -p jakiro.mode=rf -p outstanding=16 -p jakiro.batch="$b" -p jakiro.batch_size=8 \
+    -p jakiro.batch_timeout_us=50 -threads 2
+  for op in READ UPDATE VERIFY; do check_ok "$TMP/run_pipelined_$b.out" "$op"; done
+  grep -q "2 thread(s), 16 operation(s) in flight per thread" "$TMP/run_pipelined_$b.err" ||
+    fail "run_pipelined_$b: no pipelined run header"
+  n="$(grep -h '^\[\(READ\|UPDATE\)\], Return=OK, ' "$TMP/run_pipelined_$b.out" | awk -F', ' '{s+=$3} END {print s+0}')"
+  [ "$n" = "$OPS" ] || fail "run_pipelined_$b: $n operations returned, not $OPS"
+done
 # A YCSB scan is NOT_IMPLEMENTED on Jakiro and counted as failed.
 ycsb run_scan -t -db jakiro -P "$W/workloade" -p jakiro.servers="$A1" \
   -p operationcount=200

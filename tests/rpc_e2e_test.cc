@@ -276,6 +276,43 @@ TEST_F(RpcE2eTest, AsyncCallbacksAndFutures) {
   EXPECT_EQ(resp.id(), 77u);
 }
 
+TEST_F(RpcE2eTest, WithoutAProgressThreadTheCallerPollsAsyncCalls) {
+  StartServer(1);
+  ChannelOptions opts;
+  opts.progress_thread = false;
+  for (RpcMode mode : {RpcMode::kRemoteFetch, RpcMode::kServerReply}) {
+    SCOPED_TRACE(RpcModeName(mode));
+    std::unique_ptr<Channel> ch = Connect(mode, opts);
+    ASSERT_NE(ch, nullptr);
+    constexpr int kCalls = 40;  // More than the 8 slots: some are queued.
+    std::vector<TestResponse> resps(kCalls);
+    std::vector<absl::Status> statuses(kCalls);
+    std::thread::id caller = std::this_thread::get_id();
+    int done = 0;  // Callbacks run on this thread, inside Poll.
+    static const uint32_t kEcho = MethodId(kEchoMethod);
+    for (int i = 0; i < kCalls; ++i) {
+      TestRequest req;
+      req.set_id(i);
+      req.set_payload(ExpectedPayload(i, 32));
+      ch->CallAsync(kEcho, req, &resps[i], nullptr, [&, i](absl::Status s) {
+        EXPECT_EQ(std::this_thread::get_id(), caller);
+        statuses[i] = s;
+        ++done;
+      });
+    }
+    const absl::Time give_up = absl::Now() + absl::Seconds(60);
+    while (done < kCalls && absl::Now() < give_up) ch->Poll();
+    ASSERT_EQ(done, kCalls);
+    for (int i = 0; i < kCalls; ++i) {
+      EXPECT_TRUE(statuses[i].ok()) << i << ": " << statuses[i];
+      EXPECT_EQ(resps[i].id(), static_cast<uint64_t>(i));
+      EXPECT_EQ(resps[i].payload(), ExpectedPayload(i, 32));
+    }
+    EXPECT_FALSE(ch->Poll());  // Nothing left to advance.
+    ExpectEcho(ch.get(), 99, 16);  // Sync calls need no poller.
+  }
+}
+
 TEST_F(RpcE2eTest, DeadlineExpiresAndTheSlotIsReusedAfterwards) {
   StartServer(1);
   ChannelOptions opts;

@@ -119,12 +119,36 @@ absl::Status JakiroClient::Put(absl::string_view key, absl::string_view value) {
   return Route(key, &ctx).stub->Put(&ctx, req, &resp);
 }
 
+void JakiroClient::PutAsync(absl::string_view key, absl::string_view value,
+                            std::function<void(absl::Status)> done) {
+  struct Call {
+    rfrpc::kv::PutResponse resp;
+    ClientContext ctx;
+  };
+  auto call = std::make_shared<Call>();
+  rfrpc::kv::PutRequest req;
+  req.set_key(key.data(), key.size());
+  req.set_value(value.data(), value.size());
+  ServerConn& s = Route(key, &call->ctx);
+  // The request is serialized before PutAsync returns (Channel::CallAsync).
+  s.stub->PutAsync(&call->ctx, req, &call->resp,
+                   [call, done = std::move(done)](absl::Status st) {
+                     done(std::move(st));
+                   });
+}
+
 absl::Status JakiroClient::Delete(absl::string_view key) {
   rfrpc::kv::DeleteRequest req;
   req.set_key(key.data(), key.size());
   rfrpc::kv::DeleteResponse resp;
   ClientContext ctx;
   return Route(key, &ctx).stub->Delete(&ctx, req, &resp);
+}
+
+bool JakiroClient::Poll() {
+  bool progressed = false;
+  for (ServerConn& s : servers_) progressed |= s.channel->Poll();
+  return progressed;
 }
 
 ChannelStats JakiroClient::stats(int server) const {

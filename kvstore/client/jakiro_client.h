@@ -83,12 +83,23 @@ class JakiroClient {
   // Removes `key`; NOT_FOUND if absent.
   absl::Status Delete(absl::string_view key);
 
-  // Asynchronous Get: `done` runs once with the status, on a channel thread
-  // or a thread making a sync call; `*value` (not null) must live until then.
+  // Asynchronous Get: `done` runs once with the status, on a channel thread,
+  // a thread making a sync call or one in Poll(); `*value` (not null) must
+  // live until then.
   // Lets one thread keep several calls in flight (what request batching
   // needs).
   void GetAsync(absl::string_view key, std::string* value,
                 std::function<void(absl::Status)> done);
+  // Asynchronous Put: `key` and `value` are copied into the request before
+  // it returns; `done` runs once with the status, as for GetAsync.
+  void PutAsync(absl::string_view key, absl::string_view value,
+                std::function<void(absl::Status)> done);
+
+  // Advances outstanding async calls on the calling thread and runs the
+  // callbacks of those that finished (Channel::Poll on every server's
+  // channel). Returns true if anything happened. Required for async calls
+  // to finish when options().channel.progress_thread is false.
+  bool Poll();
 
   // Index into options().servers of the server owning `key`.
   int ServerOf(absl::string_view key) const;

@@ -57,6 +57,118 @@ void SleepUntil(int64_t deadline_ns, const std::atomic<bool>& stop) {
   }
 }
 
+// Indices of pipelined operations whose step completed, pushed by the
+// driver's completion threads and drained by the client thread.
+class CompletionQueue {
+ public:
+  void Push(int index) {
+    absl::MutexLock lock(&mu_);
+    ready_.push_back(index);
+    size_.store(static_cast<int>(ready_.size()), std::memory_order_release);
+  }
+  bool Empty() const { return size_.load(std::memory_order_acquire) == 0; }
+  // Moves every ready index into `*out` (cleared first).
+  void Drain(std::vector<int>* out) {
+    out->clear();
+    absl::MutexLock lock(&mu_);
+    out->swap(ready_);
+    size_.store(0, std::memory_order_release);
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<int> ready_ ABSL_GUARDED_BY(mu_);
+  std::atomic<int> size_{0};
+};
+
+// Spin rounds before a waiting client thread starts yielding the CPU (to
+// the driver's completion thread, often on the same core).
+constexpr int kWaitSpinRounds = 64;
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// The run phase with up to `depth` operations in flight: issues operations
+// while fewer than `depth` are outstanding (and the target rate allows),
+// then waits for completions and records them on this thread. Stops issuing
+// at ops_todo, at maxexecutiontime or on an error, and returns only after
+// every issued operation completed (no completion is lost or left to run
+// after the DB is cleaned up).
+absl::Status RunPipelined(const CoreWorkload& workload, DB* db,
+                          CoreWorkload::ThreadState& state, int depth,
+                          double tick_ns, Worker* w, Shared* shared,
+                          int64_t* done_out) {
+  std::vector<PendingOp> ops(static_cast<size_t>(depth));
+  std::vector<int> free_ops;
+  for (int i = depth - 1; i >= 0; --i) free_ops.push_back(i);
+  CompletionQueue completed;
+  std::vector<int> ready;
+  absl::Status error;
+  int64_t issued = 0;
+  int64_t done = 0;
+  const int64_t start_ns = NowNanos();
+  auto start = [&](int i) {
+    workload.StartStep(db, &ops[i], [&completed, i] { completed.Push(i); });
+  };
+  for (;;) {
+    const bool may_issue = error.ok() &&
+                           (w->ops_todo == 0 || issued < w->ops_todo) &&
+                           !shared->stop.load(std::memory_order_relaxed);
+    int64_t next_issue_ns = 0;  // Throttled: when the next may go.
+    while (may_issue && !free_ops.empty() &&
+           (w->ops_todo == 0 || issued < w->ops_todo)) {
+      if (tick_ns > 0) {
+        next_issue_ns = start_ns + static_cast<int64_t>(issued * tick_ns);
+        if (NowNanos() < next_issue_ns) break;
+        next_issue_ns = 0;
+      }
+      const int i = free_ops.back();
+      free_ops.pop_back();
+      workload.NextTransaction(state, &ops[i]);
+      ++issued;
+      start(i);
+    }
+    const int in_flight = depth - static_cast<int>(free_ops.size());
+    if (in_flight == 0) {
+      if (!may_issue) break;
+      if (next_issue_ns > 0) SleepUntil(next_issue_ns, shared->stop);
+      continue;
+    }
+    // Wait for a completion (or the next throttled issue).
+    for (int idle = 0; completed.Empty(); ++idle) {
+      if (next_issue_ns > 0 && NowNanos() >= next_issue_ns) break;
+      if (db->Poll()) {
+        idle = 0;
+      } else if (idle < kWaitSpinRounds) {
+        CpuRelax();
+      } else {
+        std::this_thread::yield();
+      }
+    }
+    completed.Drain(&ready);
+    for (int i : ready) {
+      absl::StatusOr<bool> finished =
+          workload.FinishStep(&ops[i], &w->measurements);
+      if (!finished.ok()) {
+        if (error.ok()) error = finished.status();
+        finished = true;
+      }
+      if (*finished) {
+        free_ops.push_back(i);
+        ++done;
+        w->ops_done.store(done, std::memory_order_relaxed);
+      } else {
+        start(i);  // Read-modify-write's update.
+      }
+    }
+  }
+  *done_out = done;
+  return error;
+}
+
 void RunWorker(const CoreWorkload& workload, const ClientOptions& options,
                int num_threads, uint64_t seed, Worker* w, Shared* shared) {
   MeasuredDb db(w->db.get(), &w->measurements);
@@ -92,7 +204,12 @@ void RunWorker(const CoreWorkload& workload, const ClientOptions& options,
   const int64_t start_ns = NowNanos();
   absl::Status error;
   int64_t done = 0;
-  while ((w->ops_todo == 0 || done < w->ops_todo) &&
+  const int depth = OperationsInFlight(spec, options.load, *w->db);
+  if (depth > 1) {
+    error = RunPipelined(workload, w->db.get(), state, depth, tick_ns, w,
+                         shared, &done);
+  }
+  while (depth == 1 && (w->ops_todo == 0 || done < w->ops_todo) &&
          !shared->stop.load(std::memory_order_relaxed)) {
     error = options.load ? workload.DoInsert(db, state)
                          : workload.DoTransaction(db, state);
@@ -140,6 +257,10 @@ std::string StatusLine(const WorkloadSpec& spec, int64_t elapsed_ms,
 }
 
 }  // namespace
+
+int OperationsInFlight(const WorkloadSpec& spec, bool load, const DB& db) {
+  return load || !db.SupportsAsync() ? 1 : static_cast<int>(spec.outstanding);
+}
 
 absl::StatusOr<RunResult> RunClient(const WorkloadSpec& spec,
                                     const Properties& props,

@@ -25,6 +25,15 @@
 //   ExportReport(result, spec, std::cout);
 //   return result.ok() ? 0 : 1;
 //
+// Pipelining: with `outstanding` = N > 1 and a driver that SupportsAsync()
+// (db.h), each thread of the run phase keeps up to N operations in flight
+// through the driver's *Async methods. Operations are chosen in the same way
+// (CoreWorkload::NextTransaction) and recorded on the thread itself when they
+// complete: latency from issue to completion, Return= codes and VERIFY as in
+// the synchronous loop. A thread issues nothing past its share of
+// operationcount or maxexecutiontime and returns once all its operations
+// completed. `target` throttles issues.
+//
 // Thread-safety: RunClient may be called from any thread; it starts and joins
 // its own threads. Calls are independent.
 
@@ -82,6 +91,11 @@ struct RunResult {
   // No integrity failures and no thread stopped early.
   bool ok() const { return integrity_failures == 0 && thread_errors.empty(); }
 };
+
+// Operations each thread keeps in flight: spec.outstanding in the run phase
+// of a driver that SupportsAsync(), else 1 (YCSB's synchronous loop; the
+// load phase is always synchronous).
+int OperationsInFlight(const WorkloadSpec& spec, bool load, const DB& db);
 
 // Runs one phase. `props` is handed to the driver factory. Errors: the
 // workload cannot be built from `spec` (InvalidArgument), a driver could not

@@ -2,13 +2,20 @@
 
 #include "kvstore/ycsb/client.h"
 
+#include <atomic>
+#include <functional>
+#include <map>
 #include <memory>
+#include <random>
 #include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kvstore/ycsb/basic_db.h"
@@ -266,6 +273,237 @@ TEST(ClientTest, TargetThrottlesThroughput) {
   ASSERT_TRUE(run.ok()) << run.status();
   EXPECT_EQ(run->operations, 100);
   EXPECT_GE(run->runtime_ms, 240);
+}
+
+// An async driver over MemoryStore whose operations run when they complete:
+// from Poll() (newest first, so completions come back out of order, on the
+// client thread), or, with `threaded`, on a completion thread of its own that
+// picks a random pending operation each time.
+class AsyncMemoryDb final : public DB {
+ public:
+  AsyncMemoryDb(std::shared_ptr<MemoryStore> store, bool threaded,
+                std::atomic<int>* max_in_flight)
+      : inner_(store), threaded_(threaded), max_in_flight_(max_in_flight) {
+    if (threaded_) completer_ = std::thread([this] { CompleteLoop(); });
+  }
+  ~AsyncMemoryDb() override {
+    if (!threaded_) return;
+    {
+      absl::MutexLock lock(&mu_);
+      stop_ = true;
+    }
+    completer_.join();
+  }
+
+  absl::Status Read(absl::string_view t, absl::string_view k,
+                    const std::vector<std::string>* f, Record* r) override {
+    return inner_.Read(t, k, f, r);
+  }
+  absl::Status Scan(absl::string_view t, absl::string_view k, int64_t n,
+                    const std::vector<std::string>* f,
+                    std::vector<Record>* r) override {
+    return inner_.Scan(t, k, n, f, r);
+  }
+  absl::Status Update(absl::string_view t, absl::string_view k,
+                      const Record& v) override {
+    return inner_.Update(t, k, v);
+  }
+  absl::Status Insert(absl::string_view t, absl::string_view k,
+                      const Record& v) override {
+    return inner_.Insert(t, k, v);
+  }
+  absl::Status Delete(absl::string_view t, absl::string_view k) override {
+    return inner_.Delete(t, k);
+  }
+
+  bool SupportsAsync() const override { return true; }
+  void ReadAsync(absl::string_view t, absl::string_view k,
+                 const std::vector<std::string>* f, Record* r,
+                 Done done) override {
+    Add([=] { done(inner_.Read(t, k, f, r)); });
+  }
+  void UpdateAsync(absl::string_view t, absl::string_view k, const Record& v,
+                   Done done) override {
+    Add([=, &v] { done(inner_.Update(t, k, v)); });
+  }
+  void InsertAsync(absl::string_view t, absl::string_view k, const Record& v,
+                   Done done) override {
+    Add([=, &v] { done(inner_.Insert(t, k, v)); });
+  }
+  bool Poll() override {
+    if (threaded_) return false;
+    std::function<void()> task;
+    {
+      absl::MutexLock lock(&mu_);
+      if (pending_.empty()) return false;
+      task = std::move(pending_.back());
+      pending_.pop_back();
+    }
+    task();
+    return true;
+  }
+
+ private:
+  void Add(std::function<void()> task) {
+    absl::MutexLock lock(&mu_);
+    pending_.push_back(std::move(task));
+    int seen = max_in_flight_->load();
+    const int now = static_cast<int>(pending_.size());
+    while (now > seen && !max_in_flight_->compare_exchange_weak(seen, now)) {
+    }
+  }
+  void CompleteLoop() {
+    std::mt19937 rng(7);
+    for (;;) {
+      std::function<void()> task;
+      {
+        absl::MutexLock lock(&mu_);
+        mu_.Await(absl::Condition(
+            +[](AsyncMemoryDb* db) ABSL_EXCLUSIVE_LOCKS_REQUIRED(db->mu_) {
+              return db->stop_ || !db->pending_.empty();
+            },
+            this));
+        if (pending_.empty()) return;  // Stopped with nothing left.
+        const size_t i = rng() % pending_.size();
+        task = std::move(pending_[i]);
+        pending_.erase(pending_.begin() + static_cast<ptrdiff_t>(i));
+      }
+      task();
+    }
+  }
+
+  BasicDb inner_;
+  const bool threaded_;
+  std::atomic<int>* const max_in_flight_;
+  absl::Mutex mu_;
+  std::vector<std::function<void()>> pending_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread completer_;
+};
+
+// Every operation came back exactly once: each READ/UPDATE/INSERT/SCAN call
+// has one Return= count, and a read-modify-write is one READ and one UPDATE.
+int64_t CountedCalls(const RunResult& run) {
+  int64_t n = 0;
+  for (const char* op : {"READ", "UPDATE", "INSERT", "SCAN"}) {
+    auto it = run.measurements.find(op);
+    if (it == run.measurements.end()) continue;
+    for (const auto& [name, count] : it->second.returns) n += count;
+  }
+  return n;
+}
+
+int64_t Count(const RunResult& run, const std::string& op) {
+  auto it = run.measurements.find(op);
+  return it == run.measurements.end() ? 0 : it->second.latency_ns.count();
+}
+
+TEST(ClientTest, PipelinedRunKeepsIntegrityAndLosesNoCompletion) {
+  for (bool threaded : {false, true}) {
+    SCOPED_TRACE(threaded ? "completion thread" : "completed in Poll");
+    auto store = std::make_shared<MemoryStore>();
+    std::atomic<int> max_in_flight{0};
+    WorkloadSpec spec = IntegritySpec();
+    spec.outstanding = 8;
+    ClientOptions options;
+    options.factory = [&](const Properties&)
+        -> absl::StatusOr<std::unique_ptr<DB>> {
+      return std::make_unique<AsyncMemoryDb>(store, threaded, &max_in_flight);
+    };
+    options.load = true;
+    absl::StatusOr<RunResult> load = RunClient(spec, Properties(), options);
+    ASSERT_TRUE(load.ok()) << load.status();
+    EXPECT_EQ(load->operations, 1000);
+    EXPECT_EQ(max_in_flight.load(), 0);  // The load phase is synchronous.
+
+    options.load = false;
+    absl::StatusOr<RunResult> run = RunClient(spec, Properties(), options);
+    ASSERT_TRUE(run.ok()) << run.status();
+    EXPECT_TRUE(run->ok()) << run->integrity_failures << " "
+                           << (run->thread_errors.empty()
+                                   ? ""
+                                   : run->thread_errors[0]);
+    EXPECT_EQ(run->operations, 4000);
+    const int64_t rmw = Count(*run, "READ-MODIFY-WRITE");
+    EXPECT_GT(rmw, 0);
+    EXPECT_EQ(CountedCalls(*run), 4000 + rmw);
+    EXPECT_EQ(run->measurements.at("VERIFY").returns.size(), 1u);
+    EXPECT_EQ(run->measurements.at("VERIFY").returns.at("OK"),
+              Count(*run, "READ"));
+    EXPECT_GT(store->Size("usertable"), 1000);  // Inserts landed.
+    EXPECT_LE(max_in_flight.load(), 8);
+    if (!threaded) {
+      // Completions only come from Poll, so a thread fills its window first.
+      EXPECT_EQ(max_in_flight.load(), 8);
+    }
+  }
+}
+
+TEST(ClientTest, PipelinedRunChoosesTheSameOperationsAsSynchronous) {
+  // One thread, one seed, no inserts (whose acknowledgement timing moves the
+  // key range): the pipelined loop draws the same operations and keys.
+  WorkloadSpec spec = IntegritySpec();
+  spec.threadcount = 1;
+  spec.insertproportion = 0;
+  std::map<std::string, int64_t> counts[2];
+  for (int outstanding : {1, 16}) {
+    auto store = std::make_shared<MemoryStore>();
+    std::atomic<int> max_in_flight{0};
+    spec.outstanding = outstanding;
+    ClientOptions options;
+    options.factory = [&](const Properties&)
+        -> absl::StatusOr<std::unique_ptr<DB>> {
+      return std::make_unique<AsyncMemoryDb>(store, false, &max_in_flight);
+    };
+    options.load = true;
+    ASSERT_TRUE(RunClient(spec, Properties(), options).ok());
+    options.load = false;
+    absl::StatusOr<RunResult> run = RunClient(spec, Properties(), options);
+    ASSERT_TRUE(run.ok()) << run.status();
+    EXPECT_TRUE(run->ok());
+    for (const char* op : {"READ", "UPDATE", "READ-MODIFY-WRITE", "VERIFY"}) {
+      counts[outstanding > 1][op] = Count(*run, op);
+    }
+  }
+  EXPECT_EQ(counts[0], counts[1]);
+  EXPECT_GT(counts[0]["READ-MODIFY-WRITE"], 0);
+}
+
+TEST(ClientTest, PipelinedRunStopsAtMaxExecutionTimeAndDrains) {
+  auto store = std::make_shared<MemoryStore>();
+  std::atomic<int> max_in_flight{0};
+  WorkloadSpec spec = IntegritySpec();
+  spec.threadcount = 2;
+  spec.outstanding = 4;
+  spec.target = 2000;  // Keep the CPU free for others.
+  ClientOptions options;
+  options.factory = [&](const Properties&)
+      -> absl::StatusOr<std::unique_ptr<DB>> {
+    return std::make_unique<AsyncMemoryDb>(store, true, &max_in_flight);
+  };
+  options.load = true;
+  ASSERT_TRUE(RunClient(spec, Properties(), options).ok());
+  spec.operationcount = 0;  // Unlimited.
+  spec.maxexecutiontime = 1;
+  options.load = false;
+  absl::StatusOr<RunResult> run = RunClient(spec, Properties(), options);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_TRUE(run->timed_out);
+  EXPECT_TRUE(run->ok());
+  EXPECT_GT(run->operations, 0);
+  EXPECT_EQ(CountedCalls(*run),
+            run->operations + Count(*run, "READ-MODIFY-WRITE"));
+}
+
+TEST(ClientTest, SynchronousDriverRunsAtDepthOne) {
+  WorkloadSpec spec = IntegritySpec();
+  spec.outstanding = 8;
+  BasicDb basic(std::make_shared<MemoryStore>());
+  std::atomic<int> unused{0};
+  AsyncMemoryDb async(std::make_shared<MemoryStore>(), false, &unused);
+  EXPECT_EQ(OperationsInFlight(spec, /*load=*/false, basic), 1);
+  EXPECT_EQ(OperationsInFlight(spec, /*load=*/false, async), 8);
+  EXPECT_EQ(OperationsInFlight(spec, /*load=*/true, async), 1);
 }
 
 TEST(ClientTest, MissingFactoryIsInvalidArgument) {

@@ -97,6 +97,39 @@ class DB {
   // Removes record `key`.
   virtual absl::Status Delete(absl::string_view table,
                               absl::string_view key) = 0;
+
+  // Pipelined operations, for the run phase with `outstanding` > 1 (see
+  // client.h). A driver that can keep several operations in flight from its
+  // one thread returns true from SupportsAsync() and overrides the *Async
+  // methods. The defaults call the synchronous method and run `done` before
+  // returning, so every driver works pipelined, at an effective depth of 1.
+  //
+  // Each *Async call starts the operation and returns; `done` runs exactly
+  // once with what the synchronous method would have returned, on any thread
+  // (a driver's completion thread, or inside the call). Every argument
+  // (table, key, fields, values, result and the data they refer to) must stay
+  // valid until `done` has run; `done` must not call into this DB. Calls to
+  // *Async still come from the one owning thread.
+  using Done = std::function<void(absl::Status)>;
+  virtual bool SupportsAsync() const { return false; }
+  virtual void ReadAsync(absl::string_view table, absl::string_view key,
+                         const std::vector<std::string>* fields,
+                         Record* result, Done done) {
+    done(Read(table, key, fields, result));
+  }
+  virtual void UpdateAsync(absl::string_view table, absl::string_view key,
+                           const Record& values, Done done) {
+    done(Update(table, key, values));
+  }
+  virtual void InsertAsync(absl::string_view table, absl::string_view key,
+                           const Record& values, Done done) {
+    done(Insert(table, key, values));
+  }
+  // Called by the owning thread while it waits for async operations: a
+  // driver whose completions need the caller's help (a poll loop) advances
+  // them here and may run their `done` callbacks before returning. Returns
+  // true if anything happened. Default: false (nothing to do).
+  virtual bool Poll() { return false; }
 };
 
 // The Java YCSB Status name for `status` (see the table above).

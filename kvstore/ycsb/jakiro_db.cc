@@ -38,7 +38,7 @@ constexpr const char* kKnown[] = {
     "jakiro.timeout_ms",       "jakiro.auth_token",
     "jakiro.max_value_bytes",  "jakiro.virtual_nodes",
     "jakiro.connect_retry_ms", "jakiro.shared_client",
-    "jakiro.print_stats",
+    "jakiro.print_stats",      "jakiro.progress_thread",
 };
 
 // Reads an integer property in [min, max] into *out if set.
@@ -193,6 +193,13 @@ absl::StatusOr<JakiroDbOptions> JakiroDbOptions::FromProperties(
   if (!s.ok()) return s;
   s = BoolProperty(p, "jakiro.print_stats", &o.print_stats);
   if (!s.ok()) return s;
+  // Pipelined YCSB threads poll their own calls (DB::Poll) unless asked.
+  int64_t outstanding = 1;
+  s = IntProperty(p, "outstanding", 1, int64_t{1} << 31, &outstanding);
+  if (!s.ok()) return s;
+  c.progress_thread = outstanding <= 1;
+  s = BoolProperty(p, "jakiro.progress_thread", &c.progress_thread);
+  if (!s.ok()) return s;
   s = IntProperty(p, "fieldcount", 1, int64_t{1} << 31, &o.fieldcount);
   if (!s.ok()) return s;
   return o;
@@ -216,7 +223,8 @@ absl::Status JakiroDb::Init() {
       absl::StrJoin(options_.client.servers, ","), "|",
       options_.client.channel.provider, "|",
       RpcModeName(options_.client.channel.mode), "|",
-      BatchModeName(options_.client.channel.batch));
+      BatchModeName(options_.client.channel.batch), "|",
+      options_.client.channel.progress_thread);
   SharedClients& shared = Shared();
   absl::MutexLock lock(&shared.mu);
   std::weak_ptr<kvstore::JakiroClient>& slot = shared.clients[key];
@@ -300,6 +308,56 @@ absl::Status JakiroDb::Insert(absl::string_view table, absl::string_view key,
 
 absl::Status JakiroDb::Delete(absl::string_view table, absl::string_view key) {
   return client_->Delete(key);
+}
+
+void JakiroDb::ReadAsync(absl::string_view table, absl::string_view key,
+                         const std::vector<std::string>* fields,
+                         Record* result, Done done) {
+  result->clear();
+  auto value = std::make_shared<std::string>();
+  client_->GetAsync(key, value.get(),
+                    [value, fields, result, done = std::move(done)](
+                        absl::Status s) {
+                      if (s.ok()) {
+                        absl::StatusOr<Record> record = DecodeRecord(*value);
+                        if (record.ok()) {
+                          SelectFields(*record, fields, result);
+                        } else {
+                          s = record.status();
+                        }
+                      }
+                      done(std::move(s));
+                    });
+}
+
+void JakiroDb::UpdateAsync(absl::string_view table, absl::string_view key,
+                           const Record& values, Done done) {
+  if (static_cast<int64_t>(values.size()) >= options_.fieldcount) {
+    InsertAsync(table, key, values, std::move(done));  // A plain replace.
+    return;
+  }
+  // Get, then merge and Put from the Get's callback (the caller keeps `key`
+  // and `values` alive until `done`).
+  auto value = std::make_shared<std::string>();
+  std::shared_ptr<kvstore::JakiroClient> client = client_;
+  client_->GetAsync(
+      key, value.get(),
+      [client, value, key, &values, done = std::move(done)](absl::Status s) {
+        if (!s.ok()) return done(std::move(s));
+        absl::StatusOr<Record> record = DecodeRecord(*value);
+        if (!record.ok()) return done(record.status());
+        MergeFields(values, &*record);
+        value->clear();
+        EncodeRecord(*record, value.get());
+        client->PutAsync(key, *value, std::move(done));
+      });
+}
+
+void JakiroDb::InsertAsync(absl::string_view table, absl::string_view key,
+                           const Record& values, Done done) {
+  std::string encoded;
+  EncodeRecord(values, &encoded);
+  client_->PutAsync(key, encoded, std::move(done));  // Copies the value.
 }
 
 namespace {

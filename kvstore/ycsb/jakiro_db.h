@@ -15,6 +15,13 @@
 //   Delete  Delete
 //   Scan    NOT_IMPLEMENTED (Jakiro keys have no order); counted as failed
 //
+// Pipelined (`outstanding` > 1): ReadAsync / UpdateAsync / InsertAsync do the
+// same through JakiroClient::GetAsync / PutAsync. By default the client
+// thread itself drives them (Poll, jakiro.progress_thread=false), so their
+// callbacks (decode, merge, a partial update's Put) run on that thread inside
+// Poll; with a progress thread they run there. Each async operation has its
+// own buffers, so they overlap freely.
+//
 // Properties (with -p or in a workload file); unknown jakiro.* names are an
 // error:
 //   jakiro.servers          comma-separated server addresses (shm socket
@@ -43,6 +50,10 @@
 //                           calls can share request batches. Default: true if
 //                           jakiro.batch is not off, else false (each thread
 //                           has its own connections, as the paper's clients).
+//   jakiro.progress_thread  true: each channel runs a progress thread for
+//                           async calls; false: the YCSB thread polls them
+//                           itself (DB::Poll). Default: false if the
+//                           `outstanding` property is > 1, else true.
 //   jakiro.print_stats      true: print channel counters (fetches, modes,
 //                           batches) to stderr at the end. Default: false
 //
@@ -102,6 +113,19 @@ class JakiroDb final : public DB {
   absl::Status Insert(absl::string_view table, absl::string_view key,
                       const Record& values) override;
   absl::Status Delete(absl::string_view table, absl::string_view key) override;
+
+  bool SupportsAsync() const override { return true; }
+  void ReadAsync(absl::string_view table, absl::string_view key,
+                 const std::vector<std::string>* fields, Record* result,
+                 Done done) override;
+  void UpdateAsync(absl::string_view table, absl::string_view key,
+                   const Record& values, Done done) override;
+  void InsertAsync(absl::string_view table, absl::string_view key,
+                   const Record& values, Done done) override;
+  // Drives the calls from this thread, unless a progress thread does.
+  bool Poll() override {
+    return !options_.client.channel.progress_thread && client_->Poll();
+  }
 
  private:
   const JakiroDbOptions options_;

@@ -517,6 +517,10 @@ absl::StatusOr<WorkloadSpec> ParseWorkloadSpec(
   if (s.threadcount < 1) {
     return r.ComboError("threadcount", "threadcount: must be at least 1");
   }
+  RFRPC_RETURN_IF_ERROR(r.NonNegativeInt("outstanding", &s.outstanding));
+  if (s.outstanding < 1 || s.outstanding > 4096) {
+    return r.ComboError("outstanding", "outstanding: must be in [1, 4096]");
+  }
   RFRPC_RETURN_IF_ERROR(r.Double("target", &s.target));
   if (s.target < 0) {
     return SpecReader::Error(*props.Find("target"), "target",

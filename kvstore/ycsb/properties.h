@@ -171,6 +171,11 @@ struct WorkloadSpec {
   bool dataintegrity = false;
   // Client threads. Default: 1.
   int64_t threadcount = 1;
+  // Extension: run-phase operations each client thread keeps in flight
+  // through the driver's *Async methods (db.h); 1 is YCSB's synchronous
+  // loop. Drivers without async support complete each call before the next
+  // is issued, whatever this says. In [1, 4096]. Default: 1.
+  int64_t outstanding = 1;
   // Target ops/s over all threads; 0 means unthrottled. Default: 0.
   double target = 0.0;
   // Insert retries in the load phase and their mean interval (seconds).

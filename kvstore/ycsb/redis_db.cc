@@ -121,6 +121,7 @@ absl::Status RedisDb::Cleanup() {
 
 absl::Status RedisDb::Pipeline(const std::vector<Args>& commands,
                                std::vector<redisReply*>* replies) {
+  while (!pending_.empty()) CompleteOldest();  // Their replies come first.
   if (context_ == nullptr || context_->err) {
     absl::Status s = Connect();
     if (!s.ok()) return s;
@@ -276,6 +277,103 @@ absl::Status RedisDb::Delete(absl::string_view table, absl::string_view key) {
     return absl::NotFoundError(key);
   }
   return ReplyError(r.replies[1], "ZREM");
+}
+
+void RedisDb::Append(const std::vector<Args>& commands, Pending p) {
+  if (context_ == nullptr || context_->err) {
+    // Nothing can be pending on a failed connection (CompleteOldest failed
+    // them all), so reconnecting loses no reply.
+    absl::Status s = Connect();
+    if (!s.ok()) return p.done(s);
+  }
+  std::vector<const char*> argv;
+  std::vector<size_t> argvlen;
+  for (const Args& args : commands) {
+    argv.clear();
+    argvlen.clear();
+    for (const std::string& a : args) {
+      argv.push_back(a.data());
+      argvlen.push_back(a.size());
+    }
+    redisAppendCommandArgv(context_, static_cast<int>(argv.size()),
+                           argv.data(), argvlen.data());
+  }
+  p.replies = commands.size();
+  pending_.push_back(std::move(p));
+}
+
+void RedisDb::CompleteOldest() {
+  Pending p = std::move(pending_.front());
+  pending_.pop_front();
+  Replies r;
+  for (size_t i = 0; i < p.replies; ++i) {
+    void* reply = nullptr;
+    if (redisGetReply(context_, &reply) != REDIS_OK || reply == nullptr) {
+      const absl::Status s = absl::UnavailableError(
+          absl::StrCat("redis (pipelined): ", context_->errstr));
+      Disconnect();  // The stream is out of step: fail everything sent.
+      p.done(s);
+      while (!pending_.empty()) {
+        Pending rest = std::move(pending_.front());
+        pending_.pop_front();
+        rest.done(s);
+      }
+      return;
+    }
+    r.replies.push_back(static_cast<redisReply*>(reply));
+  }
+  absl::Status s = p.finish(r.replies);
+  p.done(std::move(s));
+}
+
+bool RedisDb::Poll() {
+  if (pending_.empty()) return false;
+  CompleteOldest();  // Sends the buffered commands, blocks for one answer.
+  return true;
+}
+
+void RedisDb::ReadAsync(absl::string_view table, absl::string_view key,
+                        const std::vector<std::string>* fields, Record* result,
+                        Done done) {
+  result->clear();
+  Pending p;
+  p.finish = [fields, key, result](const std::vector<redisReply*>& replies) {
+    return ParseRecordReply(replies[0], fields, key, result);
+  };
+  p.done = std::move(done);
+  Append({ReadCommand(key, fields)}, std::move(p));
+}
+
+void RedisDb::UpdateAsync(absl::string_view table, absl::string_view key,
+                          const Record& values, Done done) {
+  Args hset = {"HSET", std::string(key)};
+  for (const Field& f : values) {
+    hset.push_back(f.name);
+    hset.push_back(f.value);
+  }
+  Pending p;
+  p.finish = [](const std::vector<redisReply*>& replies) {
+    return ReplyError(replies[0], "HSET");
+  };
+  p.done = std::move(done);
+  Append({hset}, std::move(p));
+}
+
+void RedisDb::InsertAsync(absl::string_view table, absl::string_view key,
+                          const Record& values, Done done) {
+  Args hset = {"HSET", std::string(key)};
+  for (const Field& f : values) {
+    hset.push_back(f.name);
+    hset.push_back(f.value);
+  }
+  Pending p;
+  p.finish = [](const std::vector<redisReply*>& replies) {
+    absl::Status s = ReplyError(replies[0], "HSET");
+    if (!s.ok()) return s;
+    return ReplyError(replies[1], "ZADD");
+  };
+  p.done = std::move(done);
+  Append({hset, {"ZADD", kIndexKey, "0", std::string(key)}}, std::move(p));
 }
 
 namespace {

@@ -22,12 +22,20 @@
 // A lost connection fails the operation with SERVICE_UNAVAILABLE; the next
 // operation reconnects.
 //
+// Pipelined (`outstanding` > 1): ReadAsync / UpdateAsync / InsertAsync append
+// their commands to hiredis's output buffer and return; Poll() sends what is
+// buffered, waits for the oldest operation's replies (Redis answers in
+// order) and completes it. A synchronous call (Scan, Delete) first completes
+// every pending operation, so replies never go to the wrong caller.
+//
 // Thread-safety: one RedisDb per client thread (it owns its connection).
 
 #ifndef RFRPC_KVSTORE_YCSB_REDIS_DB_H_
 #define RFRPC_KVSTORE_YCSB_REDIS_DB_H_
 
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -82,8 +90,32 @@ class RedisDb final : public DB {
                       const Record& values) override;
   absl::Status Delete(absl::string_view table, absl::string_view key) override;
 
+  bool SupportsAsync() const override { return true; }
+  void ReadAsync(absl::string_view table, absl::string_view key,
+                 const std::vector<std::string>* fields, Record* result,
+                 Done done) override;
+  void UpdateAsync(absl::string_view table, absl::string_view key,
+                   const Record& values, Done done) override;
+  void InsertAsync(absl::string_view table, absl::string_view key,
+                   const Record& values, Done done) override;
+  bool Poll() override;
+
  private:
   using Args = std::vector<std::string>;
+  // An async operation whose commands are sent; `finish` turns its replies
+  // (still owned by the caller) into the operation's status.
+  struct Pending {
+    size_t replies = 0;
+    std::function<absl::Status(const std::vector<redisReply*>&)> finish;
+    Done done;
+  };
+
+  // Appends `commands` and queues `p` for them; on a connection error runs
+  // p.done with it at once.
+  void Append(const std::vector<Args>& commands, Pending p);
+  // Reads the oldest pending operation's replies and completes it; on a
+  // connection error fails it and every other pending operation.
+  void CompleteOldest();
 
   absl::Status Connect();
   void Disconnect();
@@ -101,6 +133,7 @@ class RedisDb final : public DB {
 
   const RedisOptions options_;
   redisContext* context_ = nullptr;  // Owned.
+  std::deque<Pending> pending_;      // Oldest first.
 };
 
 }  // namespace ycsb

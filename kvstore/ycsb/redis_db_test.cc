@@ -92,6 +92,59 @@ TEST_F(RedisDbTest, LostServerIsUnavailable) {
   EXPECT_EQ(db.Init().code(), absl::StatusCode::kUnavailable);
 }
 
+TEST_F(RedisDbTest, PipelinedOperationsCompleteInOrderFromPoll) {
+  RedisDb db(options_);
+  ASSERT_TRUE(db.Init().ok());
+  ASSERT_TRUE(db.SupportsAsync());
+  std::vector<std::string> order;
+  std::vector<absl::Status> statuses;
+  auto done = [&](std::string name) {
+    return [&, name](absl::Status s) {
+      order.push_back(name);
+      statuses.push_back(std::move(s));
+    };
+  };
+  const Record a = {{"f0", "a"}};
+  const Record b = {{"f0", "b"}};
+  Record r1, r2;
+  db.InsertAsync("t", "user1", a, done("insert"));
+  db.UpdateAsync("t", "user1", b, done("update"));
+  db.ReadAsync("t", "user1", nullptr, &r1, done("read"));
+  db.ReadAsync("t", "nosuchuser", nullptr, &r2, done("missing"));
+  EXPECT_TRUE(order.empty());  // Nothing completes before Poll.
+  while (db.Poll()) {
+  }
+  EXPECT_THAT(order, ElementsAre("insert", "update", "read", "missing"));
+  ASSERT_EQ(statuses.size(), 4u);
+  EXPECT_TRUE(statuses[0].ok()) << statuses[0];
+  EXPECT_TRUE(statuses[1].ok()) << statuses[1];
+  EXPECT_TRUE(statuses[2].ok()) << statuses[2];
+  EXPECT_THAT(r1, ElementsAre(Field{"f0", "b"}));
+  EXPECT_EQ(statuses[3].code(), absl::StatusCode::kNotFound);
+
+  // A synchronous call first completes what is pending.
+  order.clear();
+  statuses.clear();
+  db.ReadAsync("t", "user1", nullptr, &r1, done("read"));
+  Record r3;
+  ASSERT_TRUE(db.Read("t", "user1", nullptr, &r3).ok());
+  EXPECT_THAT(order, ElementsAre("read"));
+  EXPECT_FALSE(db.Poll());
+
+  // A lost server fails every pending operation, once.
+  order.clear();
+  statuses.clear();
+  db.ReadAsync("t", "user1", nullptr, &r1, done("a"));
+  db.ReadAsync("t", "user1", nullptr, &r2, done("b"));
+  peer_.reset();
+  while (db.Poll()) {
+  }
+  EXPECT_THAT(order, ElementsAre("a", "b"));
+  for (const absl::Status& s : statuses) {
+    EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  }
+}
+
 TEST_F(RedisDbTest, LoadAndRunWithDataIntegrity) {
   Properties props;
   props.Set("redis.port", absl::StrCat(options_.port));
@@ -122,13 +175,27 @@ TEST_F(RedisDbTest, LoadAndRunWithDataIntegrity) {
   EXPECT_EQ(load->measurements.at("INSERT").returns.at("OK"), 500);
 
   options.load = false;
-  absl::StatusOr<RunResult> run = RunClient(spec, props, options);
-  ASSERT_TRUE(run.ok()) << run.status();
-  EXPECT_EQ(run->operations, 2000);
-  EXPECT_EQ(run->integrity_failures, 0);
-  EXPECT_TRUE(run->ok());
-  EXPECT_EQ(run->measurements.at("SCAN").returns.size(), 1u);
-  EXPECT_GT(run->measurements.at("SCAN").returns.at("OK"), 0);
+  // Synchronous, then pipelined (8 in flight; scans complete the pending
+  // operations first and run synchronously in between).
+  for (int outstanding : {1, 8}) {
+    SCOPED_TRACE(outstanding);
+    spec.outstanding = outstanding;
+    absl::StatusOr<RunResult> run = RunClient(spec, props, options);
+    ASSERT_TRUE(run.ok()) << run.status();
+    EXPECT_EQ(run->operations, 2000);
+    EXPECT_EQ(run->integrity_failures, 0);
+    EXPECT_TRUE(run->ok());
+    EXPECT_EQ(run->measurements.at("SCAN").returns.size(), 1u);
+    EXPECT_GT(run->measurements.at("SCAN").returns.at("OK"), 0);
+    // One completion per operation, each OK.
+    int64_t calls = 0;
+    for (const char* op : {"READ", "UPDATE", "INSERT", "SCAN"}) {
+      const auto& returns = run->measurements.at(op).returns;
+      EXPECT_EQ(returns.size(), 1u) << op;
+      calls += returns.at("OK");
+    }
+    EXPECT_EQ(calls, 2000);
+  }
 }
 
 }  // namespace

@@ -19,15 +19,19 @@ int64_t NowNanos() {
       .count();
 }
 
+void RecordCall(Measurements* measurements, absl::string_view op,
+                const absl::Status& status, int64_t latency_ns) {
+  if (status.ok()) {
+    measurements->Measure(op, latency_ns);
+  } else {
+    measurements->Measure(absl::StrCat(op, "-FAILED"), latency_ns);
+  }
+  measurements->ReportReturn(op, YcsbReturnName(status));
+}
+
 void MeasuredDb::Note(absl::string_view op, const absl::Status& status,
                       int64_t start_ns) {
-  const int64_t latency = NowNanos() - start_ns;
-  if (status.ok()) {
-    measurements_->Measure(op, latency);
-  } else {
-    measurements_->Measure(absl::StrCat(op, "-FAILED"), latency);
-  }
-  measurements_->ReportReturn(op, YcsbReturnName(status));
+  RecordCall(measurements_, op, status, NowNanos() - start_ns);
 }
 
 absl::Status MeasuredDb::Cleanup() {
@@ -393,6 +397,121 @@ void CoreWorkload::DoReadModifyWrite(MeasuredDb& db,
     VerifyRow(key, fields, read_status, cells, db.measurements());
   }
   db.measurements()->Measure("READ-MODIFY-WRITE", latency);
+}
+
+void CoreWorkload::NextTransaction(ThreadState& state, PendingOp* op) const {
+  // The draws of DoRead, DoUpdate, ... in the same order.
+  op->op = NextOperation(state);
+  op->step = 0;
+  op->fields = nullptr;
+  op->values.clear();
+  op->cells.clear();
+  switch (op->op) {
+    case Operation::kRead:
+      op->key = BuildKeyName(NextKeynum(state));
+      op->fields = ReadFields(state, &op->field_storage);
+      break;
+    case Operation::kUpdate:
+      op->key = BuildKeyName(NextKeynum(state));
+      op->values = spec_.writeallfields ? BuildValues(op->key, state)
+                                        : BuildSingleValue(op->key, state);
+      break;
+    case Operation::kInsert:
+      op->keynum = transaction_insert_sequence_->Next();
+      op->key = BuildKeyName(op->keynum);
+      op->values = BuildValues(op->key, state);
+      break;
+    case Operation::kScan:
+      op->key = BuildKeyName(NextKeynum(state));
+      op->scan_length = scan_length_->Next(state.rng);
+      if (!spec_.readallfields) {
+        op->fields = ReadFields(state, &op->field_storage);
+      }
+      break;
+    case Operation::kReadModifyWrite:
+      op->key = BuildKeyName(NextKeynum(state));
+      op->fields = ReadFields(state, &op->field_storage);
+      op->values = spec_.writeallfields ? BuildValues(op->key, state)
+                                        : BuildSingleValue(op->key, state);
+      break;
+  }
+}
+
+void CoreWorkload::StartStep(DB* db, PendingOp* op,
+                             std::function<void()> done) const {
+  op->step_start_ns = NowNanos();
+  if (op->step == 0) op->op_start_ns = op->step_start_ns;
+  DB::Done finish = [op, done = std::move(done)](absl::Status s) {
+    op->end_ns = NowNanos();
+    op->status = std::move(s);
+    done();
+  };
+  const std::string& table = spec_.table;
+  switch (op->op) {
+    case Operation::kRead:
+      db->ReadAsync(table, op->key, op->fields, &op->cells, std::move(finish));
+      break;
+    case Operation::kUpdate:
+      db->UpdateAsync(table, op->key, op->values, std::move(finish));
+      break;
+    case Operation::kInsert:
+      db->InsertAsync(table, op->key, op->values, std::move(finish));
+      break;
+    case Operation::kScan: {
+      std::vector<Record> result;
+      finish(db->Scan(table, op->key, op->scan_length, op->fields, &result));
+      break;
+    }
+    case Operation::kReadModifyWrite:
+      if (op->step == 0) {
+        db->ReadAsync(table, op->key, op->fields, &op->cells,
+                      std::move(finish));
+      } else {
+        db->UpdateAsync(table, op->key, op->values, std::move(finish));
+      }
+      break;
+  }
+}
+
+absl::StatusOr<bool> CoreWorkload::FinishStep(
+    PendingOp* op, Measurements* measurements) const {
+  const int64_t latency = op->end_ns - op->step_start_ns;
+  switch (op->op) {
+    case Operation::kRead:
+      RecordCall(measurements, "READ", op->status, latency);
+      if (spec_.dataintegrity) {
+        VerifyRow(op->key, op->fields, op->status, op->cells, measurements);
+      }
+      return true;
+    case Operation::kUpdate:
+      RecordCall(measurements, "UPDATE", op->status, latency);
+      return true;
+    case Operation::kInsert: {
+      RecordCall(measurements, "INSERT", op->status, latency);
+      // Acknowledged even if the insert failed, as DoTransactionInsert.
+      absl::Status s = transaction_insert_sequence_->Acknowledge(op->keynum);
+      if (!s.ok()) return s;
+      return true;
+    }
+    case Operation::kScan:
+      RecordCall(measurements, "SCAN", op->status, latency);
+      return true;
+    case Operation::kReadModifyWrite:
+      if (op->step == 0) {
+        RecordCall(measurements, "READ", op->status, latency);
+        op->read_status = op->status;
+        op->step = 1;
+        return false;
+      }
+      RecordCall(measurements, "UPDATE", op->status, latency);
+      if (spec_.dataintegrity) {
+        VerifyRow(op->key, op->fields, op->read_status, op->cells,
+                  measurements);
+      }
+      measurements->Measure("READ-MODIFY-WRITE", op->end_ns - op->op_start_ns);
+      return true;
+  }
+  return true;
 }
 
 }  // namespace ycsb

@@ -26,6 +26,7 @@
 #define RFRPC_KVSTORE_YCSB_WORKLOAD_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -76,7 +77,37 @@ class MeasuredDb {
 // Monotonic nanoseconds.
 int64_t NowNanos();
 
+// Records one finished call of `op` (READ, UPDATE, ...) the way MeasuredDb
+// does: its latency under `op` or "<op>-FAILED", and its Return= name.
+void RecordCall(Measurements* measurements, absl::string_view op,
+                const absl::Status& status, int64_t latency_ns);
+
 enum class Operation { kRead, kUpdate, kInsert, kScan, kReadModifyWrite };
+
+// One run-phase operation of the pipelined client (client.h, `outstanding` >
+// 1), from its choice to its completion: CoreWorkload::NextTransaction fills
+// it, StartStep issues it through the driver's *Async methods, FinishStep
+// records it. A read-modify-write takes two steps (the read, then the
+// update). Owned by the client thread; between StartStep and the step's
+// `done` the driver may write `cells`, `status` and `end_ns` from its
+// completion thread.
+struct PendingOp {
+  Operation op = Operation::kRead;
+  std::string key;
+  std::vector<std::string> field_storage;
+  const std::vector<std::string>* fields = nullptr;  // Null: all fields.
+  Record values;  // What an update / insert / read-modify-write writes.
+  Record cells;   // What a read returned.
+  int64_t keynum = 0;       // A transaction insert's record number.
+  int64_t scan_length = 0;  // A scan's record count.
+  int step = 0;        // Read-modify-write: 0 the read, 1 the update.
+  int64_t op_start_ns = 0;    // Issue of the first step.
+  int64_t step_start_ns = 0;  // Issue of the current step.
+  absl::Status read_status;   // Read-modify-write: the read's result.
+  // Set by the completion of the current step.
+  int64_t end_ns = 0;
+  absl::Status status;
+};
 
 class CoreWorkload {
  public:
@@ -103,6 +134,23 @@ class CoreWorkload {
   // are counted, not returned; an error return means the thread must stop
   // (too many inserts in flight).
   absl::Status DoTransaction(MeasuredDb& db, ThreadState& state) const;
+
+  // The pipelined run phase (see PendingOp). NextTransaction chooses the
+  // next operation and its key, fields and values with the same generator
+  // draws, in the same order, as DoTransaction.
+  void NextTransaction(ThreadState& state, PendingOp* op) const;
+  // Issues op's current step on `db` (not kept) and stamps its start; when
+  // the step completes, its status and end time are stored in `*op` and
+  // `done` runs (on any thread, possibly before StartStep returns). Scans
+  // run synchronously (no driver scans asynchronously).
+  void StartStep(DB* db, PendingOp* op, std::function<void()> done) const;
+  // On the client thread, after op's step completed: records it in
+  // `measurements` (latency from the step's issue to its completion, the
+  // Return= code, VERIFY with dataintegrity, READ-MODIFY-WRITE). Returns
+  // true when the operation is complete, false if it has another step to
+  // start; an error means the thread must stop (as DoTransaction's).
+  absl::StatusOr<bool> FinishStep(PendingOp* op,
+                                  Measurements* measurements) const;
 
   // The key of record number `keynum`.
   std::string BuildKeyName(int64_t keynum) const;

@@ -16,6 +16,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,6 +50,8 @@ constexpr char kUsage[] =
     "  -target N      total target ops/sec; property `target`\n"
     "  -s             print a status line every status.interval seconds\n"
     "  -l LABEL       prefix of the status lines; property `label`\n"
+    "  -p outstanding=N  run-phase operations in flight per thread (drivers\n"
+    "                 with async support: jakiro, redis); default 1\n"
     "  --list_drivers, --print_properties, --help: extras\n";
 
 struct CommandLine {
@@ -192,11 +195,28 @@ int Main(int argc, char** argv) {
     return 2;
   }
 
+  // A driver instance only to ask whether it can pipeline (factories parse
+  // properties; nothing connects before Init).
+  absl::StatusOr<std::unique_ptr<DB>> probe = (*factory)(props);
+  if (!probe.ok()) {
+    std::cerr << "ycsb: " << probe.status().message() << "\n";
+    return 2;
+  }
+  const int in_flight = OperationsInFlight(*spec, cl.load, **probe);
+  probe->reset();
+
   std::vector<std::string> command(argv, argv + argc);
   std::cerr << "YCSB client (rfrpc)\nCommand line: "
             << absl::StrJoin(command, " ") << "\n"
             << (cl.load ? "Loading" : "Running") << " workload with driver \""
-            << spec->db << "\", " << spec->threadcount << " thread(s)\n";
+            << spec->db << "\", " << spec->threadcount << " thread(s), "
+            << in_flight << " operation(s) in flight per thread";
+  if (in_flight != spec->outstanding) {
+    std::cerr << " (outstanding=" << spec->outstanding << ": "
+              << (cl.load ? "the load phase" : "this driver")
+              << " is synchronous)";
+  }
+  std::cerr << "\n";
 
   ClientOptions options;
   options.load = cl.load;
