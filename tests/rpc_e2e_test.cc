@@ -375,7 +375,13 @@ TEST_F(RpcE2eTest, HybridSwitchesToServerReplyAndBack) {
   }
   EXPECT_EQ(ch->connection_mode(0), RpcMode::kServerReply);
   EXPECT_EQ(ch->stats().switches_to_server_reply, 1u);
-  EXPECT_GE(server_replied, 7);
+  // The server WRITEs back every result after the switch. The client takes
+  // most from its reply slot, but a hybrid client also probes the server's
+  // buffer now and then (to notice results that are fast again), and on a
+  // slow fabric (qemu TCG) a probe can win the race with the WRITE.
+  // (>= 7 of those 8: the counter of the last one may trail its WRITE.)
+  EXPECT_GE(server_->stats().calls_server_reply, 7u);
+  EXPECT_GE(server_replied, 1);
   // Fast again: it returns to remote fetching. (Whether it stays there
   // depends on how the host schedules the server; most calls are fetched.)
   int fetched = 0;
