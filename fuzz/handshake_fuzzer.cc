@@ -18,7 +18,7 @@
 #include <string>
 
 #include "absl/time/time.h"
-#include "google/protobuf/stubs/logging.h"
+#include "fuzz/fuzz_util.h"
 #include "rpc/rpc_handshake.pb.h"
 #include "transport/bootstrap.h"
 #include "transport/handshake.pb.h"
@@ -35,19 +35,8 @@ void CheckRoundTrip(const google::protobuf::MessageLite& msg) {
 
 }  // namespace
 
-// protobuf logs an ERROR line for every string field with invalid UTF-8;
-// fuzz inputs hit that on most executions, and writing it to stderr each
-// time cost more than the parse (the parse still fails, and is checked).
-// Only FATAL messages, which precede an abort, are still printed.
 extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
-  google::protobuf::SetLogHandler([](google::protobuf::LogLevel level,
-                                     const char* file, int line,
-                                     const std::string& message) {
-    if (level >= google::protobuf::LOGLEVEL_FATAL) {
-      fprintf(stderr, "[libprotobuf FATAL %s:%d] %s\n", file, line,
-              message.c_str());
-    }
-  });
+  rfrpc::fuzz::QuietProtobufLogs();
   return 0;
 }
 

@@ -25,7 +25,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "fuzz/fuzz_service.h"
-#include "google/protobuf/stubs/logging.h"
+#include "fuzz/fuzz_util.h"
 #include "rpc/batch_format.h"
 #include "rpc/service.h"
 #include "rpc/slot_codec.h"
@@ -70,19 +70,8 @@ void RunOne(uint32_t method_id, absl::string_view request) {
 
 }  // namespace
 
-// protobuf logs an ERROR line for every string field with invalid UTF-8;
-// fuzz inputs hit that on most executions, and writing it to stderr each
-// time cost more than the parse (the parse still fails, and is checked).
-// Only FATAL messages, which precede an abort, are still printed.
 extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
-  google::protobuf::SetLogHandler([](google::protobuf::LogLevel level,
-                                     const char* file, int line,
-                                     const std::string& message) {
-    if (level >= google::protobuf::LOGLEVEL_FATAL) {
-      fprintf(stderr, "[libprotobuf FATAL %s:%d] %s\n", file, line,
-              message.c_str());
-    }
-  });
+  rfrpc::fuzz::QuietProtobufLogs();
   return 0;
 }
 

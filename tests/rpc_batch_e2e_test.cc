@@ -61,6 +61,25 @@ class BatchE2eTest : public ::testing::TestWithParam<Param> {
     return c.ok() ? std::move(*c) : nullptr;
   }
 
+  // Issues `n` async Echo calls back to back (so they can share a batch),
+  // waits for all of them and asserts that each succeeded.
+  static void CallAllAsync(Channel* ch, const TestRequest* reqs,
+                           TestResponse* resps, int n) {
+    static const uint32_t kEcho = MethodId(kEchoMethod);
+    std::vector<absl::Status> statuses(n);
+    std::atomic<int> done{0};
+    for (int i = 0; i < n; ++i) {
+      ch->CallAsync(kEcho, reqs[i], &resps[i], nullptr, [&, i](absl::Status s) {
+        statuses[i] = s;
+        ++done;
+      });
+    }
+    ASSERT_TRUE(WaitForCount(done, n, absl::Seconds(60)));
+    for (int i = 0; i < n; ++i) {
+      ASSERT_TRUE(statuses[i].ok()) << i << ": " << statuses[i];
+    }
+  }
+
   TestService service_;
   std::unique_ptr<Server> server_;
 };
@@ -185,7 +204,6 @@ TEST_P(BatchE2eTest, MovedResultIsNotTakenForTheNextPartHeader) {
   opts.first_seq = 1;
   std::unique_ptr<Channel> ch = Connect(opts);
   ASSERT_NE(ch, nullptr);
-  static const uint32_t kEcho = MethodId(kEchoMethod);
   TestRequest reqs[3];
   reqs[0].set_id(7);
   reqs[0].set_response_size(500);  // Past result_batch_bytes (512) with E.
@@ -193,18 +211,7 @@ TEST_P(BatchE2eTest, MovedResultIsNotTakenForTheNextPartHeader) {
   reqs[2].set_id(9);
   reqs[2].set_sleep_ms(300);
   TestResponse resps[3];
-  absl::Status statuses[3];
-  std::atomic<int> done{0};
-  for (int i = 0; i < 3; ++i) {
-    ch->CallAsync(kEcho, reqs[i], &resps[i], nullptr, [&, i](absl::Status s) {
-      statuses[i] = s;
-      ++done;
-    });
-  }
-  ASSERT_TRUE(WaitForCount(done, 3, absl::Seconds(60)));
-  for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(statuses[i].ok()) << i << ": " << statuses[i];
-  }
+  ASSERT_NO_FATAL_FAILURE(CallAllAsync(ch.get(), reqs, resps, 3));
   EXPECT_EQ(resps[0].payload(), ExpectedPayload(7, 500));
   EXPECT_EQ(resps[1].payload(), reqs[1].payload());
   EXPECT_EQ(resps[1].id(), 0u);
@@ -258,7 +265,6 @@ TEST_P(BatchE2eTest, StaleReplySlotBytesAreNotTakenForTheNextPart) {
   ASSERT_TRUE(CallEcho(ch.get(), nullptr, d, &d_resp).ok());
   ASSERT_EQ(d_resp.payload(), fake);
 
-  static const uint32_t kEcho = MethodId(kEchoMethod);
   TestRequest reqs[3];
   reqs[0].set_id(7);
   reqs[0].set_response_size(480);
@@ -267,18 +273,7 @@ TEST_P(BatchE2eTest, StaleReplySlotBytesAreNotTakenForTheNextPart) {
   reqs[2].set_id(9);
   reqs[2].set_sleep_ms(300);
   TestResponse resps[3];
-  absl::Status statuses[3];
-  std::atomic<int> done{0};
-  for (int i = 0; i < 3; ++i) {
-    ch->CallAsync(kEcho, reqs[i], &resps[i], nullptr, [&, i](absl::Status s) {
-      statuses[i] = s;
-      ++done;
-    });
-  }
-  ASSERT_TRUE(WaitForCount(done, 3, absl::Seconds(60)));
-  for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(statuses[i].ok()) << i << ": " << statuses[i];
-  }
+  ASSERT_NO_FATAL_FAILURE(CallAllAsync(ch.get(), reqs, resps, 3));
   EXPECT_EQ(resps[0].payload(), a_resp.payload());
   EXPECT_EQ(resps[1].payload(), reqs[1].payload());
   EXPECT_EQ(resps[2].id(), 9u);
