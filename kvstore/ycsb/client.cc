@@ -62,7 +62,7 @@ void SleepUntil(int64_t deadline_ns, const std::atomic<bool>& stop) {
 class CompletionQueue {
  public:
   void Push(int index) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     ready_.push_back(index);
     size_.store(static_cast<int>(ready_.size()), std::memory_order_release);
   }
@@ -70,13 +70,13 @@ class CompletionQueue {
   // Moves every ready index into `*out` (cleared first).
   void Drain(std::vector<int>* out) {
     out->clear();
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     out->swap(ready_);
     size_.store(0, std::memory_order_release);
   }
 
  private:
-  absl::Mutex mu_;
+  Mutex mu_;
   std::vector<int> ready_ ABSL_GUARDED_BY(mu_);
   std::atomic<int> size_{0};
 };

@@ -3,6 +3,7 @@
 #include "kvstore/ycsb/client.h"
 
 #include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
@@ -15,10 +16,10 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_split.h"
-#include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kvstore/ycsb/basic_db.h"
+#include "rpc/mutex.h"
 
 namespace rfrpc {
 namespace ycsb {
@@ -289,9 +290,10 @@ class AsyncMemoryDb final : public DB {
   ~AsyncMemoryDb() override {
     if (!threaded_) return;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       stop_ = true;
     }
+    cv_.notify_all();
     completer_.join();
   }
 
@@ -334,7 +336,7 @@ class AsyncMemoryDb final : public DB {
     if (threaded_) return false;
     std::function<void()> task;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (pending_.empty()) return false;
       task = std::move(pending_.back());
       pending_.pop_back();
@@ -345,24 +347,26 @@ class AsyncMemoryDb final : public DB {
 
  private:
   void Add(std::function<void()> task) {
-    absl::MutexLock lock(&mu_);
-    pending_.push_back(std::move(task));
-    int seen = max_in_flight_->load();
-    const int now = static_cast<int>(pending_.size());
-    while (now > seen && !max_in_flight_->compare_exchange_weak(seen, now)) {
+    {
+      MutexLock lock(&mu_);
+      pending_.push_back(std::move(task));
+      int seen = max_in_flight_->load();
+      const int now = static_cast<int>(pending_.size());
+      while (now > seen && !max_in_flight_->compare_exchange_weak(seen, now)) {
+      }
     }
+    cv_.notify_one();
   }
   void CompleteLoop() {
     std::mt19937 rng(7);
     for (;;) {
       std::function<void()> task;
       {
-        absl::MutexLock lock(&mu_);
-        mu_.Await(absl::Condition(
-            +[](AsyncMemoryDb* db) ABSL_EXCLUSIVE_LOCKS_REQUIRED(db->mu_) {
-              return db->stop_ || !db->pending_.empty();
-            },
-            this));
+        MutexLock lock(&mu_);
+        // rfrpc::Mutex (not absl's): ThreadSanitizer sees through it.
+        mu_.Await(&cv_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return stop_ || !pending_.empty();
+        });
         if (pending_.empty()) return;  // Stopped with nothing left.
         const size_t i = rng() % pending_.size();
         task = std::move(pending_[i]);
@@ -375,7 +379,8 @@ class AsyncMemoryDb final : public DB {
   BasicDb inner_;
   const bool threaded_;
   std::atomic<int>* const max_in_flight_;
-  absl::Mutex mu_;
+  Mutex mu_;
+  std::condition_variable cv_;
   std::vector<std::function<void()>> pending_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread completer_;
