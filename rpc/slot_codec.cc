@@ -88,14 +88,19 @@ FetchState InspectResponse(const char* buf, size_t available, size_t capacity,
   }
   const uint32_t size = size_status & kSizeMask;
   if (size > capacity) return FetchState::kCorrupt;
-  ResponseHeader h;
-  std::memcpy(&h, buf, sizeof(h));
   if (require_tail) {
     if (available < FramedBytes(size)) return FetchState::kCorrupt;
     if (LoadAcquire64(buf + TailOffset(size)) != TailWord(expected_seq, size)) {
       return FetchState::kNotReady;
     }
   }
+  // The rest of the header only after the tail: a reply-slot WRITE that is
+  // still landing (Soft-RoCE copies it byte by byte, head word first) shows
+  // the new head before the fields behind it, and a copy taken before the
+  // tail's acquire may hold an earlier part's server_time, status, flags and
+  // entries. (InspectRequest reads the request header in the same order.)
+  ResponseHeader h;
+  std::memcpy(&h, buf, sizeof(h));
   out->size = size;
   out->server_time = h.server_time;
   out->status_code = h.status_code;

@@ -73,9 +73,11 @@ struct ResponseView {
 // server, or as WRITTen into the reply slot). `capacity` is the response
 // slot's payload capacity. `require_tail`: also require the tail (reply
 // slots, where the WRITE may still be landing); a frame past `available` is
-// then kCorrupt. In a reply slot kCorrupt only means suspect: before the
-// WRITE lands, the bytes at a batch part's offset are what earlier results
-// left there, and may show the expected seq by chance.
+// then kCorrupt, and the header's other fields are read only after the tail
+// (a WRITE landing front to back shows the head word before them). In a
+// reply slot kCorrupt only means suspect: before the WRITE lands, the bytes
+// at a batch part's offset are what earlier results left there, and may show
+// the expected seq by chance.
 FetchState InspectResponse(const char* buf, size_t available, size_t capacity,
                            uint32_t expected_seq, bool require_tail,
                            ResponseView* out);

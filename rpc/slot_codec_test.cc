@@ -2,6 +2,10 @@
 
 #include "rpc/slot_codec.h"
 
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <string>
 #include <vector>
@@ -167,6 +171,91 @@ TEST_F(SlotCodecTest, ReplySlotNeedsTail) {
             FetchState::kNotReady);
   EXPECT_EQ(InspectResponse(resp_, kSlot, SlotPayloadCapacity(kSlot), 3, false, &v),
             FetchState::kReady);
+}
+
+// A reply-slot WRITE lands front to back (Soft-RoCE copies it byte by byte):
+// the new head word first, then the header fields, the payload and the tail.
+// Here the rest lands between the client's load of the head and its load of
+// the tail: the tail sits on a page that is unreadable until then, and the
+// SIGSEGV handler of the first load from it lands the rest of the WRITE. The
+// fields reported must be the new ones, not those an earlier part left at
+// the same offset (a part of 1 entry taken as one of 3 failed a batch).
+struct LandingWrite {
+  char* page = nullptr;  // Two pages; the frame straddles their boundary.
+  char* frame = nullptr;
+  size_t page_bytes = 0;
+  ResponseHeader fields;  // Bytes [8, 16) the WRITE brings.
+  uint64_t payload = 0;
+  uint64_t tail = 0;
+  int landed = 0;
+};
+LandingWrite* landing = nullptr;
+
+void LandRestOfWrite(int sig, siginfo_t* info, void*) {
+  char* const second = landing->page + landing->page_bytes;
+  char* const addr = static_cast<char*>(info->si_addr);
+  if (sig != SIGSEGV || addr < second || addr >= second + landing->page_bytes) {
+    signal(sig, SIG_DFL);  // Not ours: crash as usual.
+    return;
+  }
+  mprotect(second, landing->page_bytes, PROT_READ | PROT_WRITE);
+  std::memcpy(landing->frame + 8,
+              reinterpret_cast<const char*>(&landing->fields) + 8, 8);
+  std::memcpy(landing->frame + kHeaderBytes, &landing->payload, 8);
+  std::memcpy(landing->frame + TailOffset(8), &landing->tail, 8);
+  ++landing->landed;
+}
+
+TEST(ReplySlotWriteTest, HeaderFieldsAreReadAfterTheTail) {
+  LandingWrite w;
+  w.page_bytes = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* m = mmap(nullptr, 2 * w.page_bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  w.page = static_cast<char*>(m);
+  // Header at the end of the first page; payload and tail on the second.
+  w.frame = w.page + w.page_bytes - kHeaderBytes;
+  constexpr uint32_t kSeq = 7;
+  // What an earlier part left at this offset: 3 entries, seq 6.
+  ResponseHeader old{};
+  old.size_status = kValidBit | 24;
+  old.seq = kSeq - 1;
+  old.server_time = 11;
+  old.flags = kResponseFlagBatch;
+  old.reserved = 3;
+  std::memcpy(w.frame, &old, sizeof(old));
+  // The new part: 1 entry of 8 payload bytes, seq 7; its head word landed.
+  w.fields = old;
+  w.fields.size_status = kValidBit | 8;
+  w.fields.seq = kSeq;
+  w.fields.server_time = 22;
+  w.fields.status_code = 0;
+  w.fields.reserved = 1;
+  w.payload = 0x1122334455667788u;
+  w.tail = TailWord(kSeq, 8);
+  const uint64_t head = HeadWord(w.fields.size_status, kSeq);
+  std::memcpy(w.frame, &head, sizeof(head));
+  ASSERT_EQ(mprotect(w.page + w.page_bytes, w.page_bytes, PROT_NONE), 0);
+
+  landing = &w;
+  struct sigaction sa = {}, prev = {};
+  sa.sa_sigaction = &LandRestOfWrite;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
+  ASSERT_EQ(sigaction(SIGSEGV, &sa, &prev), 0);
+  ResponseView v;
+  const FetchState st = InspectResponse(w.frame, 64, SlotPayloadCapacity(kSlot),
+                                        kSeq, /*require_tail=*/true, &v);
+  sigaction(SIGSEGV, &prev, nullptr);
+  landing = nullptr;
+
+  EXPECT_EQ(w.landed, 1);
+  ASSERT_EQ(st, FetchState::kReady);
+  EXPECT_EQ(v.size, 8u);
+  EXPECT_EQ(v.entries, 1);
+  EXPECT_EQ(v.server_time, 22);
+  EXPECT_EQ(v.flags, kResponseFlagBatch);
+  munmap(m, 2 * w.page_bytes);
 }
 
 TEST(ServerTimeTest, EncodesSaturating) {
