@@ -119,13 +119,7 @@ absl::Status RedisDb::Cleanup() {
   return absl::OkStatus();
 }
 
-absl::Status RedisDb::Pipeline(const std::vector<Args>& commands,
-                               std::vector<redisReply*>* replies) {
-  while (!pending_.empty()) CompleteOldest();  // Their replies come first.
-  if (context_ == nullptr || context_->err) {
-    absl::Status s = Connect();
-    if (!s.ok()) return s;
-  }
+void RedisDb::AppendCommands(const std::vector<Args>& commands) {
   std::vector<const char*> argv;
   std::vector<size_t> argvlen;
   for (const Args& args : commands) {
@@ -138,6 +132,16 @@ absl::Status RedisDb::Pipeline(const std::vector<Args>& commands,
     redisAppendCommandArgv(context_, static_cast<int>(argv.size()),
                            argv.data(), argvlen.data());
   }
+}
+
+absl::Status RedisDb::Pipeline(const std::vector<Args>& commands,
+                               std::vector<redisReply*>* replies) {
+  while (!pending_.empty()) CompleteOldest();  // Their replies come first.
+  if (context_ == nullptr || context_->err) {
+    absl::Status s = Connect();
+    if (!s.ok()) return s;
+  }
+  AppendCommands(commands);
   for (size_t i = 0; i < commands.size(); ++i) {
     void* reply = nullptr;
     if (redisGetReply(context_, &reply) != REDIS_OK || reply == nullptr) {
@@ -286,18 +290,7 @@ void RedisDb::Append(const std::vector<Args>& commands, Pending p) {
     absl::Status s = Connect();
     if (!s.ok()) return p.done(s);
   }
-  std::vector<const char*> argv;
-  std::vector<size_t> argvlen;
-  for (const Args& args : commands) {
-    argv.clear();
-    argvlen.clear();
-    for (const std::string& a : args) {
-      argv.push_back(a.data());
-      argvlen.push_back(a.size());
-    }
-    redisAppendCommandArgv(context_, static_cast<int>(argv.size()),
-                           argv.data(), argvlen.data());
-  }
+  AppendCommands(commands);
   p.replies = commands.size();
   pending_.push_back(std::move(p));
 }

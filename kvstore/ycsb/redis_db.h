@@ -119,6 +119,9 @@ class RedisDb final : public DB {
 
   absl::Status Connect();
   void Disconnect();
+  // Buffers `commands` on the connection (hiredis sends them on the next
+  // read of a reply).
+  void AppendCommands(const std::vector<Args>& commands);
   // Sends all `commands` in one pipeline and returns their replies (caller
   // frees each with freeReplyObject). Reconnects first if needed.
   absl::Status Pipeline(const std::vector<Args>& commands,
