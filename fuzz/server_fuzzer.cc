@@ -124,12 +124,15 @@ class Harness {
                                    server_region_, 0));
     mode_ = mode;
   }
-  // READs the response buffer into local_ at kRequestSlotBytes.
-  const char* Fetch() {
-    PostAndWait(WorkRequest::Read(2, local_.get(), kRequestSlotBytes,
-                                  kResponseSlotBytes, server_region_,
-                                  layout_.ResponseSlotOffset(0)));
-    return local_->data() + kRequestSlotBytes;
+  // READs the response buffer from `offset` on into local_ at
+  // kRequestSlotBytes + offset, as the client does: a READ starting at the
+  // part's header. (One READ from offset 0 orders only its first 8 bytes; a
+  // later part's head could then be copied after the fields behind it.)
+  const char* Fetch(uint32_t offset) {
+    PostAndWait(WorkRequest::Read(2, local_.get(), kRequestSlotBytes + offset,
+                                  kResponseSlotBytes - offset, server_region_,
+                                  layout_.ResponseSlotOffset(0) + offset));
+    return local_->data() + kRequestSlotBytes + offset;
   }
   // Waits for the part at `offset`; returns its view and payload.
   void WaitPart(uint32_t offset, wire::ResponseView* view, const char** payload);
@@ -151,9 +154,9 @@ void Harness::WaitPart(uint32_t offset, wire::ResponseView* view,
   const absl::Time deadline = absl::Now() + absl::Seconds(5);
   const uint32_t room = kResponseSlotBytes - offset;
   for (;;) {
-    const char* buf = Fetch() + offset;
+    const char* buf = Fetch(offset);
     const wire::FetchState st = wire::InspectResponse(
-        buf, room, wire::SlotPayloadCapacity(room), seq_, false, view);
+        buf, room, wire::SlotPayloadCapacity(room), seq_, true, view);
     if (st == wire::FetchState::kCorrupt) Die("corrupt response header");
     if (st == wire::FetchState::kReady) {
       if ((view->flags & wire::kResponseFlagPushed) == 0 &&
