@@ -41,7 +41,9 @@ if [ "${1:-}" = --in-vm ]; then
       echo "perftest $tool $s B: t_typical ${typ:-?} us" >&2
     done
   done
-  timeout 600 "$BIN/transport_bench" --provider=verbs --listen="$IP:0" --sections=lat \
+  # Pinned as perftest's client is (its server side is the kernel's rxe, as
+  # for ib_read_lat's passive side).
+  timeout 600 "${pin_c[@]}" "$BIN/transport_bench" --provider=verbs --listen="$IP:0" --sections=lat \
     --iters="$ITERS" --sizes="$SIZES" --lat_csv=/tmp/vm_bench_lat.csv > /tmp/tb.out 2>&1 ||
     { echo "transport_bench failed:"; tail -20 /tmp/tb.out; }
   echo "== Soft-RoCE under qemu TCG: correctness, not hardware speed (rxe0, $ITERS iterations, load $(cut -d' ' -f1 /proc/loadavg) in guest)"
