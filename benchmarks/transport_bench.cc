@@ -49,6 +49,9 @@ DEFINE_string(listen, "",
               "listener address (shm: socket path, \"\" picks one; verbs: "
               "host:port, e.g. 10.11.0.1:0 in the Soft-RoCE VM)");
 DEFINE_string(sections, "lat,rtt,fig1", "parts to run: lat, rtt, fig1");
+DEFINE_bool(rtt_per_op, false,
+            "rtt: also time every provider round trip (one RDTSC each) and "
+            "print their median, the statistic perftest's t_typical reports");
 DEFINE_string(lat_csv, "", "also write WRITE/READ latency and ops/s rows here");
 DEFINE_string(rtt_csv, "", "also write the round-trip rows here");
 DEFINE_string(fig1_csv, "", "also write the Fig. 1 rows here");
@@ -383,7 +386,8 @@ double BarePingPong(const std::vector<int>& cpus, bool processes, int iters) {
 // 2b. 8 B WRITE-then-poll round trip through the provider: the client
 // WRITEs seq into the server's flag word; the server polls it and WRITEs seq
 // back into the client's; the client polls that.
-double TransportPingPong(Setup* s, const std::vector<int>& cpus, int iters) {
+double TransportPingPong(Setup* s, const std::vector<int>& cpus, int iters,
+                         const TickClock* ticks, std::vector<double>* per_op) {
   Connection* client = s->pair.client.get();
   Connection* server = s->pair.server.get();
   CompletionQueue* client_cq = s->client_cq.get();
@@ -425,7 +429,13 @@ double TransportPingPong(Setup* s, const std::vector<int>& cpus, int iters) {
   PinTo(cpus.front());
   uint64_t pending = 0;
   const auto t0 = Clock::now();
+  uint64_t last = per_op != nullptr ? ticks->Now() : 0;
   for (uint64_t seq = 1; seq <= static_cast<uint64_t>(iters); ++seq) {
+    if (per_op != nullptr && seq > 1) {
+      const uint64_t now = ticks->Now();
+      per_op->push_back(ticks->NsBetween(last, now));
+      last = now;
+    }
     write8(client, client_cq, seq, &pending);
     if (!BoundedSpin([&] { return LoadAcquire64(client_flag) == seq; })) {
       std::fprintf(stderr, "transport ping-pong stalled\n");
@@ -449,11 +459,13 @@ void RoundTrip(Setup* s) {
       "\n== [%s] 8 B WRITE-then-poll round trip vs bare cache-line "
       "ping-pong (%d rounds x %d round trips, cpus %d and %d; same host)\n",
       name.c_str(), kRounds, iters, cpus.front(), cpus.back());
-  std::vector<double> bare_proc, bare_thread, via;
+  std::vector<double> bare_proc, bare_thread, via, via_per_op;
+  const TickClock ticks;
   for (int r = 0; r < kRounds; ++r) {
     bare_proc.push_back(BarePingPong(cpus, /*processes=*/true, iters));
     bare_thread.push_back(BarePingPong(cpus, /*processes=*/false, iters));
-    via.push_back(TransportPingPong(s, cpus, iters));
+    via.push_back(TransportPingPong(s, cpus, iters, &ticks,
+                                    FLAGS_rtt_per_op ? &via_per_op : nullptr));
   }
   auto best = [](std::vector<double> v) {
     return *std::min_element(v.begin(), v.end());
@@ -478,6 +490,17 @@ void RoundTrip(Setup* s) {
                  best(bare_thread), median(bare_thread), l);
     std::fprintf(csv.get(), "%s,write_then_poll_8B,%.0f,%.0f,%.2f\n",
                  name.c_str(), best(via), median(via), l);
+    if (!via_per_op.empty()) {
+      std::fprintf(csv.get(), "%s,write_then_poll_8B_per_op,%.0f,%.0f,%.2f\n",
+                   name.c_str(), Percentile(&via_per_op, 0.0),
+                   Percentile(&via_per_op, 0.5), l);
+    }
+  }
+  if (!via_per_op.empty()) {
+    std::printf("%-9s %-44s %12.0f %12.0f  (timed per round trip, %s)\n",
+                name.c_str(), "8 B WRITE-then-poll, per round trip",
+                Percentile(&via_per_op, 0.0), Percentile(&via_per_op, 0.5),
+                ticks.source());
   }
   std::printf(
       "%-9s ratio provider / bare two-process ping-pong: best %.2fx, median "

@@ -57,6 +57,21 @@ if [ "${1:-}" = --in-vm ]; then
     printf '%-6s %7s %16s %16s %14s %s\n' "$op" "$bytes" "$pt" "$ours" "$ratio" "$verdict"
   done
   echo "WRITE: perftest reports half a ping-pong; ours is post-to-completion (ACKed), ~a round trip."
+  # The like-for-like WRITE figure: transport_bench's 8 B inline WRITE
+  # ping-pong between two threads on the two vCPUs (its rtt section, not
+  # pinned to one CPU), half a round trip, against ib_write_lat 8 B.
+  timeout 600 "$BIN/transport_bench" --provider=verbs --listen="$IP:0" --sections=rtt \
+    --rtt_per_op --iters=$((ITERS * 20)) --rtt_csv=/tmp/vm_bench_rtt.csv > /tmp/tb_rtt.out 2>&1 ||
+    { echo "transport_bench rtt failed:"; tail -20 /tmp/tb_rtt.out; }
+  pp=$(awk -F, '$2 == "write_then_poll_8B_per_op" { printf "%.2f", $4 / 2000 }' /tmp/vm_bench_rtt.csv 2>/dev/null)
+  # Half the median of round trips timed one by one, as perftest's t_typical.
+  pt=${PT[ib_write_lat/8]:-?}
+  if [ -n "$pp" ]; then
+    ratio=$(awk -v a="$pp" -v b="$pt" 'BEGIN { if (b + 0 > 0) printf "%.2fx", a / b; else print "n/a" }')
+    verdict=$(awk -v a="$pp" -v b="$pt" 'BEGIN { if (b + 0 <= 0) print ""; else if (a / b <= 1.2) print "(<= 1.2x)"; else print "(> 1.2x)" }')
+    printf '%-6s %7s %16s %16s %14s %s\n' "WRITE" "8 pp/2" "$pt" "$pp" "$ratio" "$verdict"
+    echo "WRITE 8 pp/2: half the median round trip (each timed) of an 8 B inline WRITE ping-pong between two threads, as ib_write_lat's t_typical."
+  fi
   exit 0
 fi
 
