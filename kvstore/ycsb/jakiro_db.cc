@@ -248,7 +248,7 @@ absl::Status JakiroDb::Cleanup() {
         "jakiro client: provider=%s mode=%s batch=%s calls=%llu "
         "remote_fetch=%llu server_reply=%llu failed=%llu reads/call=%.2f "
         "fetches=%llu switches(to_sr/to_rf)=%llu/%llu batches=%llu "
-        "calls/batch=%.2f\n",
+        "calls/batch=%.2f fetch_delay_ns=%.0f rtt_ns=%.0f\n",
         options_.client.channel.provider.c_str(),
         std::string(RpcModeName(options_.client.channel.mode)).c_str(),
         std::string(BatchModeName(options_.client.channel.batch)).c_str(),
@@ -259,7 +259,8 @@ absl::Status JakiroDb::Cleanup() {
         static_cast<unsigned long long>(st.fetches),
         static_cast<unsigned long long>(st.switches_to_server_reply),
         static_cast<unsigned long long>(st.switches_to_remote_fetch),
-        static_cast<unsigned long long>(st.batches), st.CallsPerBatch());
+        static_cast<unsigned long long>(st.batches), st.CallsPerBatch(),
+        st.fetch_delay_ns, st.fetch_rtt_ns);
   }
   client_.reset();
   return absl::OkStatus();
@@ -268,13 +269,12 @@ absl::Status JakiroDb::Cleanup() {
 absl::Status JakiroDb::Read(absl::string_view table, absl::string_view key,
                             const std::vector<std::string>* fields,
                             Record* result) {
-  result->clear();
   absl::Status s = client_->Get(key, &value_);
-  if (!s.ok()) return s;
-  absl::StatusOr<Record> record = DecodeRecord(value_);
-  if (!record.ok()) return record.status();
-  SelectFields(*record, fields, result);
-  return absl::OkStatus();
+  if (!s.ok()) {
+    result->clear();
+    return s;
+  }
+  return DecodeRecordInto(value_, fields, result);
 }
 
 absl::Status JakiroDb::Scan(absl::string_view, absl::string_view, int64_t,
