@@ -39,6 +39,7 @@ constexpr const char* kKnown[] = {
     "jakiro.max_value_bytes",  "jakiro.virtual_nodes",
     "jakiro.connect_retry_ms", "jakiro.shared_client",
     "jakiro.print_stats",      "jakiro.progress_thread",
+    "jakiro.fetch_miss_target",
 };
 
 // Reads an integer property in [min, max] into *out if set.
@@ -184,6 +185,13 @@ absl::StatusOr<JakiroDbOptions> JakiroDbOptions::FromProperties(
       return BadProperty(*e, "jakiro.latency_alpha", "a number in (0, 1)");
     }
     c.latency_alpha = a;
+  }
+  if (const Properties::Entry* e = p.Find("jakiro.fetch_miss_target")) {
+    double t;
+    if (!absl::SimpleAtod(e->value, &t) || !(t > 0 && t <= 0.5)) {
+      return BadProperty(*e, "jakiro.fetch_miss_target", "a number in (0, 0.5]");
+    }
+    c.fetch_delay_miss_target = t;
   }
   if (const Properties::Entry* e = p.Find("jakiro.auth_token")) {
     c.auth_token = e->value;
