@@ -3,7 +3,7 @@
 #
 #   bash benchmarks/kv_compare.sh [--seconds=N] [--records=N] [--repeat=N] [--out=FILE]
 #        [--provider=shm|verbs] [--address=IP:0] [--outstanding=N]
-#        [--batch_size=N] [--no-setup]
+#        [--batch_size=N] [--fetch_miss_target=T] [--no-setup]
 #
 # Workloads: the paper's record size (kvstore/workloads/paper_zipf: 16 B keys,
 # one 32 B value, zipfian 0.99, 100 000 records) as YCSB-C (100% read) and
@@ -31,6 +31,11 @@
 # memcached stays synchronous (libmemcached has no natural pipelining of
 # independent gets/sets), so pipelined Jakiro vs memcached is not like for
 # like; the ratio lines say which is which.
+# --fetch_miss_target=T passes -p jakiro.fetch_miss_target=T to every Jakiro
+# row (rfrpc's ChannelOptions::fetch_delay_miss_target: where the adaptive
+# first-fetch delay settles; higher trades READs per call for latency).
+# Unset (the default), Jakiro runs with rfrpc's default; the output names T
+# when it is set.
 # Each run lasts --seconds (default 10; maxexecutiontime) after a load phase;
 # with --repeat=N each configuration runs N times and the table keeps the run
 # with the highest throughput (other work on a shared machine only slows runs
@@ -51,6 +56,7 @@ ADDRESS=
 SETUP=1
 OUTSTANDING=16
 BATCH=16
+MISS_TARGET=
 for arg in "$@"; do
   case "$arg" in
     --seconds=*) SECS="${arg#*=}" ;;
@@ -61,8 +67,9 @@ for arg in "$@"; do
     --address=*) ADDRESS="${arg#*=}" ;;
     --outstanding=*) OUTSTANDING="${arg#*=}" ;;
     --batch_size=*) BATCH="${arg#*=}" ;;
+    --fetch_miss_target=*) MISS_TARGET="${arg#*=}" ;;
     --no-setup) SETUP=0 ;;
-    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
+    -h|--help) sed -n "2,46p" "$0"; exit 0 ;;
     *) echo "kv_compare: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -164,6 +171,7 @@ for _ in $(seq 1 100); do [ -s "$WORK/jakiro.addr" ] && break; sleep 0.1; done
 [ -s "$WORK/jakiro.addr" ] || { cat "$WORK/jakiro.log" >&2; exit 1; }
 J=(-db jakiro -p jakiro.servers="$(cat "$WORK/jakiro.addr")" -p jakiro.provider="$PROVIDER"
    -p jakiro.print_stats=true)
+if [ -n "$MISS_TARGET" ]; then J+=(-p jakiro.fetch_miss_target="$MISS_TARGET"); fi
 MPORT="$(free_port)"
 "${SRV_CPU[@]}" timeout -k 5 3600 memcached -u root -l 127.0.0.1 -p "$MPORT" -U 0 \
   -t 1 -m 512 >"$WORK/memcached.log" 2>&1 &
@@ -237,6 +245,9 @@ ratio() {  # ratio NAME_A NAME_B WL
   echo "- workloads: kvstore/workloads/paper_zipf ($RECORDS records, 16 B keys, 32 B values, zipfian 0.99);"
   echo "  C = 100% read, A = 50% read / 50% update; ${SECS} s per run after one load; best of $REPEAT run(s)"
   echo "- one server thread pinned to CPU 0, YCSB pinned to CPU 1 (the batched run's 4 threads unpinned)"
+  if [ -n "$MISS_TARGET" ]; then
+    echo "- Jakiro rows with -p jakiro.fetch_miss_target=$MISS_TARGET (not rfrpc's default first-fetch delay target)"
+  fi
   echo
   echo "- pipelined rows: 1 YCSB thread with $OUTSTANDING operations in flight (batched: $((2 * BATCH)), fixed batches of $BATCH, T = 20 us);"
   echo "  memcached (-t 1, libmemcached ASCII) is driven synchronously, 1 thread; Redis both ways"

@@ -46,21 +46,22 @@ constexpr int64_t kReplyProbeNs = 1000 * 1000;
 // late result shows up and the slot can be reused.
 constexpr int64_t kAbandonedFetchNs = 20 * 1000;
 // Adaptive first-fetch delay, multiplicative both ways, decided when the
-// result is found: a hit (first fetch) shrinks it by 1/2048; a near miss
-// (found by the retry right after the first fetch: a slightly longer delay
-// would have hit) grows it by 1/16, plus a small step so it can leave 0. It
-// settles where near misses are about (1/2048)/(1/16) = 0.8% of calls (RDMA
-// ops per call ~2.008). A far miss (found only after several fetches) is
-// mostly a descheduled server or client, which no delay under the cap would
-// have caught; it grows the delay by 1/256 only, so such outliers move it
-// only when they are more than ~11% of calls (a server that really got
-// slower), instead of driving it to its cap on a busy host and with it the
-// latency of every call. Being multiplicative it recovers from a burst in a
-// few thousand calls at any scale.
-constexpr double kDelayGrow = 1.0 / 16;
+// result is found: a hit (first fetch) shrinks it by delay_shrink_; a near
+// miss (found by the retry right after the first fetch: a slightly longer
+// delay would have hit) grows it by 1/16, plus a small step so it can leave
+// 0. It settles where near misses are a fraction t of calls with
+// (1 - t) * shrink = t / 16, i.e. shrink = (1/16) t / (1 - t) for
+// ChannelOptions::fetch_delay_miss_target t; the default t = 1/129 gives
+// 1/2048 (RDMA ops per call ~2.008). A far miss (found only after several
+// fetches) is mostly a descheduled server or client, which no delay under
+// the cap would have caught; it grows the delay by 1/256 only, so (at the
+// default t) such outliers move it only when they are more than ~11% of
+// calls (a server that really got slower), instead of driving it to its cap
+// on a busy host and with it the latency of every call. Being
+// multiplicative it recovers from a burst in a few thousand calls at any
+// scale.
 constexpr double kDelayGrowFar = 1.0 / 256;
 constexpr double kDelayStepNs = 10.0;
-constexpr double kDelayShrink = 1.0 / 2048;
 // Longest pause between fetches of a call that already needed more than R.
 constexpr double kMaxFetchBackoffNs = 20 * 1000.0;
 // Check the transport's liveness every this many progress rounds.
@@ -706,7 +707,7 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
   const bool abandoned = Abandoned(slot);
   if (st == wire::FetchState::kReady) {
     if (!probe && !abandoned && slot.fetches == 0 && slot.part_offset == 0) {
-      fetch_delay_ns_ *= 1.0 - kDelayShrink;
+      fetch_delay_ns_ *= 1.0 - delay_shrink_;
     } else if (!probe && !abandoned && slot.part_offset == 0 &&
                options_.mode != RpcMode::kServerReply) {
       // The first fetch missed: grow the delay, up to its cap

@@ -178,6 +178,10 @@ class ClientConnection {
     bool publish_pending = false;     // Adaptive: held by the elastic rule.
   };
 
+  // A near miss grows the adaptive first-fetch delay by this fraction (see
+  // client_connection.cc).
+  static constexpr double kDelayGrow = 1.0 / 16;
+
   ClientConnection(ChannelOptions options, ChannelCounters* counters);
 
   absl::Status StartLocked(PendingCall* call, const char* serialized,
@@ -232,6 +236,9 @@ class ClientConnection {
   bool batching() const { return options_.batch != BatchMode::kOff; }
 
   const ChannelOptions options_;
+  // What a first-fetch hit takes off the adaptive delay, from
+  // options_.fetch_delay_miss_target.
+  const double delay_shrink_;
   ChannelCounters* const counters_;  // Not owned.
   int worker_ = 0;
   int server_workers_ = 1;

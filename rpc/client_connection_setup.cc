@@ -29,6 +29,8 @@ uint32_t RoundUp64(uint32_t n) { return (n + 63u) & ~63u; }
 ClientConnection::ClientConnection(ChannelOptions options,
                                    ChannelCounters* counters)
     : options_(std::move(options)),
+      delay_shrink_(kDelayGrow * options_.fetch_delay_miss_target /
+                    (1.0 - options_.fetch_delay_miss_target)),
       counters_(counters),
       policy_(HybridPolicy::Params{options_.mode, options_.retries,
                                    options_.switch_after,
@@ -66,6 +68,12 @@ absl::StatusOr<std::unique_ptr<ClientConnection>> ClientConnection::Connect(
   }
   if (options.retries < 1 || options.switch_after < 1) {
     return absl::InvalidArgumentError("retries and switch_after must be >= 1");
+  }
+  if (!(options.fetch_delay_miss_target > 0 &&
+        options.fetch_delay_miss_target <= 0.5)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("fetch_delay_miss_target ",
+                     options.fetch_delay_miss_target, " is outside (0, 0.5]"));
   }
   if (options.fetch_size < wire::kHeaderBytes) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -119,6 +119,15 @@ struct ChannelOptions {
   // time). Past it, fetches count against R as usual, so a slow server still
   // shows up as calls needing more than R fetches. Default: 2 us.
   absl::Duration max_fetch_delay = absl::Microseconds(2);
+  // The share of calls whose first fetch the adaptive delay lets come one
+  // fetch too early: the delay settles where about this fraction of first
+  // fetches miss and the retry right after them finds the result. So it is
+  // a percentile of how long results take: low, the delay waits for nearly
+  // the slowest results (about 1 + this READs per call, but every call
+  // waits that long); higher, it sits nearer the typical result (more
+  // READs, lower latency when result times spread, e.g. a store whose
+  // lookups sometimes miss the cache). In (0, 0.5]. Default: 1/129 (~0.8%).
+  double fetch_delay_miss_target = 1.0 / 129;
 
   // true: the channel starts a progress thread that advances async calls
   // (and runs their callbacks). false: no such thread; async calls advance

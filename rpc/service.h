@@ -133,6 +133,14 @@ absl::Status SerializeResponse(const google::protobuf::MessageLite& msg,
 
 // The typed unary handler used by generated services: parses Req, calls
 // (service->*method)(ctx, &req, &resp), serializes Resp.
+//
+// The Req and Resp messages are kept per thread (a server worker) from call
+// to call: parsing into a used message and Clear() keep its string and
+// repeated fields' buffers, so a warm handler allocates nothing for a
+// request's or a response's bytes fields. The method sees a freshly parsed
+// request and a cleared response, as with new messages; neither may be used
+// after it returns (as before). A Run nested in another on the same thread
+// (not something a server worker does) gets messages of its own.
 template <typename ServiceT, typename Req, typename Resp>
 class UnaryHandler final : public MethodHandler {
  public:
@@ -144,16 +152,42 @@ class UnaryHandler final : public MethodHandler {
   absl::Status Run(ServerContext* ctx, absl::string_view request,
                    char* response_buf, size_t response_cap,
                    size_t* response_len) override {
-    Req req;
-    absl::Status s = ParseRequest(request, &req);
-    if (!s.ok()) return s;
-    Resp resp;
-    s = (service_->*method_)(ctx, &req, &resp);
-    if (!s.ok()) return s;
-    return SerializeResponse(resp, response_buf, response_cap, response_len);
+    thread_local Messages reused;
+    if (reused.busy) {
+      Messages own;
+      return RunWith(&own, ctx, request, response_buf, response_cap,
+                     response_len);
+    }
+    // Released however RunWith leaves (the server catches exceptions that
+    // user code throws).
+    struct Release {
+      Messages* m;
+      ~Release() { m->busy = false; }
+    } release{&reused};
+    reused.busy = true;
+    return RunWith(&reused, ctx, request, response_buf, response_cap,
+                   response_len);
   }
 
  private:
+  struct Messages {
+    Req req;
+    Resp resp;
+    bool busy = false;
+  };
+
+  absl::Status RunWith(Messages* m, ServerContext* ctx,
+                       absl::string_view request, char* response_buf,
+                       size_t response_cap, size_t* response_len) {
+    absl::Status s = ParseRequest(request, &m->req);  // Clears it first.
+    if (!s.ok()) return s;
+    m->resp.Clear();
+    s = (service_->*method_)(ctx, &m->req, &m->resp);
+    if (!s.ok()) return s;
+    return SerializeResponse(m->resp, response_buf, response_cap,
+                             response_len);
+  }
+
   ServiceT* const service_;  // Not owned.
   const Method method_;
 };

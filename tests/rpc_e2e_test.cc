@@ -103,6 +103,29 @@ TEST_F(RpcE2eTest, EchoInEveryMode) {
   EXPECT_GE(server_->stats().calls_server_reply, 200u);
 }
 
+// fetch_delay_miss_target only moves where the first-fetch delay settles:
+// out of (0, 0.5] it is refused, and at its largest every call still gets
+// its own result.
+TEST_F(RpcE2eTest, FetchDelayMissTargetIsCheckedAndCallsStayCorrect) {
+  StartServer(1);
+  for (double bad : {0.0, -0.1, 0.51}) {
+    ChannelOptions opts;
+    opts.provider = Provider();
+    opts.fetch_delay_miss_target = bad;
+    EXPECT_EQ(Channel::Create(server_->address(), opts).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
+  ChannelOptions opts;
+  opts.fetch_delay_miss_target = 0.5;
+  std::unique_ptr<Channel> ch = Connect(RpcMode::kRemoteFetch, opts);
+  ASSERT_NE(ch, nullptr);
+  for (uint64_t i = 1; i <= 300; ++i) ExpectEcho(ch.get(), i, i % 100);
+  const ChannelStats st = ch->stats();
+  EXPECT_EQ(st.calls_remote_fetch, 300u);
+  EXPECT_EQ(st.calls_failed, 0u);
+}
+
 // Seqs start where the client says (random by default; a server expecting 1
 // would never take these calls) and wrap past 0, which is never used.
 TEST_F(RpcE2eTest, SeqsStartAtFirstSeqAndWrapPastZero) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +13,47 @@
 
 namespace rfrpc {
 namespace kvstore {
+namespace {
+
+// The request and response messages of one thread's synchronous calls of
+// one kind, kept from call to call: a message's string fields keep their
+// buffers when it is refilled or re-parsed, so once warm a Get or Put
+// allocates nothing for its key, value or result.
+template <typename Request, typename Response>
+struct ReusedMessages {
+  Request request;
+  Response response;
+  bool busy = false;
+};
+
+// The calling thread's ReusedMessages for the length of one call, or
+// messages of its own when they are in use: a callback that a synchronous
+// call runs while it waits (Channel::Call runs finished async calls'
+// callbacks) may make a synchronous call itself.
+template <typename Request, typename Response>
+class MessageLease {
+ public:
+  explicit MessageLease(ReusedMessages<Request, Response>* reused)
+      : m_(reused) {
+    if (m_->busy) {
+      own_ = std::make_unique<ReusedMessages<Request, Response>>();
+      m_ = own_.get();
+    }
+    m_->busy = true;
+  }
+  ~MessageLease() { m_->busy = false; }
+  MessageLease(const MessageLease&) = delete;
+  MessageLease& operator=(const MessageLease&) = delete;
+
+  Request& request() { return m_->request; }
+  Response& response() { return m_->response; }
+
+ private:
+  ReusedMessages<Request, Response>* m_;
+  std::unique_ptr<ReusedMessages<Request, Response>> own_;
+};
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<JakiroClient>> JakiroClient::Connect(
     const JakiroClientOptions& options) {
@@ -84,12 +126,16 @@ JakiroClient::ServerConn& JakiroClient::Route(absl::string_view key,
 }
 
 absl::Status JakiroClient::Get(absl::string_view key, std::string* value) {
-  rfrpc::kv::GetRequest req;
-  req.set_key(key.data(), key.size());
-  rfrpc::kv::GetResponse resp;
+  thread_local ReusedMessages<rfrpc::kv::GetRequest, rfrpc::kv::GetResponse>
+      reused;
+  MessageLease<rfrpc::kv::GetRequest, rfrpc::kv::GetResponse> m(&reused);
+  m.request().set_key(key.data(), key.size());
   ClientContext ctx;
-  absl::Status s = Route(key, &ctx).stub->Get(&ctx, req, &resp);
-  if (s.ok()) *value = std::move(*resp.mutable_value());
+  absl::Status s =
+      Route(key, &ctx).stub->Get(&ctx, m.request(), &m.response());
+  // Swapped, not moved: the response keeps the caller's old buffer for the
+  // next call to parse into.
+  if (s.ok()) value->swap(*m.response().mutable_value());
   return s;
 }
 
@@ -111,12 +157,13 @@ void JakiroClient::GetAsync(absl::string_view key, std::string* value,
 }
 
 absl::Status JakiroClient::Put(absl::string_view key, absl::string_view value) {
-  rfrpc::kv::PutRequest req;
-  req.set_key(key.data(), key.size());
-  req.set_value(value.data(), value.size());
-  rfrpc::kv::PutResponse resp;
+  thread_local ReusedMessages<rfrpc::kv::PutRequest, rfrpc::kv::PutResponse>
+      reused;
+  MessageLease<rfrpc::kv::PutRequest, rfrpc::kv::PutResponse> m(&reused);
+  m.request().set_key(key.data(), key.size());
+  m.request().set_value(value.data(), value.size());
   ClientContext ctx;
-  return Route(key, &ctx).stub->Put(&ctx, req, &resp);
+  return Route(key, &ctx).stub->Put(&ctx, m.request(), &m.response());
 }
 
 void JakiroClient::PutAsync(absl::string_view key, absl::string_view value,
@@ -177,6 +224,13 @@ ChannelStats JakiroClient::TotalStats() const {
     t.flushes_timeout += c.flushes_timeout;
     t.result_parts += c.result_parts;
     t.publishes_delayed += c.publishes_delayed;
+    // Per-connection figures: averaged over the servers below.
+    t.fetch_rtt_ns += c.fetch_rtt_ns;
+    t.fetch_delay_ns += c.fetch_delay_ns;
+  }
+  if (!servers_.empty()) {
+    t.fetch_rtt_ns /= static_cast<double>(servers_.size());
+    t.fetch_delay_ns /= static_cast<double>(servers_.size());
   }
   return t;
 }

@@ -16,6 +16,10 @@
 //
 // Ownership: the client owns its channels. Thread safety: a JakiroClient is
 // thread-safe (its channels are; the ring is immutable after Connect).
+// Synchronous Get and Put reuse one request and one response message per
+// thread (thread_local; a nested call, from a callback run while a
+// synchronous call waits, uses its own), so a warm Get allocates nothing
+// for its key or its value.
 //
 //   JakiroClientOptions opts;
 //   opts.servers = {"/tmp/jakiro.sock"};
@@ -75,8 +79,9 @@ class JakiroClient {
   JakiroClient& operator=(const JakiroClient&) = delete;
   ~JakiroClient();
 
-  // The value of `key` into `*value` (not null, not kept). NOT_FOUND if
-  // absent; the statuses of proto/kvstore.proto and of Channel::Call.
+  // The value of `key` into `*value` (not null, not kept; its old buffer
+  // may be reused by a later call). NOT_FOUND if absent; the statuses of
+  // proto/kvstore.proto and of Channel::Call.
   absl::Status Get(absl::string_view key, std::string* value);
   // Inserts or replaces `key`.
   absl::Status Put(absl::string_view key, absl::string_view value);
@@ -111,7 +116,8 @@ class JakiroClient {
   int workers(int server) const { return servers_[server].workers; }
   // Counters of server i's channel.
   ChannelStats stats(int server) const;
-  // All channels' counters summed.
+  // All channels' counters summed (fetch_rtt_ns and fetch_delay_ns:
+  // averaged over the servers).
   ChannelStats TotalStats() const;
   const JakiroClientOptions& options() const { return options_; }
 

@@ -44,10 +44,12 @@ struct TestServer {
 };
 
 std::unique_ptr<JakiroClient> ConnectTo(const std::vector<TestServer*>& servers,
-                                        RpcMode mode = RpcMode::kHybrid) {
+                                        RpcMode mode = RpcMode::kHybrid,
+                                        bool progress_thread = true) {
   JakiroClientOptions o;
   for (TestServer* s : servers) o.servers.push_back(s->server->address());
   o.channel.mode = mode;
+  o.channel.progress_thread = progress_thread;
   o.max_value_bytes = 4096;
   absl::StatusOr<std::unique_ptr<JakiroClient>> c = JakiroClient::Connect(o);
   EXPECT_TRUE(c.ok()) << c.status();
@@ -129,6 +131,43 @@ TEST(JakiroClientTest, GetAsync) {
     EXPECT_TRUE(done[i].get_future().get().ok());
     EXPECT_EQ(values[i], absl::StrCat("v", i));
   }
+}
+
+// Synchronous calls reuse per-thread messages; a callback that a
+// synchronous call runs while it waits may make synchronous calls too, and
+// neither may see the other's key or value.
+TEST(JakiroClientTest, SyncCallsInsideACallbackRunBySyncCall) {
+  TestServer server(1);
+  std::unique_ptr<JakiroClient> client =
+      ConnectTo({&server}, RpcMode::kRemoteFetch, /*progress_thread=*/false);
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(client->Put("a", "value of a").ok());
+  ASSERT_TRUE(client->Put("b", std::string(300, 'b')).ok());
+  ASSERT_TRUE(client->Put("c", "c").ok());
+  bool in_outer = false;
+  int nested_runs = 0;
+  for (int round = 0; round < 200 && nested_runs < 5; ++round) {
+    std::string async_value, nested_value, outer_value;
+    bool done = false;
+    client->GetAsync("a", &async_value, [&](absl::Status s) {
+      EXPECT_TRUE(s.ok()) << s;
+      if (in_outer) ++nested_runs;
+      EXPECT_TRUE(client->Get("b", &nested_value).ok());
+      EXPECT_TRUE(client->Put("d", absl::StrCat("round ", round)).ok());
+      done = true;
+    });
+    in_outer = true;
+    ASSERT_TRUE(client->Get("c", &outer_value).ok());
+    in_outer = false;
+    while (!done) client->Poll();
+    EXPECT_EQ(outer_value, "c");
+    EXPECT_EQ(async_value, "value of a");
+    EXPECT_EQ(nested_value, std::string(300, 'b'));
+    std::string d;
+    ASSERT_TRUE(client->Get("d", &d).ok());
+    EXPECT_EQ(d, absl::StrCat("round ", round));
+  }
+  EXPECT_GT(nested_runs, 0) << "no callback ran inside a synchronous call";
 }
 
 TEST(JakiroClientTest, ConsistentHashingSpreadsKeysOverTwoServers) {

@@ -71,7 +71,10 @@ absl::Status JakiroService::Get(ServerContext* ctx,
   if (!p.ok()) return p.status();
   absl::StatusOr<absl::string_view> v = (*p)->GetView(request->key());
   if (!v.ok()) return v.status();
-  response->set_value(v->data(), v->size());
+  // assign(), not set_value(data, size): that builds a temporary string,
+  // while this reuses the buffer of the (reused, see rpc/service.h)
+  // response.
+  response->mutable_value()->assign(v->data(), v->size());
   return absl::OkStatus();
 }
 

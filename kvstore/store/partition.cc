@@ -116,19 +116,30 @@ absl::StatusOr<std::unique_ptr<Partition>> Partition::Create(
     return absl::InvalidArgumentError("num_buckets must be at most 2^32");
   }
   num_buckets = NextPowerOfTwo(num_buckets);
+  absl::StatusOr<HugePageBuffer> index =
+      HugePageBuffer::Allocate(num_buckets * sizeof(Bucket));
+  if (!index.ok()) return index.status();
+  absl::StatusOr<HugePageBuffer> arena =
+      HugePageBuffer::Allocate(num_segments * segment_bytes);
+  if (!arena.ok()) return arena.status();
   return std::unique_ptr<Partition>(
-      new Partition(options, num_buckets, segment_bytes, num_segments));
+      new Partition(options, num_buckets, segment_bytes, num_segments,
+                    std::move(*index), std::move(*arena)));
 }
 
 Partition::Partition(const PartitionOptions& options, size_t num_buckets,
-                     size_t segment_bytes, size_t num_segments)
+                     size_t segment_bytes, size_t num_segments,
+                     HugePageBuffer index, HugePageBuffer arena)
     : hash_(options.hash != nullptr ? options.hash : &DefaultHash),
       max_value_bytes_(options.max_value_bytes),
       segment_bytes_(segment_bytes),
       min_reclaim_bytes_(segment_bytes / 100 * options.min_reclaim_percent),
       bucket_mask_(num_buckets - 1),
-      buckets_(num_buckets, Bucket{}),
-      arena_(new char[num_segments * segment_bytes]),
+      index_(std::move(index)),
+      // A fresh mapping is zero-filled: every slot starts invalid.
+      buckets_(reinterpret_cast<Bucket*>(index_.data())),
+      num_buckets_(num_buckets),
+      arena_(std::move(arena)),
       arena_bytes_(num_segments * segment_bytes),
       segments_(num_segments),
       lru_front_(kNil),
@@ -225,7 +236,7 @@ int Partition::EmptySlot(const Bucket& bucket) {
 // Items and the global LRU list.
 
 Partition::ItemHeader* Partition::ItemAt(uint32_t unit) const {
-  return reinterpret_cast<ItemHeader*>(arena_.get() + size_t{unit} * kUnit);
+  return reinterpret_cast<ItemHeader*>(arena_.data() + size_t{unit} * kUnit);
 }
 
 size_t Partition::SegmentOf(uint32_t unit) const {
@@ -341,7 +352,7 @@ void Partition::Compact(size_t victim) {
   DCHECK(seg.state == SegmentState::kSealed);
   Segment& head = segments_[head_];
   CHECK_LE(head.used + seg.live, segment_bytes_);
-  char* const base = arena_.get() + victim * segment_bytes_;
+  char* const base = arena_.data() + victim * segment_bytes_;
   size_t offset = 0;
   while (offset < seg.used) {
     ItemHeader* item = reinterpret_cast<ItemHeader*>(base + offset);
@@ -352,7 +363,7 @@ void Partition::Compact(size_t victim) {
         (victim * segment_bytes_ + offset - footprint) / kUnit);
     const size_t to_offset = head_ * segment_bytes_ + head.used;
     const uint32_t to = static_cast<uint32_t>(to_offset / kUnit);
-    std::memcpy(arena_.get() + to_offset, item, footprint);
+    std::memcpy(arena_.data() + to_offset, item, footprint);
     head.used += footprint;
     head.live += footprint;
     item->live = 0;
@@ -429,8 +440,8 @@ absl::Status Partition::Put(absl::string_view key, absl::string_view value) {
   // arena (say, a view from GetView), copy them out first.
   const auto in_arena = [this](absl::string_view s) {
     const std::less<const char*> less;
-    return !s.empty() && !less(s.data(), arena_.get()) &&
-           less(s.data(), arena_.get() + arena_bytes_);
+    return !s.empty() && !less(s.data(), arena_.data()) &&
+           less(s.data(), arena_.data() + arena_bytes_);
   };
   if (in_arena(key) || in_arena(value)) {
     const std::string key_copy(key);
@@ -506,7 +517,7 @@ absl::Status Partition::CheckInvariants() const {
   // Buckets: ranks are a permutation; slots point at live items that hash
   // here with the right tag.
   uint64_t slots_in_use = 0;
-  for (size_t b = 0; b < buckets_.size(); ++b) {
+  for (size_t b = 0; b < num_buckets_; ++b) {
     const Bucket& bucket = buckets_[b];
     int valid = 0;
     unsigned rank_seen = 0;
@@ -574,7 +585,7 @@ absl::Status Partition::CheckInvariants() const {
     if (seg.state == SegmentState::kHead) ++heads;
     size_t offset = 0;
     size_t live = 0;
-    const char* base = arena_.get() + s * segment_bytes_;
+    const char* base = arena_.data() + s * segment_bytes_;
     while (offset < seg.used) {
       ItemHeader* item =
           reinterpret_cast<ItemHeader*>(const_cast<char*>(base + offset));

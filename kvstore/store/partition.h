@@ -70,6 +70,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "kvstore/store/huge_page_buffer.h"
 
 namespace rfrpc {
 namespace kvstore {
@@ -183,7 +184,7 @@ class Partition {
   // The bucket that `key` maps to: bits 32..63 of its hash, masked.
   size_t BucketOf(absl::string_view key) const;
 
-  size_t num_buckets() const { return buckets_.size(); }
+  size_t num_buckets() const { return num_buckets_; }
   size_t segment_bytes() const { return segment_bytes_; }
   size_t num_segments() const { return segments_.size(); }
   size_t max_value_bytes() const { return max_value_bytes_; }
@@ -209,7 +210,8 @@ class Partition {
   struct ItemHeader;
 
   Partition(const PartitionOptions& options, size_t num_buckets,
-            size_t segment_bytes, size_t num_segments);
+            size_t segment_bytes, size_t num_segments, HugePageBuffer index,
+            HugePageBuffer arena);
 
   absl::Status ValidateKey(absl::string_view key) const;
   uint64_t Hash(absl::string_view key) const { return hash_(key); }
@@ -262,8 +264,13 @@ class Partition {
   const size_t min_reclaim_bytes_;
   const uint64_t bucket_mask_;
 
-  std::vector<Bucket> buckets_;
-  std::unique_ptr<char[]> arena_;
+  // Both zero-filled at first and, where the kernel allows, on 2 MiB pages
+  // (huge_page_buffer.h): a lookup is one random bucket and one random item,
+  // and with 4 KiB pages each would also miss the TLB.
+  HugePageBuffer index_;
+  Bucket* const buckets_;  // num_buckets_ buckets in index_.
+  const size_t num_buckets_;
+  HugePageBuffer arena_;
   size_t arena_bytes_;
   std::vector<Segment> segments_;
   std::vector<size_t> free_segments_;  // stack

@@ -6,8 +6,11 @@
 //
 //   bazel run -c opt //kvstore/store:partition_bench
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <random>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,8 +33,11 @@ std::string MakeKey(uint64_t i) {
   return key;
 }
 
-std::unique_ptr<Partition> Preloaded(size_t items) {
-  std::unique_ptr<Partition> p = *Partition::Create(PartitionOptions{});
+std::unique_ptr<Partition> Preloaded(size_t items,
+                                     size_t memory_bytes = size_t{64} << 20) {
+  PartitionOptions options;
+  options.memory_bytes = memory_bytes;
+  std::unique_ptr<Partition> p = *Partition::Create(options);
   const std::string value(kValueBytes, 'v');
   for (size_t i = 0; i < items; ++i) {
     if (!p->Put(MakeKey(i), value).ok()) std::abort();
@@ -70,6 +76,57 @@ void BM_GetHit(benchmark::State& state) {
   Report(state, *p);
 }
 BENCHMARK(BM_GetHit)->Arg(1 << 10)->Arg(1 << 17)->Arg(1 << 20);
+
+// One Get at a time, as a synchronous Jakiro server serves them: the next
+// key depends on the value just read, so the CPU cannot overlap the lookups'
+// cache and TLB misses. Args: items, partition MiB (kv_compare.sh gives the
+// server 256).
+void BM_GetHitSerial(benchmark::State& state) {
+  const size_t n = state.range(0);
+  std::unique_ptr<Partition> p =
+      Preloaded(n, static_cast<size_t>(state.range(1)) << 20);
+  const std::vector<std::string> keys = ScrambledKeys(n);
+  size_t i = 0;
+  for (auto _ : state) {
+    absl::StatusOr<absl::string_view> v = p->GetView(keys[i]);
+    // The value is all 'v': this adds 0 but makes i wait for the load.
+    i += 1 + static_cast<size_t>((*v)[0] - 'v');
+    if (i >= n) i = 0;
+  }
+  Report(state, *p);
+}
+BENCHMARK(BM_GetHitSerial)->Args({100000, 64})->Args({100000, 256});
+
+// As BM_GetHitSerial, with keys drawn zipfian (theta 0.99, the paper's YCSB
+// skew; rank r has weight 1 / r^0.99, ranks scattered over the keys).
+void BM_GetHitSerialZipf(benchmark::State& state) {
+  const size_t n = state.range(0);
+  std::unique_ptr<Partition> p =
+      Preloaded(n, static_cast<size_t>(state.range(1)) << 20);
+  std::vector<double> cdf(n);
+  double sum = 0;
+  for (size_t r = 0; r < n; ++r) {
+    sum += 1.0 / std::pow(static_cast<double>(r + 1), 0.99);
+    cdf[r] = sum;
+  }
+  const std::vector<std::string> keys = ScrambledKeys(n);
+  std::vector<const std::string*> draws(1 << 16);
+  std::mt19937_64 rng(42);
+  std::uniform_real_distribution<double> u(0, sum);
+  for (auto& d : draws) {
+    const size_t r = static_cast<size_t>(
+        std::lower_bound(cdf.begin(), cdf.end(), u(rng)) - cdf.begin());
+    d = &keys[std::min(r, n - 1)];
+  }
+  size_t i = 0;
+  for (auto _ : state) {
+    absl::StatusOr<absl::string_view> v = p->GetView(*draws[i]);
+    i += 1 + static_cast<size_t>((*v)[0] - 'v');
+    if (i >= draws.size()) i = 0;
+  }
+  Report(state, *p);
+}
+BENCHMARK(BM_GetHitSerialZipf)->Args({100000, 256});
 
 void BM_GetMiss(benchmark::State& state) {
   const size_t n = state.range(0);

@@ -49,18 +49,48 @@ int32_t JavaStringHashCode(const std::string& s) {
 }
 
 std::string BuildKeyName(int64_t keynum, const KeyFormat& format) {
+  std::string key;
+  BuildKeyName(keynum, format, &key);
+  return key;
+}
+
+void BuildKeyName(int64_t keynum, const KeyFormat& format, std::string* key) {
   if (format.hashed) keynum = FnvHash64(keynum);
-  std::string digits = absl::StrCat(keynum);
+  // The decimal digits, written backwards from the end of `buf` (a '-' first
+  // for a negative number, as StrCat prints it).
+  static constexpr char kPairs[] =
+      "00010203040506070809101112131415161718192021222324252627282930313233343536"
+      "37383940414243444546474849505152535455565758596061626364656667686970717273"
+      "7475767778798081828384858687888990919293949596979899";
+  char buf[24];
+  char* const end = buf + sizeof(buf);
+  char* p = end;
+  uint64_t v = keynum < 0 ? 0 - static_cast<uint64_t>(keynum)
+                          : static_cast<uint64_t>(keynum);
+  while (v >= 100) {  // Two digits per division.
+    const size_t pair = static_cast<size_t>(v % 100) * 2;
+    v /= 100;
+    p -= 2;
+    p[0] = kPairs[pair];
+    p[1] = kPairs[pair + 1];
+  }
+  if (v >= 10) {
+    p -= 2;
+    p[0] = kPairs[v * 2];
+    p[1] = kPairs[v * 2 + 1];
+  } else {
+    *--p = static_cast<char>('0' + v);
+  }
+  if (keynum < 0) *--p = '-';
+  absl::string_view digits(p, static_cast<size_t>(end - p));
   size_t width = static_cast<size_t>(std::max(format.zeropadding, 0));
   if (format.keylength > 0) {
     width = static_cast<size_t>(format.keylength - 4);
-    if (digits.size() > width) digits = digits.substr(digits.size() - width);
+    if (digits.size() > width) digits.remove_prefix(digits.size() - width);
   }
-  std::string key = "user";
-  key.reserve(4 + std::max(width, digits.size()));
-  if (digits.size() < width) key.append(width - digits.size(), '0');
-  key += digits;
-  return key;
+  key->assign("user", 4);
+  if (digits.size() < width) key->append(width - digits.size(), '0');
+  key->append(digits.data(), digits.size());
 }
 
 UniformLong::UniformLong(int64_t lb, int64_t ub) : lb_(lb), ub_(ub) {

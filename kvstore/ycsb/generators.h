@@ -88,6 +88,9 @@ struct KeyFormat {
 
 // "user" + number, as CoreWorkload.buildKeyName (plus `keylength`).
 std::string BuildKeyName(int64_t keynum, const KeyFormat& format);
+// The same into `*key` (not null, overwritten), reusing its buffer: no
+// allocation once it has held one key.
+void BuildKeyName(int64_t keynum, const KeyFormat& format, std::string* key);
 
 // A source of integers.
 class NumberGenerator {

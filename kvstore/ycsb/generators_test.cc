@@ -2,11 +2,14 @@
 
 #include "kvstore/ycsb/generators.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -46,6 +49,38 @@ TEST(BuildKeyNameTest, HashedOrderedPaddedAndFixedLength) {
   EXPECT_EQ(BuildKeyName(0, KeyFormat{true, 1, 16}), "user860667377211");
   EXPECT_EQ(BuildKeyName(42, KeyFormat{false, 1, 16}), "user000000000042");
   EXPECT_EQ(BuildKeyName(42, KeyFormat{false, 1, 16}).size(), 16u);
+}
+
+// The key as Java's buildKeyName spells it, built the plain way: StrCat the
+// number, cut or zero-pad it, prepend "user".
+std::string ReferenceKeyName(int64_t keynum, const KeyFormat& format) {
+  if (format.hashed) keynum = FnvHash64(keynum);
+  std::string digits = absl::StrCat(keynum);
+  size_t width = static_cast<size_t>(std::max(format.zeropadding, 0));
+  if (format.keylength > 0) {
+    width = static_cast<size_t>(format.keylength - 4);
+    if (digits.size() > width) digits = digits.substr(digits.size() - width);
+  }
+  if (digits.size() < width) digits.insert(0, width - digits.size(), '0');
+  return "user" + digits;
+}
+
+TEST(BuildKeyNameTest, BothFormsMatchTheReference) {
+  std::string key = "a leftover longer than any key built here";
+  const KeyFormat formats[] = {KeyFormat{}, KeyFormat{false, 1},
+                               KeyFormat{false, 6}, KeyFormat{true, 1, 16},
+                               KeyFormat{false, 1, 16}, KeyFormat{false, 3}};
+  const int64_t nums[] = {0, 7, 42, 1234567, int64_t{1} << 62, -5,
+                          std::numeric_limits<int64_t>::max(),
+                          std::numeric_limits<int64_t>::min()};
+  for (const KeyFormat& f : formats) {
+    for (int64_t n : nums) {
+      const std::string want = ReferenceKeyName(n, f);
+      EXPECT_EQ(BuildKeyName(n, f), want) << n;
+      BuildKeyName(n, f, &key);
+      EXPECT_EQ(key, want) << n;
+    }
+  }
 }
 
 TEST(GeneratorsTest, FixedSeedGivesFixedSequence) {

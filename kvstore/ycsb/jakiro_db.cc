@@ -39,6 +39,7 @@ constexpr const char* kKnown[] = {
     "jakiro.max_value_bytes",  "jakiro.virtual_nodes",
     "jakiro.connect_retry_ms", "jakiro.shared_client",
     "jakiro.print_stats",      "jakiro.progress_thread",
+    "jakiro.fetch_miss_target",
 };
 
 // Reads an integer property in [min, max] into *out if set.
@@ -185,6 +186,13 @@ absl::StatusOr<JakiroDbOptions> JakiroDbOptions::FromProperties(
     }
     c.latency_alpha = a;
   }
+  if (const Properties::Entry* e = p.Find("jakiro.fetch_miss_target")) {
+    double t;
+    if (!absl::SimpleAtod(e->value, &t) || !(t > 0 && t <= 0.5)) {
+      return BadProperty(*e, "jakiro.fetch_miss_target", "a number in (0, 0.5]");
+    }
+    c.fetch_delay_miss_target = t;
+  }
   if (const Properties::Entry* e = p.Find("jakiro.auth_token")) {
     c.auth_token = e->value;
   }
@@ -248,7 +256,7 @@ absl::Status JakiroDb::Cleanup() {
         "jakiro client: provider=%s mode=%s batch=%s calls=%llu "
         "remote_fetch=%llu server_reply=%llu failed=%llu reads/call=%.2f "
         "fetches=%llu switches(to_sr/to_rf)=%llu/%llu batches=%llu "
-        "calls/batch=%.2f\n",
+        "calls/batch=%.2f fetch_delay_ns=%.0f rtt_ns=%.0f\n",
         options_.client.channel.provider.c_str(),
         std::string(RpcModeName(options_.client.channel.mode)).c_str(),
         std::string(BatchModeName(options_.client.channel.batch)).c_str(),
@@ -259,7 +267,8 @@ absl::Status JakiroDb::Cleanup() {
         static_cast<unsigned long long>(st.fetches),
         static_cast<unsigned long long>(st.switches_to_server_reply),
         static_cast<unsigned long long>(st.switches_to_remote_fetch),
-        static_cast<unsigned long long>(st.batches), st.CallsPerBatch());
+        static_cast<unsigned long long>(st.batches), st.CallsPerBatch(),
+        st.fetch_delay_ns, st.fetch_rtt_ns);
   }
   client_.reset();
   return absl::OkStatus();
@@ -268,13 +277,12 @@ absl::Status JakiroDb::Cleanup() {
 absl::Status JakiroDb::Read(absl::string_view table, absl::string_view key,
                             const std::vector<std::string>* fields,
                             Record* result) {
-  result->clear();
   absl::Status s = client_->Get(key, &value_);
-  if (!s.ok()) return s;
-  absl::StatusOr<Record> record = DecodeRecord(value_);
-  if (!record.ok()) return record.status();
-  SelectFields(*record, fields, result);
-  return absl::OkStatus();
+  if (!s.ok()) {
+    result->clear();
+    return s;
+  }
+  return DecodeRecordInto(value_, fields, result);
 }
 
 absl::Status JakiroDb::Scan(absl::string_view, absl::string_view, int64_t,

@@ -39,6 +39,10 @@
 //   jakiro.max_outstanding  Default: 256
 //   jakiro.latency_limit_us auto sizer bound. Default: 100
 //   jakiro.latency_alpha    auto sizer alpha. Default: 0.05
+//   jakiro.fetch_miss_target
+//                           share of calls whose first fetch may come too
+//                           early (ChannelOptions::fetch_delay_miss_target):
+//                           higher trades READs for latency. Default: 1/129
 //   jakiro.timeout_ms       per-call deadline. Default: 5000
 //   jakiro.auth_token       handshake secret. Default: none
 //   jakiro.max_value_bytes  largest value. Default: 32768

@@ -37,6 +37,7 @@ TEST(JakiroDbOptionsTest, ParsesProperties) {
        {"jakiro.batch_timeout_us", "30"},
        {"jakiro.fetch_size", "128"},
        {"jakiro.retries", "3"},
+       {"jakiro.fetch_miss_target", "0.25"},
        {"fieldcount", "1"}}));
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->client.servers, (std::vector<std::string>{"/a.sock", "/b.sock"}));
@@ -46,6 +47,7 @@ TEST(JakiroDbOptionsTest, ParsesProperties) {
   EXPECT_EQ(o->client.channel.batch_timeout, absl::Microseconds(30));
   EXPECT_EQ(o->client.channel.fetch_size, 128u);
   EXPECT_EQ(o->client.channel.retries, 3);
+  EXPECT_EQ(o->client.channel.fetch_delay_miss_target, 0.25);
   EXPECT_TRUE(o->shared_client);  // Batching shares the client by default.
   EXPECT_EQ(o->fieldcount, 1);
 }
@@ -69,6 +71,12 @@ TEST(JakiroDbOptionsTest, RejectsBadProperties) {
           Props({{"jakiro.servers", "/a"}, {"jakiro.retries", "0"}}))
           .status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  for (const char* bad : {"0", "0.6", "-1", "x"}) {
+    s = JakiroDbOptions::FromProperties(
+            Props({{"jakiro.servers", "/a"}, {"jakiro.fetch_miss_target", bad}}))
+            .status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
 }
 
 class JakiroDbTest : public ::testing::Test {

@@ -107,30 +107,71 @@ void MergeSnapshot(const MeasurementSnapshot& from, MeasurementSnapshot* into) {
   for (const auto& [op, stats] : from) (*into)[op].Merge(stats);
 }
 
+Measurements::Op* Measurements::FindOp(absl::string_view op) {
+  Op* found = nullptr;
+  int i = 0;
+  for (; i < kRecent && recent_[i] != nullptr; ++i) {
+    if (recent_[i]->name == op) {
+      found = recent_[i];
+      break;
+    }
+  }
+  if (found == nullptr) {
+    std::unique_ptr<Op>& slot = ops_[op];
+    if (slot == nullptr) {
+      slot = std::make_unique<Op>();
+      slot->name = std::string(op);
+    }
+    found = slot.get();
+    i = kRecent - 1;  // Evicts the least recent.
+  }
+  for (; i > 0; --i) recent_[i] = recent_[i - 1];
+  recent_[0] = found;
+  return found;
+}
+
+void Measurements::CountReturn(Op* o, absl::string_view return_name) {
+  if (o->last_return == nullptr || o->last_return->first != return_name) {
+    o->last_return = &*o->total.returns.try_emplace(std::string(return_name), 0)
+                           .first;
+  }
+  ++o->last_return->second;
+}
+
 void Measurements::Measure(absl::string_view op, int64_t latency_ns) {
   MutexLock lock(&mu_);
-  Op& o = ops_[op];
-  o.total.latency_ns.Record(latency_ns);
-  o.interval.latency_ns.Record(latency_ns);
+  Op* o = FindOp(op);
+  o->total.latency_ns.Record(latency_ns);
+  o->interval.latency_ns.Record(latency_ns);
 }
 
 void Measurements::ReportReturn(absl::string_view op,
                                 absl::string_view return_name) {
   MutexLock lock(&mu_);
-  ++ops_[op].total.returns[std::string(return_name)];
+  CountReturn(FindOp(op), return_name);
+}
+
+void Measurements::Record(absl::string_view measured_op, int64_t latency_ns,
+                          absl::string_view op,
+                          absl::string_view return_name) {
+  MutexLock lock(&mu_);
+  Op* m = FindOp(measured_op);
+  m->total.latency_ns.Record(latency_ns);
+  m->interval.latency_ns.Record(latency_ns);
+  CountReturn(measured_op == op ? m : FindOp(op), return_name);
 }
 
 void Measurements::TakeInterval(MeasurementSnapshot* into) {
   MutexLock lock(&mu_);
   for (auto& [op, o] : ops_) {
-    (*into)[op].latency_ns.Merge(o.interval.latency_ns);
-    o.interval.latency_ns.Clear();
+    (*into)[op].latency_ns.Merge(o->interval.latency_ns);
+    o->interval.latency_ns.Clear();
   }
 }
 
 void Measurements::MergeTotalInto(MeasurementSnapshot* into) const {
   MutexLock lock(&mu_);
-  for (const auto& [op, o] : ops_) (*into)[op].Merge(o.total);
+  for (const auto& [op, o] : ops_) (*into)[op].Merge(o->total);
 }
 
 std::string FormatJavaDouble(double d) {

@@ -14,6 +14,10 @@
 // ("READ", "READ-FAILED", "VERIFY") and counts YCSB return codes per
 // operation. Thread-safe: the owning thread records while the status thread
 // takes interval snapshots (an uncontended mutex on the recording path).
+// Recording is on every operation's path, so it is made cheap: Record()
+// takes the latency and the return code under one lock, and the last
+// operation names and return name used are remembered, so the common case
+// compares a few bytes instead of hashing and allocating.
 //
 // TextExporter / ExportMeasurements: Java YCSB's text report,
 //   [READ], Operations, 1000
@@ -28,8 +32,10 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -97,6 +103,12 @@ class Measurements {
   // Counts one `return_name` (e.g. "OK") under `op`.
   void ReportReturn(absl::string_view op, absl::string_view return_name)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Measure(measured_op, latency_ns) and ReportReturn(op, return_name) in
+  // one step (a call's latency goes under "READ" or "READ-FAILED", its
+  // return code always under "READ").
+  void Record(absl::string_view measured_op, int64_t latency_ns,
+              absl::string_view op, absl::string_view return_name)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Merges what was recorded since the last call into `*into` and starts a
   // new interval. `into` must not be null.
@@ -106,11 +118,25 @@ class Measurements {
 
  private:
   struct Op {
+    std::string name;
     OpStats total;
     OpStats interval;
+    // The entry of total.returns counted last (std::map nodes stay put),
+    // or null.
+    std::pair<const std::string, int64_t>* last_return = nullptr;
   };
+  // The statistics of `op`, created on first use.
+  Op* FindOp(absl::string_view op) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static void CountReturn(Op* o, absl::string_view return_name);
+
   mutable Mutex mu_;
-  absl::flat_hash_map<std::string, Op> ops_ ABSL_GUARDED_BY(mu_);
+  // Ops are boxed so the pointers in recent_ stay valid as the map grows.
+  absl::flat_hash_map<std::string, std::unique_ptr<Op>> ops_
+      ABSL_GUARDED_BY(mu_);
+  // The ops found last, most recent first (a YCSB thread cycles through
+  // one to three names).
+  static constexpr int kRecent = 4;
+  Op* recent_[kRecent] ABSL_GUARDED_BY(mu_) = {};
 };
 
 // Java's Double.toString(d): the shortest digits that read back as `d`, in

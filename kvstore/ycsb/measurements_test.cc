@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <random>
 #include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -146,6 +148,50 @@ TEST(MeasurementsTest, ThreadsRecordWhileIntervalsAreTaken) {
   EXPECT_EQ(total["READ"].latency_ns.count(), 100000);
   EXPECT_EQ(total["READ"].returns["OK"], 90000);
   EXPECT_EQ(total["READ"].returns["NOT_FOUND"], 10000);
+}
+
+TEST(MeasurementsTest, RecordCountsLatencyAndReturnUnderTheirNames) {
+  Measurements m;
+  // More names than the recent-name cache holds, in a rotating order, and
+  // return names that change from call to call.
+  const char* const ops[] = {"READ", "UPDATE", "INSERT", "SCAN", "DELETE",
+                             "VERIFY"};
+  for (int i = 0; i < 600; ++i) {
+    const std::string op = ops[i % 6];
+    if (i % 4 == 3) {
+      m.Record(op + "-FAILED", 2000, op, "NOT_FOUND");
+    } else {
+      m.Record(op, 1000, op, i % 2 == 0 ? "OK" : "ERROR");
+    }
+  }
+  m.Measure("READ", 5000);
+  m.ReportReturn("READ", "OK");
+  MeasurementSnapshot total;
+  m.MergeTotalInto(&total);
+  // Even i (READ, INSERT, DELETE): i % 4 is 0 or 2, never a failure, "OK".
+  // Odd i (UPDATE, SCAN, VERIFY): i % 4 == 3 fails (NOT_FOUND, 2000 ns under
+  // "<op>-FAILED"), i % 4 == 1 succeeds with "ERROR". 100 calls per op.
+  for (const char* op : {"READ", "INSERT", "DELETE"}) {
+    const int64_t extra = std::string(op) == "READ" ? 1 : 0;
+    EXPECT_EQ(total[op].latency_ns.count(), 100 + extra) << op;
+    EXPECT_EQ(total[op].latency_ns.min(), 1000) << op;
+    EXPECT_EQ(total[op].returns, (std::map<std::string, int64_t>{
+                                     {"OK", 100 + extra}}))
+        << op;
+    EXPECT_EQ(total.count(std::string(op) + "-FAILED"), 0u) << op;
+  }
+  EXPECT_EQ(total["READ"].latency_ns.max(), 5000);
+  for (const char* op : {"UPDATE", "SCAN", "VERIFY"}) {
+    const OpStats& failed = total[std::string(op) + "-FAILED"];
+    EXPECT_EQ(total[op].latency_ns.count(), 50) << op;
+    EXPECT_EQ(total[op].latency_ns.max(), 1000) << op;
+    EXPECT_EQ(failed.latency_ns.count(), 50) << op;
+    EXPECT_EQ(failed.latency_ns.min(), 2000) << op;
+    EXPECT_TRUE(failed.returns.empty()) << op;
+    EXPECT_EQ(total[op].returns, (std::map<std::string, int64_t>{
+                                     {"ERROR", 50}, {"NOT_FOUND", 50}}))
+        << op;
+  }
 }
 
 TEST(FormatTest, JavaDoubleToString) {

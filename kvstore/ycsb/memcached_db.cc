@@ -154,21 +154,20 @@ absl::Status MemcachedDb::Gets(absl::string_view key, std::string* value,
 absl::Status MemcachedDb::Read(absl::string_view table, absl::string_view key,
                                const std::vector<std::string>* fields,
                                Record* result) {
-  result->clear();
   size_t length = 0;
   uint32_t flags = 0;
   memcached_return_t rc;
   char* value =
       memcached_get(memc_, key.data(), key.size(), &length, &flags, &rc);
   if (value == nullptr) {
+    result->clear();
     if (memcached_success(rc)) return absl::NotFoundError(key);
     return FromMemcached(memc_, rc, "get");
   }
-  absl::StatusOr<Record> record = DecodeRecord(absl::string_view(value, length));
+  absl::Status s =
+      DecodeRecordInto(absl::string_view(value, length), fields, result);
   std::free(value);
-  if (!record.ok()) return record.status();
-  SelectFields(*record, fields, result);
-  return absl::OkStatus();
+  return s;
 }
 
 absl::Status MemcachedDb::Scan(absl::string_view, absl::string_view, int64_t,

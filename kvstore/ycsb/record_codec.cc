@@ -2,6 +2,7 @@
 
 #include "kvstore/ycsb/record_codec.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
@@ -54,6 +55,31 @@ absl::StatusOr<Record> DecodeRecord(absl::string_view bytes) {
     record.push_back({std::string(name), std::string(value)});
   }
   return record;
+}
+
+absl::Status DecodeRecordInto(absl::string_view bytes,
+                              const std::vector<std::string>* fields,
+                              Record* out) {
+  const size_t size = bytes.size();
+  size_t n = 0;  // Fields of *out filled so far.
+  while (!bytes.empty()) {
+    absl::string_view name, value;
+    if (!GetChunk(&bytes, &name) || !GetChunk(&bytes, &value)) {
+      out->clear();
+      return absl::DataLossError(absl::StrCat(
+          "malformed record: truncated field at byte ", size - bytes.size()));
+    }
+    if (fields != nullptr &&
+        std::find(fields->begin(), fields->end(), name) == fields->end()) {
+      continue;
+    }
+    if (n == out->size()) out->emplace_back();
+    Field& f = (*out)[n++];
+    f.name.assign(name.data(), name.size());
+    f.value.assign(value.data(), value.size());
+  }
+  out->resize(n);
+  return absl::OkStatus();
 }
 
 }  // namespace ycsb

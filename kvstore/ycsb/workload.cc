@@ -22,11 +22,11 @@ int64_t NowNanos() {
 void RecordCall(Measurements* measurements, absl::string_view op,
                 const absl::Status& status, int64_t latency_ns) {
   if (status.ok()) {
-    measurements->Measure(op, latency_ns);
+    measurements->Record(op, latency_ns, op, YcsbReturnName(status));
   } else {
-    measurements->Measure(absl::StrCat(op, "-FAILED"), latency_ns);
+    measurements->Record(absl::StrCat(op, "-FAILED"), latency_ns, op,
+                         YcsbReturnName(status));
   }
-  measurements->ReportReturn(op, YcsbReturnName(status));
 }
 
 void MeasuredDb::Note(absl::string_view op, const absl::Status& status,
@@ -194,6 +194,10 @@ std::string CoreWorkload::BuildKeyName(int64_t keynum) const {
   return ycsb::BuildKeyName(keynum, key_format_);
 }
 
+void CoreWorkload::BuildKeyName(int64_t keynum, std::string* key) const {
+  ycsb::BuildKeyName(keynum, key_format_, key);
+}
+
 std::string CoreWorkload::BuildDeterministicValue(
     absl::string_view key, absl::string_view field) const {
   // Java: sb = key + ":" + field; while (sb.length() < size)
@@ -345,13 +349,12 @@ absl::Status CoreWorkload::DoTransaction(MeasuredDb& db,
 }
 
 void CoreWorkload::DoRead(MeasuredDb& db, ThreadState& state) const {
-  const std::string key = BuildKeyName(NextKeynum(state));
-  std::vector<std::string> storage;
-  const std::vector<std::string>* fields = ReadFields(state, &storage);
-  Record cells;
-  absl::Status s = db.Read(spec_.table, key, fields, &cells);
+  BuildKeyName(NextKeynum(state), &state.key);
+  const std::vector<std::string>* fields =
+      ReadFields(state, &state.field_storage);
+  absl::Status s = db.Read(spec_.table, state.key, fields, &state.cells);
   if (spec_.dataintegrity) {
-    VerifyRow(key, fields, s, cells, db.measurements());
+    VerifyRow(state.key, fields, s, state.cells, db.measurements());
   }
 }
 

@@ -116,6 +116,12 @@ class CoreWorkload {
     Rng rng;
     // Set for requestdistribution=latest, whose generator is per thread.
     std::unique_ptr<SkewedLatest> latest;
+    // Buffers the synchronous operations reuse from one operation to the
+    // next (the key, the field list a read asks for, what it returned), so
+    // the run phase does not allocate them per operation.
+    std::string key;
+    std::vector<std::string> field_storage;
+    Record cells;
   };
 
   // InvalidArgument if `spec` cannot drive a workload (recordcount or
@@ -154,6 +160,8 @@ class CoreWorkload {
 
   // The key of record number `keynum`.
   std::string BuildKeyName(int64_t keynum) const;
+  // The same into `*key` (not null), reusing its buffer.
+  void BuildKeyName(int64_t keynum, std::string* key) const;
   // The dataintegrity value of `field` in record `key`.
   std::string BuildDeterministicValue(absl::string_view key,
                                       absl::string_view field) const;
