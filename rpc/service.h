@@ -144,16 +144,50 @@ class UnaryHandler final : public MethodHandler {
   absl::Status Run(ServerContext* ctx, absl::string_view request,
                    char* response_buf, size_t response_cap,
                    size_t* response_len) override {
-    Req req;
-    absl::Status s = ParseRequest(request, &req);
-    if (!s.ok()) return s;
-    Resp resp;
-    s = (service_->*method_)(ctx, &req, &resp);
-    if (!s.ok()) return s;
-    return SerializeResponse(resp, response_buf, response_cap, response_len);
+    // Each thread keeps one request and one response of these types and
+    // reuses them (parsing clears the request; the response is cleared
+    // here), so a small call allocates nothing for its messages. Large
+    // messages are not kept, so a thread holds no big buffers; a handler
+    // running a handler of the same types inside itself gets fresh ones.
+    struct Kept {
+      Req req;
+      Resp resp;
+      bool busy = false;
+    };
+    thread_local Kept kept;
+    if (kept.busy || request.size() > kKeepBytes) {
+      Req req;
+      Resp resp;
+      return RunOn(ctx, request, &req, &resp, response_buf, response_cap,
+                   response_len);
+    }
+    kept.busy = true;
+    kept.resp.Clear();
+    struct Release {
+      Kept* k;
+      ~Release() { k->busy = false; }
+    } release{&kept};
+    absl::Status s = RunOn(ctx, request, &kept.req, &kept.resp, response_buf,
+                           response_cap, response_len);
+    // A failed call may have left anything in the response.
+    if (!s.ok() || *response_len > kKeepBytes) kept.resp = Resp();
+    return s;
   }
 
  private:
+  // Messages above this many bytes are not kept between calls.
+  static constexpr size_t kKeepBytes = 4096;
+
+  absl::Status RunOn(ServerContext* ctx, absl::string_view request, Req* req,
+                     Resp* resp, char* response_buf, size_t response_cap,
+                     size_t* response_len) {
+    absl::Status s = ParseRequest(request, req);
+    if (!s.ok()) return s;
+    s = (service_->*method_)(ctx, req, resp);
+    if (!s.ok()) return s;
+    return SerializeResponse(*resp, response_buf, response_cap, response_len);
+  }
+
   ServiceT* const service_;  // Not owned.
   const Method method_;
 };
