@@ -197,7 +197,8 @@ class ChannelImpl final : public Channel {
     absl::Status s = Route(ctx, &conn);
     if (s.ok()) {
       s = conn->Start(call, request);
-      if (s.code() == absl::StatusCode::kResourceExhausted) {
+      // ok() is inline; code() is a call into Debian's libabsl_status.
+      if (!s.ok() && s.code() == absl::StatusCode::kResourceExhausted) {
         request.SerializeToString(&call->queued_request);
         conn->Enqueue(call);
         s = absl::OkStatus();

@@ -252,7 +252,8 @@ absl::Status ServerWorker::RunHandler(ServerConnection* c, uint32_t method_id,
     status =
         absl::InternalError(absl::StrCat("handler of ", m->full_name, " threw"));
   }
-  if (status.code() == absl::StatusCode::kResourceExhausted && *len > cap) {
+  if (!status.ok() && status.code() == absl::StatusCode::kResourceExhausted &&
+      *len > cap) {
     status = absl::ResourceExhaustedError(absl::StrCat(
         "response of ", *len, " bytes exceeds the ", cap,
         " bytes left in the connection's response slot (raise "
@@ -361,7 +362,7 @@ void ServerWorker::ServeBatch(ServerConnection* c, uint32_t s,
       out = moved;
     }
     wire::PutResultEntry(out, static_cast<uint32_t>(len),
-                         static_cast<uint16_t>(st.code()));
+                         st.ok() ? 0 : static_cast<uint16_t>(st.code()));
     part_size += eb;
     ++part_entries;
     ++done;
