@@ -193,16 +193,24 @@ class ChannelImpl final : public Channel {
     call->sync = false;
     call->done = std::move(done);
     Prepare(call, method_id, response, ctx);
-    std::shared_ptr<ClientConnection> conn;
-    absl::Status s = Route(ctx, &conn);
-    if (s.ok()) {
-      s = conn->Start(call, request);
-      // ok() is inline; code() is a call into Debian's libabsl_status.
-      if (!s.ok() && s.code() == absl::StatusCode::kResourceExhausted) {
-        request.SerializeToString(&call->queued_request);
-        conn->Enqueue(call);
-        s = absl::OkStatus();
+    const size_t i = Pick(ctx);
+    absl::Status s;
+    bool started = false;
+    {
+      // A live connection is used under its slot's lock rather than through
+      // a shared_ptr copy (two atomic read-modify-writes a call). Lock
+      // order: slot, then connection; no callback runs in here.
+      ConnSlot* slot = conns_[i].get();
+      MutexLock lock(&slot->mu);
+      if (!slot->conn->failed()) {
+        s = StartOrEnqueue(slot->conn.get(), call, request);
+        started = true;
       }
+    }
+    if (!started) {
+      std::shared_ptr<ClientConnection> conn;
+      s = Route(i, &conn);
+      if (s.ok()) s = StartOrEnqueue(conn.get(), call, request);
     }
     if (!s.ok()) {
       (void)Fail(call, s);
@@ -339,15 +347,32 @@ class ChannelImpl final : public Channel {
   }
 
   // Picks the call's connection, reconnecting a failed one if it is time.
-  absl::Status Route(ClientContext* ctx, std::shared_ptr<ClientConnection>* out) {
-    size_t i = 0;
-    if (conns_.size() == 1) {
-      // One connection: no round robin (saves a shared atomic add a call).
-    } else if (ctx != nullptr && ctx->has_shard()) {
-      i = ctx->shard() % conns_.size();
-    } else {
-      i = next_.fetch_add(1, std::memory_order_relaxed) % conns_.size();
+  // The connection a call goes to: its shard's, else round robin.
+  size_t Pick(ClientContext* ctx) {
+    if (conns_.size() == 1) return 0;  // No shared atomic add a call.
+    if (ctx != nullptr && ctx->has_shard()) return ctx->shard() % conns_.size();
+    return next_.fetch_add(1, std::memory_order_relaxed) % conns_.size();
+  }
+
+  // Starts `call` on `conn`, or queues it there if every slot is busy.
+  static absl::Status StartOrEnqueue(ClientConnection* conn, PendingCall* call,
+                                     const google::protobuf::MessageLite& request) {
+    absl::Status s = conn->Start(call, request);
+    // ok() is inline; code() is a call into Debian's libabsl_status.
+    if (!s.ok() && s.code() == absl::StatusCode::kResourceExhausted) {
+      request.SerializeToString(&call->queued_request);
+      conn->Enqueue(call);
+      s = absl::OkStatus();
     }
+    return s;
+  }
+
+  absl::Status Route(ClientContext* ctx, std::shared_ptr<ClientConnection>* out) {
+    return Route(Pick(ctx), out);
+  }
+
+  // Connection i, reconnecting it if it failed and it is time.
+  absl::Status Route(size_t i, std::shared_ptr<ClientConnection>* out) {
     ConnSlot* slot = conns_[i].get();
     std::shared_ptr<ClientConnection> old;
     absl::Status result;
