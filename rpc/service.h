@@ -53,7 +53,8 @@ class ServerContext {
   absl::string_view peer() const { return peer_; }
   // Index of the worker thread running the handler, in [0, workers).
   int worker() const { return worker_; }
-  // When the call arrived at this worker.
+  // When the call arrived at this worker (for a call in a request batch:
+  // when the worker took the batch, the same for all its calls).
   absl::Time arrival() const { return arrival_; }
 
   // Internal: set by the server before each call.
