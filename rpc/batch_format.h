@@ -38,6 +38,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "absl/status/status.h"
@@ -68,9 +69,53 @@ constexpr size_t EntryBytes(size_t payload) {
 }
 
 // Writes an entry header at `p` (the payload follows it) and zeroes the
-// padding after `size` payload bytes. Returns EntryBytes(size).
-size_t PutBatchEntry(char* p, uint32_t size, uint32_t method_id);
-size_t PutResultEntry(char* p, uint32_t size, uint16_t status_code);
+// padding after `size` payload bytes. Returns EntryBytes(size). Inline, as
+// are the readers below: they run once per call on both sides.
+inline size_t PutBatchEntry(char* p, uint32_t size, uint32_t method_id) {
+  const BatchEntryHeader h{size, method_id};
+  std::memcpy(p, &h, sizeof(h));
+  const size_t pad = Align8(size) - size;
+  if (pad > 0) std::memset(p + kEntryHeaderBytes + size, 0, pad);
+  return EntryBytes(size);
+}
+
+inline size_t PutResultEntry(char* p, uint32_t size, uint16_t status_code) {
+  const ResultEntryHeader h{size, status_code, 0};
+  std::memcpy(p, &h, sizeof(h));
+  const size_t pad = Align8(size) - size;
+  if (pad > 0) std::memset(p + kEntryHeaderBytes + size, 0, pad);
+  return EntryBytes(size);
+}
+
+namespace batch_internal {
+
+// The errors of an entry that does not fit what is left (out of line).
+absl::Status TruncatedEntryHeader(size_t left);
+absl::Status EntryOverrunsBatch(uint32_t size, size_t left);
+
+// Splits one entry off `rest`. Returns false at the end or on error. Every
+// size is checked against what remains before anything is read.
+template <typename Header>
+inline bool SplitEntry(absl::string_view* rest, Header* h,
+                       absl::string_view* payload, absl::Status* error) {
+  if (rest->empty()) return false;
+  if (rest->size() < kEntryHeaderBytes) {
+    *error = TruncatedEntryHeader(rest->size());
+    return false;
+  }
+  std::memcpy(h, rest->data(), sizeof(*h));
+  const size_t avail = rest->size() - kEntryHeaderBytes;
+  if (h->size > avail) {
+    *error = EntryOverrunsBatch(h->size, avail);
+    return false;
+  }
+  *payload = absl::string_view(rest->data() + kEntryHeaderBytes, h->size);
+  const size_t step = EntryBytes(h->size);
+  rest->remove_prefix(step < rest->size() ? step : rest->size());
+  return true;
+}
+
+}  // namespace batch_internal
 
 // Walks the entries of a request batch payload. Every size is checked
 // against what remains before anything is read.
@@ -98,6 +143,23 @@ class ResultReader {
   absl::string_view rest_;
   absl::Status error_;
 };
+
+inline bool BatchReader::Next(uint32_t* method_id, absl::string_view* payload) {
+  if (!error_.ok()) return false;
+  BatchEntryHeader h;
+  if (!batch_internal::SplitEntry(&rest_, &h, payload, &error_)) return false;
+  *method_id = h.method_id;
+  return true;
+}
+
+inline bool ResultReader::Next(uint16_t* status_code,
+                               absl::string_view* payload) {
+  if (!error_.ok()) return false;
+  ResultEntryHeader h;
+  if (!batch_internal::SplitEntry(&rest_, &h, payload, &error_)) return false;
+  *status_code = h.status_code;
+  return true;
+}
 
 // Counts the entries of a request batch; INVALID_ARGUMENT if malformed or
 // empty.

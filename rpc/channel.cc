@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <memory>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -31,6 +32,60 @@ constexpr int kSpinRounds = 256;
 // Don't retry a failed connection more often than this.
 constexpr absl::Duration kReconnectInterval = absl::Milliseconds(100);
 
+// The channel whose progress thread this is (null on other threads).
+thread_local const void* driving_channel = nullptr;
+
+// `t` in Unix ns, clamped to the int64 range (INT64_MAX: never).
+int64_t UnixNanosSaturated(absl::Time t) {
+  if (t >= absl::FromUnixNanos(INT64_MAX)) return INT64_MAX;
+  if (t <= absl::FromUnixNanos(INT64_MIN)) return INT64_MIN;
+  return absl::ToUnixNanos(t);
+}
+
+int64_t AddSaturated(int64_t a, int64_t b) {
+  int64_t sum;
+  if (__builtin_add_overflow(a, b, &sum)) return b > 0 ? INT64_MAX : INT64_MIN;
+  return sum;
+}
+
+// Async calls' PendingCall objects, kept by the thread that ran their
+// callbacks for its next CallAsync (which, in a closed loop, is the same
+// thread): a call then costs no heap allocation. Bounded; freed at thread
+// exit. `recycled_calls_gone` is trivially destructible, so it can still be
+// read after the list's destructor has run (callbacks run from another
+// thread_local's or a static's destructor then just delete).
+constexpr size_t kKeptCalls = 256;
+thread_local bool recycled_calls_gone = false;
+struct RecycledCalls {
+  std::vector<PendingCall*> calls;
+  ~RecycledCalls() {
+    recycled_calls_gone = true;
+    for (PendingCall* c : calls) delete c;
+  }
+};
+thread_local RecycledCalls recycled_calls;
+
+PendingCall* NewAsyncCall() {
+  if (recycled_calls_gone || recycled_calls.calls.empty()) {
+    return new PendingCall;
+  }
+  PendingCall* c = recycled_calls.calls.back();
+  recycled_calls.calls.pop_back();
+  return c;
+}
+
+// REQUIRES: nothing refers to `call` any more.
+void RecycleAsyncCall(PendingCall* call) {
+  if (recycled_calls_gone || recycled_calls.calls.size() >= kKeptCalls) {
+    delete call;
+    return;
+  }
+  // Back to a default-constructed PendingCall, whatever fields it grows.
+  call->~PendingCall();
+  new (call) PendingCall;
+  recycled_calls.calls.push_back(call);
+}
+
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -42,6 +97,8 @@ class ChannelImpl final : public Channel {
   ChannelImpl(std::string address, ChannelOptions options)
       : address_(std::move(address)),
         options_(std::move(options)),
+        default_timeout_ns_(
+            absl::ToInt64Nanoseconds(options_.default_timeout)),
         retries_(options_.retries),
         fetch_size_(options_.fetch_size) {}
 
@@ -49,6 +106,7 @@ class ChannelImpl final : public Channel {
     {
       MutexLock lock(&driver_mu_);
       stop_ = true;
+      stopping_.store(true, std::memory_order_release);
     }
     driver_cv_.notify_all();
     if (driver_.joinable()) driver_.join();
@@ -108,7 +166,7 @@ class ChannelImpl final : public Channel {
         return Fail(&call, s);
       }
       // Every slot busy: help the connection along, then try again.
-      if (absl::Now() > call.deadline) {
+      if (absl::GetCurrentTimeNanos() > call.deadline_ns) {
         return Fail(&call, absl::DeadlineExceededError(
                                "deadline exceeded waiting for a free slot"));
       }
@@ -131,19 +189,28 @@ class ChannelImpl final : public Channel {
                  const google::protobuf::MessageLite& request,
                  google::protobuf::MessageLite* response, ClientContext* ctx,
                  std::function<void(absl::Status)> done) override {
-    auto* call = new PendingCall;
+    PendingCall* call = NewAsyncCall();
     call->sync = false;
     call->done = std::move(done);
     Prepare(call, method_id, response, ctx);
-    std::shared_ptr<ClientConnection> conn;
-    absl::Status s = Route(ctx, &conn);
-    if (s.ok()) {
-      s = conn->Start(call, request);
-      if (s.code() == absl::StatusCode::kResourceExhausted) {
-        request.SerializeToString(&call->queued_request);
-        conn->Enqueue(call);
-        s = absl::OkStatus();
+    const size_t i = Pick(ctx);
+    absl::Status s;
+    bool started = false;
+    {
+      // A live connection is used under its slot's lock rather than through
+      // a shared_ptr copy (two atomic read-modify-writes a call). Lock
+      // order: slot, then connection; no callback runs in here.
+      ConnSlot* slot = conns_[i].get();
+      MutexLock lock(&slot->mu);
+      if (!slot->conn->failed()) {
+        s = StartOrEnqueue(slot->conn.get(), call, request);
+        started = true;
       }
+    }
+    if (!started) {
+      std::shared_ptr<ClientConnection> conn;
+      s = Route(i, &conn);
+      if (s.ok()) s = StartOrEnqueue(conn.get(), call, request);
     }
     if (!s.ok()) {
       (void)Fail(call, s);
@@ -259,13 +326,13 @@ class ChannelImpl final : public Channel {
     call->response = response;
     call->ctx = ctx;
     call->start_ns = absl::GetCurrentTimeNanos();
-    const absl::Time start = absl::FromUnixNanos(call->start_ns);
     if (ctx != nullptr && ctx->deadline() != absl::InfiniteFuture()) {
-      call->deadline = ctx->deadline();
+      call->deadline_ns = UnixNanosSaturated(ctx->deadline());
     } else if (ctx != nullptr && ctx->timeout() != absl::InfiniteDuration()) {
-      call->deadline = start + ctx->timeout();
+      call->deadline_ns =
+          UnixNanosSaturated(absl::FromUnixNanos(call->start_ns) + ctx->timeout());
     } else {
-      call->deadline = start + options_.default_timeout;
+      call->deadline_ns = AddSaturated(call->start_ns, default_timeout_ns_);
     }
   }
 
@@ -280,13 +347,32 @@ class ChannelImpl final : public Channel {
   }
 
   // Picks the call's connection, reconnecting a failed one if it is time.
-  absl::Status Route(ClientContext* ctx, std::shared_ptr<ClientConnection>* out) {
-    size_t i;
-    if (ctx != nullptr && ctx->has_shard()) {
-      i = ctx->shard() % conns_.size();
-    } else {
-      i = next_.fetch_add(1, std::memory_order_relaxed) % conns_.size();
+  // The connection a call goes to: its shard's, else round robin.
+  size_t Pick(ClientContext* ctx) {
+    if (conns_.size() == 1) return 0;  // No shared atomic add a call.
+    if (ctx != nullptr && ctx->has_shard()) return ctx->shard() % conns_.size();
+    return next_.fetch_add(1, std::memory_order_relaxed) % conns_.size();
+  }
+
+  // Starts `call` on `conn`, or queues it there if every slot is busy.
+  static absl::Status StartOrEnqueue(ClientConnection* conn, PendingCall* call,
+                                     const google::protobuf::MessageLite& request) {
+    absl::Status s = conn->Start(call, request);
+    // ok() is inline; code() is a call into Debian's libabsl_status.
+    if (!s.ok() && s.code() == absl::StatusCode::kResourceExhausted) {
+      request.SerializeToString(&call->queued_request);
+      conn->Enqueue(call);
+      s = absl::OkStatus();
     }
+    return s;
+  }
+
+  absl::Status Route(ClientContext* ctx, std::shared_ptr<ClientConnection>* out) {
+    return Route(Pick(ctx), out);
+  }
+
+  // Connection i, reconnecting it if it failed and it is time.
+  absl::Status Route(size_t i, std::shared_ptr<ClientConnection>* out) {
     ConnSlot* slot = conns_[i].get();
     std::shared_ptr<ClientConnection> old;
     absl::Status result;
@@ -316,6 +402,7 @@ class ChannelImpl final : public Channel {
       *out = slot->conn;
       result = s;
     }
+    generation_.fetch_add(1, std::memory_order_acq_rel);
     // Whatever the old connection still had fails with its status.
     std::vector<PendingCall*> finished;
     old->Abort(result, &finished);
@@ -327,7 +414,7 @@ class ChannelImpl final : public Channel {
     for (PendingCall* call : *finished) {
       std::function<void(absl::Status)> done = std::move(call->done);
       absl::Status s = std::move(call->status);
-      delete call;
+      RecycleAsyncCall(call);
       if (done) done(std::move(s));
     }
     finished->clear();
@@ -344,6 +431,9 @@ class ChannelImpl final : public Channel {
   }
 
   void WakeDriver() {
+    // A call started by the driver itself (from a callback it runs) needs
+    // no wake-up: the driver looks at every connection again right after.
+    if (driving_channel == this) return;
     {
       MutexLock lock(&driver_mu_);
       ++wakeups_;
@@ -351,56 +441,75 @@ class ChannelImpl final : public Channel {
     driver_cv_.notify_one();
   }
 
-  bool AnyNeedsDriver() const {
+  // The connections as of now. Keeps each alive while the copy lives.
+  std::vector<std::shared_ptr<ClientConnection>> Snapshot() const {
+    std::vector<std::shared_ptr<ClientConnection>> conns;
+    conns.reserve(conns_.size());
     for (const auto& slot : conns_) {
       std::shared_ptr<ClientConnection> c = Get(slot.get());
-      if (c && c->NeedsDriver()) return true;
+      if (c) conns.push_back(std::move(c));
     }
-    return false;
+    return conns;
   }
 
   // Advances async calls and abandoned slots; sleeps when there are none.
+  // Works on a snapshot of the connections, taken again only when Route
+  // has replaced one (generation_), so a round takes no lock but the
+  // connections' own.
   void DriverLoop() {
     std::vector<PendingCall*> finished;
     std::vector<std::shared_ptr<ClientConnection>> conns;
+    uint64_t generation = ~uint64_t{0};
     int idle = 0;
-    for (;;) {
-      {
-        MutexLock lock(&driver_mu_);
-        if (stop_) return;
-        if (!AnyNeedsDriver()) {
-          const uint64_t seen = wakeups_;
-          driver_mu_.AwaitWithTimeout(
-              &driver_cv_, absl::Milliseconds(5),
-              [this, seen]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-                return stop_ || wakeups_ != seen;
-              });
-          if (stop_) return;
-          continue;
-        }
+    driving_channel = this;
+    while (!stopping_.load(std::memory_order_acquire)) {
+      const uint64_t g = generation_.load(std::memory_order_acquire);
+      if (g != generation) {
+        generation = g;
+        conns = Snapshot();
       }
-      conns.clear();
-      for (const auto& slot : conns_) {
-        std::shared_ptr<ClientConnection> c = Get(slot.get());
-        if (c) conns.push_back(std::move(c));
-      }
+      bool any = false;
       bool progressed = false;
       for (const auto& c : conns) {
-        if (c->NeedsDriver()) progressed |= c->Progress(&finished);
+        if (!c->NeedsDriver()) continue;
+        any = true;
+        progressed |= c->Progress(&finished);
       }
       RunCallbacks(&finished);
       if (progressed) {
         idle = 0;
-      } else if (idle < 4096) {
-        Backoff(&idle);
-      } else {
-        absl::SleepFor(absl::Microseconds(20));
+        continue;
       }
+      if (any) {
+        if (idle < 4096) {
+          Backoff(&idle);
+        } else {
+          absl::SleepFor(absl::Microseconds(20));
+        }
+        continue;
+      }
+      // Nothing to drive: sleep until a call starts (WakeDriver), for at
+      // most 5 ms. The check under driver_mu_ pairs with WakeDriver's
+      // increment, so a call that started after it wakes us.
+      MutexLock lock(&driver_mu_);
+      if (stop_) return;
+      if (generation_.load(std::memory_order_acquire) != generation) continue;
+      bool needed = false;
+      for (const auto& c : conns) needed |= c->NeedsDriver();
+      if (needed) continue;
+      const uint64_t seen = wakeups_;
+      driver_mu_.AwaitWithTimeout(
+          &driver_cv_, absl::Milliseconds(5),
+          [this, seen]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+            return stop_ || wakeups_ != seen;
+          });
+      idle = 0;
     }
   }
 
   const std::string address_;
   const ChannelOptions options_;
+  const int64_t default_timeout_ns_;  // INT64_MAX: none.
   std::unique_ptr<transport::Provider> provider_;
   internal::ChannelCounters counters_;
   std::vector<std::unique_ptr<ConnSlot>> conns_;
@@ -412,6 +521,9 @@ class ChannelImpl final : public Channel {
   Mutex driver_mu_;
   std::condition_variable driver_cv_;
   bool stop_ ABSL_GUARDED_BY(driver_mu_) = false;
+  std::atomic<bool> stopping_{false};  // stop_, read without the lock.
+  // Bumped after Route replaces a connection: the driver's snapshot is old.
+  std::atomic<uint64_t> generation_{0};
   uint64_t wakeups_ ABSL_GUARDED_BY(driver_mu_) = 0;
   std::thread driver_;
 };

@@ -196,6 +196,7 @@ absl::Status ClientConnection::StartLocked(
   const int64_t now = NowNs();
   slot.batch = false;
   slot.call = call;
+  slot.earliest_deadline_ns = call->deadline_ns;
   slot.fetches = 0;
   slot.reads = 0;
   slot.counted_slow = false;
@@ -259,7 +260,6 @@ absl::Status ClientConnection::AddToBatchLocked(
       return absl::ResourceExhaustedError("open batch is full");
     }
   }
-  const int64_t now = NowNs();
   if (open_ < 0) {
     if (free_slots_.empty()) {
       return absl::ResourceExhaustedError("all slots of the connection are busy");
@@ -275,10 +275,11 @@ absl::Status ClientConnection::AddToBatchLocked(
     slot.bytes = 0;
     slot.transmitted = 0;
     slot.untransmitted_entries = 0;
-    slot.first_ns = now;
+    slot.first_ns = NowNs();  // The only clock read of adding a call.
     slot.results_done = 0;
     slot.live_calls = 0;
     slot.publish_pending = false;
+    slot.earliest_deadline_ns = INT64_MAX;
     ++busy_slots_;
   }
   const uint32_t s = static_cast<uint32_t>(open_);
@@ -293,6 +294,8 @@ absl::Status ClientConnection::AddToBatchLocked(
   wire::PutBatchEntry(p, static_cast<uint32_t>(size), call->method_id);
   slot.bytes += static_cast<uint32_t>(entry);
   slot.calls.push_back(call);
+  slot.earliest_deadline_ns =
+      std::min(slot.earliest_deadline_ns, call->deadline_ns);
   ++slot.live_calls;
   ++slot.untransmitted_entries;
   ++outstanding_;
@@ -308,7 +311,8 @@ absl::Status ClientConnection::AddToBatchLocked(
                              BatchSizeNow()) == FlushReason::kEntries) {
     FlushLocked(FlushReason::kEntries);
   }
-  UpdateNeedsDriver();
+  // Adding a call abandons no slot: the count of the last scan still holds.
+  UpdateNeedsDriver(/*rescan=*/false);
   // The call belongs to the batch now, whatever the flush did: if the
   // connection failed, Progress fails the call (exactly once) from the slot.
   // Returning an error here would make the caller finish it a second time.
@@ -478,7 +482,11 @@ void ClientConnection::FreeSlot(uint32_t s) {
   free_slots_.push_back(s);
 }
 
-void ClientConnection::UpdateNeedsDriver() {
+void ClientConnection::UpdateNeedsDriver(bool rescan) {
+  if (!rescan) {
+    StoreNeedsDriver();
+    return;
+  }
   int abandoned = 0;
   if (busy_slots_ > 0) {
     for (uint32_t s = 0; s < used_slots_; ++s) {
@@ -489,8 +497,13 @@ void ClientConnection::UpdateNeedsDriver() {
       }
     }
   }
+  abandoned_slots_ = abandoned;
+  StoreNeedsDriver();
+}
+
+void ClientConnection::StoreNeedsDriver() {
   needs_driver_.store(async_slots_ + static_cast<int>(queued_.size()) +
-                          abandoned + (open_ >= 0 ? 1 : 0),
+                          abandoned_slots_ + (open_ >= 0 ? 1 : 0),
                       std::memory_order_release);
 }
 
@@ -519,6 +532,21 @@ void ClientConnection::FinishCall(PendingCall* call, absl::Status status,
   }
 }
 
+void ClientConnection::CountResults(uint64_t n, RpcMode via, int fetches,
+                                    int64_t server_ns) {
+  if (n == 0) return;
+  counters_->calls.fetch_add(n, std::memory_order_relaxed);
+  counters_->server_time_ns.fetch_add(n * static_cast<uint64_t>(server_ns),
+                                      std::memory_order_relaxed);
+  if (via == RpcMode::kRemoteFetch) {
+    counters_->calls_remote_fetch.fetch_add(n, std::memory_order_relaxed);
+    const int b = std::min(std::max(fetches, 1), 16) - 1;
+    counters_->fetch_histogram[b].fetch_add(n, std::memory_order_relaxed);
+  } else {
+    counters_->calls_server_reply.fetch_add(n, std::memory_order_relaxed);
+  }
+}
+
 void ClientConnection::FinishWithResult(PendingCall* call, uint16_t status_code,
                                         absl::string_view payload, RpcMode via,
                                         const Slot& slot, int64_t server_ns,
@@ -527,16 +555,6 @@ void ClientConnection::FinishWithResult(PendingCall* call, uint16_t status_code,
   call->fetches = slot.fetches;
   call->reads = slot.reads;
   call->server_time_ns = server_ns;
-  counters_->calls.fetch_add(1, std::memory_order_relaxed);
-  counters_->server_time_ns.fetch_add(static_cast<uint64_t>(server_ns),
-                                      std::memory_order_relaxed);
-  if (via == RpcMode::kRemoteFetch) {
-    counters_->calls_remote_fetch.fetch_add(1, std::memory_order_relaxed);
-    const int b = std::min(std::max(slot.fetches, 1), 16) - 1;
-    counters_->fetch_histogram[b].fetch_add(1, std::memory_order_relaxed);
-  } else {
-    counters_->calls_server_reply.fetch_add(1, std::memory_order_relaxed);
-  }
   absl::Status st;
   if (status_code != 0) {
     st = absl::Status(static_cast<absl::StatusCode>(status_code), payload);
@@ -588,6 +606,7 @@ void ClientConnection::Complete(uint32_t s, const char* payload,
     return;
   }
   if (slot.call != nullptr) {
+    CountResults(1, via, slot.fetches, server_ns);
     FinishWithResult(slot.call, view.status_code,
                      absl::string_view(payload, view.size), via, slot,
                      server_ns, finished);
@@ -604,6 +623,7 @@ void ClientConnection::CompletePart(uint32_t s, const char* payload,
   if ((view.flags & wire::kResponseFlagBatch) == 0) {
     // A batch-level error (e.g. a malformed batch): every call gets it.
     const absl::string_view msg(payload, view.size);
+    CountResults(slot.live_calls, via, slot.fetches, server_ns);
     for (PendingCall*& call : slot.calls) {
       if (call == nullptr) continue;
       FinishWithResult(call, view.status_code != 0 ? view.status_code
@@ -618,6 +638,7 @@ void ClientConnection::CompletePart(uint32_t s, const char* payload,
   uint16_t code;
   absl::string_view result;
   uint32_t n = 0;
+  uint32_t delivered = 0;
   while (reader.Next(&code, &result)) {
     if (slot.results_done >= slot.calls.size()) break;
     PendingCall*& call = slot.calls[slot.results_done++];
@@ -626,8 +647,11 @@ void ClientConnection::CompletePart(uint32_t s, const char* payload,
       FinishWithResult(call, code, result, via, slot, server_ns, finished);
       call = nullptr;
       --slot.live_calls;
+      ++delivered;
     }
   }
+  // Once per part rather than per call: these are shared atomics.
+  CountResults(delivered, via, slot.fetches, server_ns);
   if (!reader.error().ok() || n != view.entries) {
     FailLocked(absl::InternalError(absl::StrCat(
                    "malformed result part on slot ", s, ": ",
@@ -833,7 +857,7 @@ void ClientConnection::Abort(absl::Status status,
 void ClientConnection::ExpireCalls(uint32_t s, int64_t now,
                                    std::vector<PendingCall*>* finished) {
   Slot& slot = slots_[s];
-  const absl::Time t = absl::FromUnixNanos(now);
+  if (now <= slot.earliest_deadline_ns) return;
   auto expire = [&](PendingCall* call) {
     call->fetches = slot.fetches;
     call->reads = slot.reads;
@@ -845,19 +869,26 @@ void ClientConnection::ExpireCalls(uint32_t s, int64_t now,
                    RpcModeName(policy_.current()), ")")),
                finished);
   };
+  int64_t earliest = INT64_MAX;
   if (slot.batch) {
     for (PendingCall*& call : slot.calls) {
-      if (call != nullptr && t > call->deadline) {
+      if (call == nullptr) continue;
+      if (now > call->deadline_ns) {
         expire(call);
         call = nullptr;
         --slot.live_calls;
+      } else {
+        earliest = std::min(earliest, call->deadline_ns);
       }
     }
-  } else if (slot.call != nullptr && t > slot.call->deadline) {
+  } else if (slot.call != nullptr && now > slot.call->deadline_ns) {
     PendingCall* call = slot.call;
     slot.call = nullptr;  // Abandoned: reused once its result shows up.
     expire(call);
+  } else if (slot.call != nullptr) {
+    earliest = slot.call->deadline_ns;
   }
+  slot.earliest_deadline_ns = earliest;
 }
 
 bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
@@ -1032,7 +1063,7 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
   // 4. Queued async calls take freed slots.
   while (!queued_.empty()) {
     PendingCall* call = queued_.front();
-    if (absl::FromUnixNanos(now) > call->deadline) {
+    if (now > call->deadline_ns) {
       queued_.pop_front();
       ++async_slots_;
       FinishCall(call, absl::DeadlineExceededError("deadline exceeded waiting for a free slot"),

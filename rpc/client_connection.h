@@ -49,7 +49,9 @@ struct PendingCall {
   google::protobuf::MessageLite* response = nullptr;  // Not owned.
   ClientContext* ctx = nullptr;                       // Not owned; may be null.
   std::function<void(absl::Status)> done;             // Async only.
-  absl::Time deadline = absl::InfiniteFuture();
+  // Deadline in Unix ns (INT64_MAX: none); integers, as Progress checks
+  // them every round.
+  int64_t deadline_ns = INT64_MAX;
   int64_t start_ns = 0;
   // For async calls that waited for a slot: the serialized request.
   std::string queued_request;
@@ -175,6 +177,11 @@ class ClientConnection {
     uint32_t results_done = 0;
     uint32_t part_offset = 0;         // Offset of the next result part.
     uint32_t live_calls = 0;          // Calls not yet finished.
+    // No call of the slot expires before this (Unix ns): Progress looks at
+    // the calls' deadlines only once it has passed, not at every call of
+    // every busy batch in every round. A lower bound: finished calls may
+    // have set it, and it is recomputed when ExpireCalls runs.
+    int64_t earliest_deadline_ns = INT64_MAX;
     bool publish_pending = false;     // Adaptive: held by the elastic rule.
   };
 
@@ -204,6 +211,9 @@ class ClientConnection {
                     const wire::ResponseView& view, RpcMode via,
                     std::vector<PendingCall*>* finished)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds `n` calls that got a result (via `via`, after `fetches` header
+  // READs, `server_ns` of server time each) to the channel's counters.
+  void CountResults(uint64_t n, RpcMode via, int fetches, int64_t server_ns);
   void FinishWithResult(PendingCall* call, uint16_t status_code,
                         absl::string_view payload, RpcMode via, const Slot& slot,
                         int64_t server_ns, std::vector<PendingCall*>* finished)
@@ -218,7 +228,10 @@ class ClientConnection {
   bool Post(const transport::WorkRequest& wr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool PostList(absl::Span<const transport::WorkRequest> wrs)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void UpdateNeedsDriver() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Recomputes needs_driver_; `rescan` false reuses the abandoned-slot
+  // count of the last scan (for changes that abandon no slot).
+  void UpdateNeedsDriver(bool rescan = true) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StoreNeedsDriver() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Abandoned(const Slot& slot) const {
     return slot.batch ? slot.live_calls == 0 : slot.call == nullptr;
   }
@@ -280,6 +293,7 @@ class ClientConnection {
   uint32_t fetch_size_ ABSL_GUARDED_BY(mu_) = 256; // F.
   int busy_slots_ ABSL_GUARDED_BY(mu_) = 0;
   int async_slots_ ABSL_GUARDED_BY(mu_) = 0;
+  int abandoned_slots_ ABSL_GUARDED_BY(mu_) = 0;  // As of the last scan.
   std::atomic<int> needs_driver_{0};
   std::atomic<bool> failed_{false};
 };

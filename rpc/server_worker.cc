@@ -102,6 +102,7 @@ void ServerWorker::Idle(int* empty_rounds) {
 void ServerWorker::TakeCompletions() {
   transport::Completion comps[16];
   const int n = cq_->Poll(absl::MakeSpan(comps));
+  pushes_in_flight_ -= std::min<uint64_t>(pushes_in_flight_, n);
   for (int i = 0; i < n; ++i) {
     const transport::Completion& wc = comps[i];
     for (size_t k = 0; k < conns_.size(); ++k) {
@@ -144,7 +145,8 @@ void ServerWorker::Loop() {
         served = true;
       }
     }
-    TakeCompletions();
+    // Only pushes are signaled here: with none in flight the queue is empty.
+    if (pushes_in_flight_ > 0) TakeCompletions();
     if (++rounds % kLivenessRounds == 0 || (!served && empty_rounds > 0 &&
                                             empty_rounds % 1024 == 0)) {
       const int64_t now = absl::GetCurrentTimeNanos();
@@ -228,12 +230,17 @@ absl::Status ServerWorker::RunHandler(ServerConnection* c, uint32_t method_id,
                                       absl::string_view request,
                                       int64_t start_ns, char* out, size_t cap,
                                       size_t* len) {
-  auto it = methods_->find(method_id);
-  if (it == methods_->end()) {
-    return absl::UnimplementedError(
-        absl::StrFormat("no method with id 0x%08x on this server", method_id));
+  // Batches mostly repeat one method: look it up only when it changes.
+  const MethodEntry* m = last_method_;
+  if (m == nullptr || m->id != method_id) {
+    auto it = methods_->find(method_id);
+    if (it == methods_->end()) {
+      return absl::UnimplementedError(absl::StrFormat(
+          "no method with id 0x%08x on this server", method_id));
+    }
+    m = it->second;
+    last_method_ = m;
   }
-  const MethodEntry* m = it->second;
   ctx_.Reset(m->full_name, c->peer, index_, absl::FromUnixNanos(start_ns));
   absl::Status status;
   try {
@@ -245,7 +252,8 @@ absl::Status ServerWorker::RunHandler(ServerConnection* c, uint32_t method_id,
     status =
         absl::InternalError(absl::StrCat("handler of ", m->full_name, " threw"));
   }
-  if (status.code() == absl::StatusCode::kResourceExhausted && *len > cap) {
+  if (!status.ok() && status.code() == absl::StatusCode::kResourceExhausted &&
+      *len > cap) {
     status = absl::ResourceExhaustedError(absl::StrCat(
         "response of ", *len, " bytes exceeds the ", cap,
         " bytes left in the connection's response slot (raise "
@@ -294,6 +302,8 @@ void ServerWorker::ServeBatch(ServerConnection* c, uint32_t s,
   int64_t part_start = start_ns;
   uint32_t done = 0;
   auto publish = [&]() {
+    // Counted per part (one shared atomic add), before the client can see it.
+    counters_->calls.fetch_add(part_entries, std::memory_order_relaxed);
     const bool large = part_size > options_.large_result_bytes;
     const int64_t elapsed = absl::GetCurrentTimeNanos() - part_start;
     const size_t framed = wire::PublishResponse(
@@ -326,7 +336,8 @@ void ServerWorker::ServeBatch(ServerConnection* c, uint32_t s,
     size_t cap = buf_bytes > used + reserve ? buf_bytes - used - reserve : 0;
     cap &= ~size_t{7};
     size_t len = 0;
-    absl::Status st = RunHandler(c, method_id, entry, absl::GetCurrentTimeNanos(),
+    // Every entry arrived with the batch: one clock read serves them all.
+    absl::Status st = RunHandler(c, method_id, entry, start_ns,
                                  out + wire::kEntryHeaderBytes, cap, &len);
     if (!st.ok()) {
       counters_->calls_failed.fetch_add(1, std::memory_order_relaxed);
@@ -351,11 +362,10 @@ void ServerWorker::ServeBatch(ServerConnection* c, uint32_t s,
       out = moved;
     }
     wire::PutResultEntry(out, static_cast<uint32_t>(len),
-                         static_cast<uint16_t>(st.code()));
+                         st.ok() ? 0 : static_cast<uint16_t>(st.code()));
     part_size += eb;
     ++part_entries;
     ++done;
-    counters_->calls.fetch_add(1, std::memory_order_relaxed);
   }
   if (part_entries > 0) publish();
 }
@@ -381,10 +391,13 @@ void ServerWorker::Push(ServerConnection* c, uint32_t s, size_t offset,
   // it (Loop skips the slot until the completion).
   wr.signaled = true;
   ++c->push_in_flight[s];
+  ++pushes_in_flight_;
   c->push_posted_ns[s] = absl::GetCurrentTimeNanos();
   absl::Status st = c->conn->Post(absl::MakeConstSpan(&wr, 1));
   if (!st.ok()) {
     --c->push_in_flight[s];
+    // pushes_in_flight_ stays: a provider may still queue a flushed
+    // completion for it (shm does). Over-counting only means polling.
     c->conn->Fail(st);  // Liveness check closes it.
     return;
   }

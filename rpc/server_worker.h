@@ -105,6 +105,15 @@ class ServerWorker {
 
   std::vector<std::unique_ptr<ServerConnection>> conns_;  // Worker thread only.
   ServerContext ctx_;
+  // The method RunHandler ran last (null: none yet). The method table does
+  // not change once the server runs.
+  const MethodEntry* last_method_ = nullptr;
+  // Signaled WRITEs (pushes) posted on any connection, less completions
+  // taken (never below 0); the loop polls the completion queue only while
+  // > 0, as nothing else posts to it. Counts failed posts too, so it may
+  // stay above the truth (then the loop polls every round, as before), never
+  // below it.
+  uint64_t pushes_in_flight_ = 0;
 
   Mutex inbox_mu_;
   std::vector<std::unique_ptr<ServerConnection>> inbox_ ABSL_GUARDED_BY(inbox_mu_);

@@ -53,7 +53,8 @@ class ServerContext {
   absl::string_view peer() const { return peer_; }
   // Index of the worker thread running the handler, in [0, workers).
   int worker() const { return worker_; }
-  // When the call arrived at this worker.
+  // When the call arrived at this worker (for a call in a request batch:
+  // when the worker took the batch, the same for all its calls).
   absl::Time arrival() const { return arrival_; }
 
   // Internal: set by the server before each call.
@@ -133,14 +134,6 @@ absl::Status SerializeResponse(const google::protobuf::MessageLite& msg,
 
 // The typed unary handler used by generated services: parses Req, calls
 // (service->*method)(ctx, &req, &resp), serializes Resp.
-//
-// The Req and Resp messages are kept per thread (a server worker) from call
-// to call: parsing into a used message and Clear() keep its string and
-// repeated fields' buffers, so a warm handler allocates nothing for a
-// request's or a response's bytes fields. The method sees a freshly parsed
-// request and a cleared response, as with new messages; neither may be used
-// after it returns (as before). A Run nested in another on the same thread
-// (not something a server worker does) gets messages of its own.
 template <typename ServiceT, typename Req, typename Resp>
 class UnaryHandler final : public MethodHandler {
  public:
@@ -152,40 +145,48 @@ class UnaryHandler final : public MethodHandler {
   absl::Status Run(ServerContext* ctx, absl::string_view request,
                    char* response_buf, size_t response_cap,
                    size_t* response_len) override {
-    thread_local Messages reused;
-    if (reused.busy) {
-      Messages own;
-      return RunWith(&own, ctx, request, response_buf, response_cap,
-                     response_len);
-    }
-    // Released however RunWith leaves (the server catches exceptions that
-    // user code throws).
-    struct Release {
-      Messages* m;
-      ~Release() { m->busy = false; }
-    } release{&reused};
-    reused.busy = true;
-    return RunWith(&reused, ctx, request, response_buf, response_cap,
+    // Each thread keeps one request and one response of these types and
+    // reuses them (parsing clears the request; the response is cleared
+    // here), so a small call allocates nothing for its messages. Large
+    // messages are not kept, so a thread holds no big buffers; a handler
+    // running a handler of the same types inside itself gets fresh ones.
+    struct Kept {
+      Req req;
+      Resp resp;
+      bool busy = false;
+    };
+    thread_local Kept kept;
+    if (kept.busy || request.size() > kKeepBytes) {
+      Req req;
+      Resp resp;
+      return RunOn(ctx, request, &req, &resp, response_buf, response_cap,
                    response_len);
+    }
+    kept.busy = true;
+    kept.resp.Clear();
+    struct Release {
+      Kept* k;
+      ~Release() { k->busy = false; }
+    } release{&kept};
+    absl::Status s = RunOn(ctx, request, &kept.req, &kept.resp, response_buf,
+                           response_cap, response_len);
+    // A failed call may have left anything in the response.
+    if (!s.ok() || *response_len > kKeepBytes) kept.resp = Resp();
+    return s;
   }
 
  private:
-  struct Messages {
-    Req req;
-    Resp resp;
-    bool busy = false;
-  };
+  // Messages above this many bytes are not kept between calls.
+  static constexpr size_t kKeepBytes = 4096;
 
-  absl::Status RunWith(Messages* m, ServerContext* ctx,
-                       absl::string_view request, char* response_buf,
-                       size_t response_cap, size_t* response_len) {
-    absl::Status s = ParseRequest(request, &m->req);  // Clears it first.
+  absl::Status RunOn(ServerContext* ctx, absl::string_view request, Req* req,
+                     Resp* resp, char* response_buf, size_t response_cap,
+                     size_t* response_len) {
+    absl::Status s = ParseRequest(request, req);
     if (!s.ok()) return s;
-    m->resp.Clear();
-    s = (service_->*method_)(ctx, &m->req, &m->resp);
+    s = (service_->*method_)(ctx, req, resp);
     if (!s.ok()) return s;
-    return SerializeResponse(m->resp, response_buf, response_cap,
-                             response_len);
+    return SerializeResponse(*resp, response_buf, response_cap, response_len);
   }
 
   ServiceT* const service_;  // Not owned.

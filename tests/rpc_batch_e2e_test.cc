@@ -283,6 +283,49 @@ TEST_P(BatchE2eTest, StaleReplySlotBytesAreNotTakenForTheNextPart) {
   }
 }
 
+// A call whose deadline passes while its batch is served fails alone, on
+// time, and its batchmates still get their own replies. The short deadline
+// is the second call's, so the slot's earliest deadline must follow the
+// calls added after the first; the second round reuses the slot.
+TEST_P(BatchE2eTest, ShortDeadlineInABatchExpiresAloneAndOnTime) {
+  ChannelOptions opts;
+  opts.batch_size = 3;
+  opts.batch_timeout = absl::Seconds(5);  // Flush by N only.
+  std::unique_ptr<Channel> ch = Connect(opts);
+  ASSERT_NE(ch, nullptr);
+  static const uint32_t kEcho = MethodId(kEchoMethod);
+  for (int round = 0; round < 2; ++round) {
+    TestRequest reqs[3];
+    for (int i = 0; i < 3; ++i) reqs[i].set_id(round * 10 + i);
+    reqs[0].set_sleep_ms(400);  // Holds the whole batch (one worker).
+    TestResponse resps[3];
+    ClientContext short_ctx;
+    short_ctx.set_timeout(absl::Milliseconds(50));
+    absl::Status statuses[3];
+    std::atomic<int> done{0};
+    std::atomic<bool> slow_done{false};
+    std::atomic<bool> short_before_slow{false};
+    for (int i = 0; i < 3; ++i) {
+      ch->CallAsync(kEcho, reqs[i], &resps[i], i == 1 ? &short_ctx : nullptr,
+                    [&, i](absl::Status st) {
+                      statuses[i] = st;
+                      if (i == 0) slow_done = true;
+                      if (i == 1) short_before_slow = !slow_done.load();
+                      ++done;
+                    });
+    }
+    ASSERT_TRUE(WaitForCount(done, 3, absl::Seconds(60)));
+    EXPECT_EQ(statuses[1].code(), absl::StatusCode::kDeadlineExceeded)
+        << "round " << round << ": " << statuses[1];
+    EXPECT_TRUE(short_before_slow.load()) << "round " << round;
+    for (int i : {0, 2}) {
+      ASSERT_TRUE(statuses[i].ok()) << "round " << round << " call " << i
+                                    << ": " << statuses[i];
+      EXPECT_EQ(resps[i].id(), static_cast<uint64_t>(round * 10 + i));
+    }
+  }
+}
+
 std::string Name(const ::testing::TestParamInfo<Param>& info) {
   return std::string(BatchModeName(info.param.batch)) + "_" +
          std::string(RpcModeName(info.param.mode));

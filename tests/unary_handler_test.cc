@@ -1,49 +1,57 @@
 // Copyright 2026 The rfrpc Authors.
 //
-// internal::UnaryHandler reuses its request and response messages per
-// thread: each call must still see only its own request and start from an
-// empty response, also when calls nest or a method throws.
+// internal::UnaryHandler keeps one request and one response per thread and
+// reuses them: each call must still see a fresh request and fill a fresh
+// response, whatever the previous call (or a call running inside it, or a
+// handler that threw) left behind.
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
+#include "absl/status/status.h"
 #include "gtest/gtest.h"
 #include "rpc/service.h"
 #include "tests/test_service.pb.h"
 
 namespace rfrpc {
+namespace testing {
 namespace {
 
-using testing::TestRequest;
-using testing::TestResponse;
-
-// Echoes what the request sets, nothing more; `nested` lets a call run
-// another through the same handler before it answers.
-class EchoService {
+// Sets only what the request asks for, so left-over fields would show.
+class Sparse {
  public:
-  absl::Status Echo(ServerContext*, const TestRequest* req,
-                    TestResponse* resp) {
+  absl::Status Run(ServerContext* ctx, const TestRequest* req,
+                   TestResponse* resp) {
     seen_payload = req->payload();
     seen_id = req->id();
+    if (!req->text().empty()) {
+      // A call of the same handler inside this one.
+      TestRequest inner;
+      inner.set_id(req->id() + 1000);
+      std::string out;
+      out.resize(64);
+      size_t len = 0;
+      absl::Status s = handler->Run(ctx, inner.SerializeAsString(), out.data(),
+                                    out.size(), &len);
+      if (!s.ok()) return s;
+      TestResponse inner_resp;
+      if (!inner_resp.ParseFromArray(out.data(), static_cast<int>(len))) {
+        return absl::InternalError("inner response does not parse");
+      }
+      resp->set_worker(static_cast<uint32_t>(inner_resp.id()));
+    }
     if (!req->throw_message().empty()) {
+      resp->set_payload("half-done");
       throw std::runtime_error(req->throw_message());
     }
-    if (req->id() == 7 && handler != nullptr) {
-      TestRequest inner;
-      inner.set_payload("inner");
-      std::string bytes = inner.SerializeAsString();
-      char buf[256];
-      size_t len = 0;
-      ServerContext ctx;
-      EXPECT_TRUE(handler->Run(&ctx, bytes, buf, sizeof(buf), &len).ok());
-      TestResponse inner_resp;
-      EXPECT_TRUE(inner_resp.ParseFromArray(buf, static_cast<int>(len)));
-      EXPECT_EQ(inner_resp.payload(), "inner");
-      EXPECT_EQ(inner_resp.id(), 0u);
+    if (req->fail_code() != 0) {
+      resp->set_payload("half-done");
+      return absl::Status(static_cast<absl::StatusCode>(req->fail_code()),
+                          "asked to fail");
     }
-    // The outer call's request is still its own after a nested call.
-    if (!req->payload().empty()) resp->set_payload(req->payload());
     if (req->id() != 0) resp->set_id(req->id());
+    if (!req->payload().empty()) resp->set_payload(req->payload());
     return absl::OkStatus();
   }
 
@@ -52,83 +60,116 @@ class EchoService {
   uint64_t seen_id = 0;
 };
 
+using Handler = internal::UnaryHandler<Sparse, TestRequest, TestResponse>;
+
 class UnaryHandlerTest : public ::testing::Test {
  protected:
-  UnaryHandlerTest() : handler_(&service_, &EchoService::Echo) {
+  UnaryHandlerTest() : handler_(&service_, &Sparse::Run) {
     service_.handler = &handler_;
   }
 
-  // Runs `req` and parses the response into *resp.
+  // Runs `req`; returns the status and parses the response into `resp`.
   absl::Status Call(const TestRequest& req, TestResponse* resp) {
-    const std::string bytes = req.SerializeAsString();
-    char buf[256];
+    std::string out(1 << 16, '\0');
     size_t len = 0;
-    ServerContext ctx;
-    absl::Status s = handler_.Run(&ctx, bytes, buf, sizeof(buf), &len);
+    absl::Status s =
+        handler_.Run(&ctx_, req.SerializeAsString(), out.data(), out.size(), &len);
+    resp->Clear();
     if (s.ok()) {
-      EXPECT_TRUE(resp->ParseFromArray(buf, static_cast<int>(len)));
+      EXPECT_TRUE(resp->ParseFromArray(out.data(), static_cast<int>(len)));
     }
     return s;
   }
 
-  EchoService service_;
-  internal::UnaryHandler<EchoService, TestRequest, TestResponse> handler_;
+  Sparse service_;
+  Handler handler_;
+  ServerContext ctx_;
 };
 
-TEST_F(UnaryHandlerTest, NothingCarriesOverFromThePreviousCall) {
-  TestRequest full;
-  full.set_payload(std::string(100, 'p'));
-  full.set_id(42);
+TEST_F(UnaryHandlerTest, ResponseFieldsOfTheLastCallDoNotCarryOver) {
+  TestRequest first;
+  first.set_id(7);
+  first.set_payload("first payload, longer than a short string");
   TestResponse resp;
-  ASSERT_TRUE(Call(full, &resp).ok());
-  EXPECT_EQ(resp.payload(), std::string(100, 'p'));
-  EXPECT_EQ(resp.id(), 42u);
+  ASSERT_TRUE(Call(first, &resp).ok());
+  EXPECT_EQ(resp.id(), 7u);
+  EXPECT_EQ(resp.payload(), first.payload());
 
-  // The next request sets nothing: the method sees empty fields and the
-  // response it leaves empty serializes empty.
-  TestResponse empty;
-  ASSERT_TRUE(Call(TestRequest(), &empty).ok());
+  TestRequest empty;  // Sets nothing.
+  ASSERT_TRUE(Call(empty, &resp).ok());
+  EXPECT_EQ(resp.id(), 0u);
+  EXPECT_EQ(resp.payload(), "");
+  EXPECT_EQ(resp.worker(), 0u);
+  EXPECT_EQ(resp.ByteSizeLong(), 0u);
+}
+
+TEST_F(UnaryHandlerTest, RequestFieldsOfTheLastCallDoNotCarryOver) {
+  TestRequest first;
+  first.set_id(9);
+  first.set_payload("seen once");
+  TestResponse resp;
+  ASSERT_TRUE(Call(first, &resp).ok());
+  EXPECT_EQ(service_.seen_payload, "seen once");
+
+  TestRequest second;  // No payload, no id.
+  ASSERT_TRUE(Call(second, &resp).ok());
   EXPECT_EQ(service_.seen_payload, "");
   EXPECT_EQ(service_.seen_id, 0u);
-  EXPECT_EQ(empty.payload(), "");
-  EXPECT_EQ(empty.id(), 0u);
 }
 
-TEST_F(UnaryHandlerTest, NestedCallGetsItsOwnMessages) {
+TEST_F(UnaryHandlerTest, FailedCallLeavesNothingForTheNext) {
+  TestRequest fail;
+  fail.set_fail_code(static_cast<int>(absl::StatusCode::kAborted));
+  TestResponse resp;
+  EXPECT_EQ(Call(fail, &resp).code(), absl::StatusCode::kAborted);
+
+  TestRequest empty;
+  ASSERT_TRUE(Call(empty, &resp).ok());
+  EXPECT_EQ(resp.payload(), "");
+}
+
+TEST_F(UnaryHandlerTest, ThrowingHandlerLeavesTheKeptMessagesUsable) {
+  TestRequest boom;
+  boom.set_throw_message("boom");
+  TestResponse resp;
+  EXPECT_THROW(Call(boom, &resp), std::runtime_error);
+
+  TestRequest next;
+  next.set_id(3);
+  ASSERT_TRUE(Call(next, &resp).ok());
+  EXPECT_EQ(resp.id(), 3u);
+  EXPECT_EQ(resp.payload(), "");  // Not the thrown call's "half-done".
+}
+
+TEST_F(UnaryHandlerTest, NestedCallOfTheSameHandlerGetsItsOwnMessages) {
   TestRequest outer;
-  outer.set_payload("outer");
-  outer.set_id(7);  // Runs a nested call before answering.
+  outer.set_id(5);
+  outer.set_payload("outer payload");
+  outer.set_text("nest");
   TestResponse resp;
   ASSERT_TRUE(Call(outer, &resp).ok());
-  EXPECT_EQ(resp.payload(), "outer");
-  EXPECT_EQ(resp.id(), 7u);
+  // The inner call (id 1005) answered into its own response; the outer
+  // request and response were not touched by it.
+  EXPECT_EQ(resp.worker(), 1005u);
+  EXPECT_EQ(resp.id(), 5u);
+  EXPECT_EQ(resp.payload(), "outer payload");
 }
 
-TEST_F(UnaryHandlerTest, AThrowingMethodDoesNotKeepTheMessagesBusy) {
-  TestRequest bad;
-  bad.set_throw_message("boom");
+TEST_F(UnaryHandlerTest, LargeMessagesAreServedLikeSmallOnes) {
+  TestRequest big;
+  big.set_id(11);
+  big.set_payload(std::string(20000, 'x'));
   TestResponse resp;
-  EXPECT_THROW(Call(bad, &resp).IgnoreError(), std::runtime_error);
-  TestRequest good;
-  good.set_payload("after");
-  ASSERT_TRUE(Call(good, &resp).ok());
-  EXPECT_EQ(resp.payload(), "after");
-}
+  ASSERT_TRUE(Call(big, &resp).ok());
+  EXPECT_EQ(resp.payload(), big.payload());
 
-TEST_F(UnaryHandlerTest, MalformedRequestIsInvalidArgument) {
-  const std::string junk = "\xff\xff\xff";
-  char buf[64];
-  size_t len = 0;
-  ServerContext ctx;
-  EXPECT_EQ(handler_.Run(&ctx, junk, buf, sizeof(buf), &len).code(),
-            absl::StatusCode::kInvalidArgument);
-  // And the handler works after it.
-  TestRequest good;
-  good.set_id(3);
-  TestResponse resp;
-  ASSERT_TRUE(Call(good, &resp).ok());
-  EXPECT_EQ(resp.id(), 3u);
+  TestRequest small;
+  small.set_payload("small");
+  ASSERT_TRUE(Call(small, &resp).ok());
+  EXPECT_EQ(resp.payload(), "small");
+  EXPECT_EQ(resp.id(), 0u);
 }
 
 }  // namespace
+}  // namespace testing
 }  // namespace rfrpc
