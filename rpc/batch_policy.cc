@@ -44,15 +44,27 @@ int AutoBatchSizer::Decide() const {
               : size_ - 1;
     return std::clamp(to, size_ / 2, size_ - 1);
   }
-  if (last_k_ < 0.1 * alpha) {
-    if (!options_.proportional_steps) return size_ + 1;
-    const int64_t q = Slowest(RankOf(0.1 * alpha, window_));
-    const double to =
-        q > 0 ? static_cast<double>(size_) * limit_ns_ / q : 2.0 * size_;
-    return static_cast<int>(
-        std::clamp(to, static_cast<double>(size_ + 1), 2.0 * size_));
+  if (!options_.proportional_steps) {
+    return last_k_ < 0.1 * alpha ? size_ + 1 : size_;
   }
-  return size_;
+  double to;
+  if (last_k_ < 0.1 * alpha) {
+    const int64_t q = Slowest(RankOf(0.1 * alpha, window_));
+    to = q > 0 ? static_cast<double>(size_) * limit_ns_ / q : 2.0 * size_;
+  } else {
+    // In the band: grow only if the window's p95 (for alpha = 5%) is at
+    // most half the bound, and then to where it would reach half. Late
+    // calls that come from the host, not from N, keep k in the band at any
+    // N; without this the sizer never grew again once it was there.
+    const int64_t q = Slowest(RankOf(alpha, window_));
+    to = q > 0 ? static_cast<double>(size_) * limit_ns_ / (2.0 * q)
+               : 2.0 * size_;
+    if (to < size_ + 1) return size_;
+  }
+  // After a shrink: half way there.
+  if (shrunk_) to = size_ + (to - size_) / 2;
+  return static_cast<int>(
+      std::clamp(to, static_cast<double>(size_ + 1), 2.0 * size_));
 }
 
 bool AutoBatchSizer::Record(absl::Duration latency) {
@@ -82,6 +94,7 @@ bool AutoBatchSizer::Record(absl::Duration latency) {
   }
   slowest_.clear();
   if (next == size_) return false;
+  if (next < size_) shrunk_ = true;
   size_ = next;
   ++adjustments_;
   holdoff_left_ = options_.holdoff_windows;

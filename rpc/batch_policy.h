@@ -56,7 +56,7 @@ class FlushPolicy {
   int64_t timeout_ns_;
 };
 
-// The automatic batch sizer: paper §4.2, with three refinements.
+// The automatic batch sizer: paper §4.2, with refinements.
 //
 // The caller records each call's latency as its caller saw it (for async
 // calls, up to the start of the callback). Calls are taken in windows of
@@ -65,20 +65,31 @@ class FlushPolicy {
 //
 //   k > alpha:        shrink N.
 //   k < 0.1 * alpha:  grow N.
-//   otherwise:        keep N.
+//   otherwise:        keep N (proportional steps: unless the window's p95
+//                     is far below the bound, see below).
 //
 // The paper steps by one either way. With `proportional_steps` (default) a
-// step goes to where the window's latency says the bound lies, since latency
-// grows about linearly with N (paper Fig. 14):
+// step goes toward where the window's latency says the bound lies, since
+// latency grows about linearly with N (paper Fig. 14):
 //
 //   shrink: N * l_limit / Q(1 - alpha), within [N / 2, N - 1]: an overshoot
 //           is undone in one decision instead of one step per window, each
 //           spent above the bound. Q(1 - alpha) > l_limit whenever k > alpha.
-//   grow:   N * l_limit / Q(1 - alpha / 10), within [N + 1, 2 N]: fast from a
-//           small start while latency is far below the bound, +1 close to
-//           it. Q(1 - alpha / 10) <= l_limit whenever k < alpha / 10. Latency
-//           has a part that does not grow with N, so the projection
-//           undershoots N's true room rather than overshooting it.
+//   grow:   P = N * l_limit / Q(1 - alpha / 10), within [N + 1, 2 N]: fast
+//           from a small start while latency is far below the bound, +1
+//           close to it. Q(1 - alpha / 10) <= l_limit whenever k < alpha / 10.
+//           After the first shrink, only half way: N + (P - N) / 2. Near the
+//           bound the projection overshoots (where throughput stops growing
+//           with N, latency grows faster than N), and going all the way back
+//           after each shrink made N swing between half and the maximum;
+//           half way approaches the bound from below.
+//   grow, with 0.1 * alpha <= k <= alpha (where the paper keeps N): only
+//           if Q(1 - alpha) <= l_limit / 2, to N * (l_limit / 2) /
+//           Q(1 - alpha) (again within [N + 1, 2 N], half way after a
+//           shrink). On a busy host some calls are late whatever N is (the
+//           client was descheduled); if they alone put k in the band, the
+//           paper's rule never grows again, e.g. after a long stall has
+//           shrunk N to 2.
 //
 // Q(q) is the window's q-quantile (the ceil((1 - q) * window)-th slowest
 // call; the sizer keeps only the slowest ceil(alpha * window) latencies).
@@ -139,6 +150,7 @@ class AutoBatchSizer {
   int in_window_ = 0;
   int above_ = 0;
   int holdoff_left_ = 0;
+  bool shrunk_ = false;  // A shrink happened: growth goes half way.
   // The window's slowest latencies: a min-heap of at most keep_ while the
   // window runs, sorted descending at its end.
   std::vector<int64_t> slowest_;

@@ -168,7 +168,8 @@ TEST(AutoBatchSizerTest, PaperRuleBacksOffWhenKAboveAlpha) {
   EXPECT_EQ(s.size(), 6);
 }
 
-// Both rules hold while 0.1 * alpha <= k <= alpha.
+// Both rules hold while 0.1 * alpha <= k <= alpha (the refined one as long
+// as the window's p95 is above half the bound).
 TEST(AutoBatchSizerTest, HoldsInBetween) {
   for (bool proportional : {false, true}) {
     AutoBatchSizer::Options o = PaperOptions();
@@ -177,7 +178,8 @@ TEST(AutoBatchSizerTest, HoldsInBetween) {
     AutoBatchSizer s(o);
     // 0.1 * alpha = 0.005 <= k <= alpha: k = 0.01 .. 0.05 hold.
     for (int above : {1, 3, 5}) {
-      EXPECT_FALSE(Window(&s, above));
+      EXPECT_FALSE(Window(&s, above, absl::Microseconds(150),
+                          absl::Microseconds(60)));
       EXPECT_EQ(s.size(), 8);
     }
     EXPECT_EQ(s.adjustments(), 0u);
@@ -288,6 +290,65 @@ TEST(AutoBatchSizerTest, ShrinkIsAtMostHalfAndAtLeastOne) {
   EXPECT_EQ(s.size(), 32);
   Window(&s, 6, absl::Microseconds(101));
   EXPECT_EQ(s.size(), 31);
+}
+
+TEST(AutoBatchSizerTest, AfterAShrinkGrowsHalfWay) {
+  AutoBatchSizer::Options o = RefinedOptions();
+  o.initial_size = 50;
+  AutoBatchSizer s(o);
+  // Start-up: 1 us per entry, 50 us at N = 50 -> 50 * 100 / 50 = 100.
+  LinearWindow(&s, absl::Microseconds(1));
+  EXPECT_EQ(s.size(), 100);
+  LinearWindow(&s, absl::Microseconds(1));  // Hold-off.
+  // A stall: halve.
+  Window(&s, 100, absl::Milliseconds(10));
+  EXPECT_EQ(s.size(), 50);
+  LinearWindow(&s, absl::Microseconds(1));  // Hold-off.
+  // Latency is back to 1 us per entry, and the projection says 100 again;
+  // after a shrink the sizer goes half way each decision (a hold-off window
+  // after each): 50 -> 75 -> 87 -> 93.
+  for (int want : {75, 75, 87, 87, 93}) {
+    LinearWindow(&s, absl::Microseconds(1));
+    EXPECT_EQ(s.size(), want);
+  }
+}
+
+// Late calls that do not come from N (a busy host) can keep k in the band
+// at any N. The paper's rule then never grows; the refined one does while
+// the window's p95 is at most half the bound, toward where it would be half.
+TEST(AutoBatchSizerTest, GrowsInTheBandWhenP95IsFarBelowTheBound) {
+  AutoBatchSizer::Options o = RefinedOptions();
+  o.initial_size = 2;
+  AutoBatchSizer s(o);
+  // 2 of 100 calls descheduled (150 us), the rest 2 us per entry.
+  auto window = [&] {
+    for (int i = 0; i < 100; ++i) {
+      s.Record(i < 2 ? absl::Microseconds(150)
+                     : absl::Microseconds(2) * s.size());
+    }
+  };
+  window();
+  EXPECT_DOUBLE_EQ(s.last_k(), 0.02);
+  EXPECT_EQ(s.size(), 4);  // 2 * 50 / 4 = 25, at most doubling.
+  window();                // Hold-off.
+  window();
+  EXPECT_EQ(s.size(), 8);
+  window();
+  window();
+  EXPECT_EQ(s.size(), 16);
+  window();
+  window();
+  EXPECT_EQ(s.size(), 25);  // 16 * 50 / 32: p95 at half the bound.
+  window();
+  window();
+  EXPECT_EQ(s.size(), 25);  // p95 = 50 us: l_limit / 2, hold.
+  AutoBatchSizer::Options p = PaperOptions();
+  p.initial_size = 2;
+  AutoBatchSizer paper(p);
+  for (int w = 0; w < 9; ++w) {
+    Window(&paper, 2, absl::Microseconds(150), absl::Microseconds(4));
+  }
+  EXPECT_EQ(paper.size(), 2);
 }
 
 TEST(AutoBatchSizerTest, ShrinkUsesTheAlphaQuantileNotTheMax) {
