@@ -71,6 +71,9 @@ DEFINE_string(auto_rules, "refined",
               "Sizer rules run at each l_limit: refined (rfrpc's default: "
               "proportional steps, hold-off window), paper (+1/-1 per window, "
               "as in the paper; printed as batch 'auto-paper').");
+DEFINE_int32(sizer_window, 0,
+             "Auto: ChannelOptions::sizer_window (calls per sizer decision); "
+             "0 keeps the library default.");
 DEFINE_bool(baseline, true, "Run the unbatched baseline for each mode.");
 DEFINE_bool(adaptive, true, "Run adaptive mode (rf).");
 DEFINE_int32(size, 32, "Request payload bytes.");
@@ -231,6 +234,7 @@ Point Run(const std::string& address, const Config& cfg) {
       opts.latency_alpha = 0.05;
       opts.sizer_proportional_steps = !cfg.paper_rule;
       opts.sizer_holdoff_windows = cfg.paper_rule ? 0 : 1;
+      if (FLAGS_sizer_window > 0) opts.sizer_window = FLAGS_sizer_window;
     }
     absl::StatusOr<std::unique_ptr<Channel>> ch = Channel::Create(address, opts);
     CHECK(ch.ok()) << ch.status();
