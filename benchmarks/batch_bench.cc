@@ -9,14 +9,26 @@
 //     p50, p95 and p99 latency, calls per batch;
 //   * auto mode at several latency limits l_limit: the achieved p95 against
 //     l_limit, and the sizer's final size;
+//   * for every point, the calls that waited behind max_outstanding or for a
+//     free slot (column queued);
 //   * adaptive mode.
 //
 // Load shape: a client thread keeps up to `pipeline` x N calls in flight on
-// its channel, where N is the batch size in force (for auto: the sizer's
-// current size, re-read every millisecond), so about `pipeline` batches are
-// in flight at once, as a client that fills a batch, sends it, and starts
-// the next while the first is served. Unbatched runs keep --depth calls in
-// flight. Every completed call re-issues itself from its callback.
+// its channel, where N is the batch size in force, so about `pipeline`
+// batches are in flight at once, as a client that fills a batch, sends it,
+// and starts the next while the first is served. Unbatched runs keep --depth
+// calls in flight. Every completed call re-issues itself from its callback.
+// For auto, N is the sizer's current size (Channel::batch_size()), re-read
+// at every completion: calls above the target are not re-issued, and a
+// larger N is topped up at once. (Re-read only every millisecond, as before
+// 2026-11-22, each change left auto with a partly filled batch waiting for
+// T, or with more small batches than slots, for up to a millisecond: a cost
+// no fixed point pays.)
+//
+// Auto points run the sizer rules of --auto_rules: "refined" (the default
+// ChannelOptions: proportional steps, a hold-off window after each change)
+// and/or "paper" (+1/-1 per window; rows say batch "auto-paper").
+// --sizer_trace_csv records the sizer's N and k at every driver tick.
 //
 // After the sweep it prints the headline checks (reported, never asserted):
 // best batched rf vs unbatched rf throughput (target >= 10x); for each
@@ -37,6 +49,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -54,6 +67,13 @@ DEFINE_string(modes, "rf,server_reply", "Modes for the fixed-size sweep.");
 DEFINE_string(batch_sizes, "2,4,8,16,24,32,48,64,96", "Fixed batch sizes N.");
 DEFINE_string(auto_limits_us, "20,50,100,200",
               "Latency limits (us) for auto mode (rf); empty skips auto.");
+DEFINE_string(auto_rules, "refined",
+              "Sizer rules run at each l_limit: refined (rfrpc's default: "
+              "proportional steps, hold-off window), paper (+1/-1 per window, "
+              "as in the paper; printed as batch 'auto-paper').");
+DEFINE_int32(sizer_window, 0,
+             "Auto: ChannelOptions::sizer_window (calls per sizer decision); "
+             "0 keeps the library default.");
 DEFINE_bool(baseline, true, "Run the unbatched baseline for each mode.");
 DEFINE_bool(adaptive, true, "Run adaptive mode (rf).");
 DEFINE_int32(size, 32, "Request payload bytes.");
@@ -73,6 +93,10 @@ DEFINE_bool(adaptive_fetch_delay, true,
 DEFINE_int32(repeats, 1,
              "Measure each point this many times and keep the best by ops/s.");
 DEFINE_bool(csv, false, "Print CSV rows instead of a table.");
+DEFINE_string(sizer_trace_csv, "",
+              "Auto points: append the sizer's state every driver tick "
+              "(l_limit_us,phase,t_ms,batch_size,k,adjustments,inflight) "
+              "to this file; empty: no trace.");
 
 namespace rfrpc {
 namespace {
@@ -80,8 +104,9 @@ namespace {
 struct Config {
   RpcMode mode = RpcMode::kRemoteFetch;
   BatchMode batch = BatchMode::kOff;
-  int batch_size = 0;     // N (fixed), start (auto), threshold (adaptive).
-  int limit_us = 0;       // Auto only.
+  int batch_size = 0;       // N (fixed), start (auto), threshold (adaptive).
+  int limit_us = 0;         // Auto only.
+  bool paper_rule = false;  // Auto: the paper's +1/-1 rule.
 };
 
 struct Point {
@@ -89,6 +114,7 @@ struct Point {
   double calls_per_batch = 0;
   int final_batch_size = 0;
   uint64_t adjustments = 0, calls = 0, failed = 0;
+  uint64_t queued = 0;  // Calls that waited behind max_outstanding.
   double loadavg = 0;
 };
 
@@ -102,9 +128,15 @@ struct Call {
 
 class Client {
  public:
-  Client(Channel* ch, int pool, std::atomic<bool>* measure,
-         std::atomic<bool>* stop)
-      : ch_(ch), calls_(pool), measure_(measure), stop_(stop) {
+  // follow_batch_size: the target is pipeline x the channel's current N,
+  // re-read on every completion (auto mode); otherwise set_target's.
+  Client(Channel* ch, int pool, bool follow_batch_size,
+         std::atomic<bool>* measure, std::atomic<bool>* stop)
+      : ch_(ch),
+        calls_(pool),
+        follow_(follow_batch_size),
+        measure_(measure),
+        stop_(stop) {
     for (int i = 0; i < pool; ++i) {
       calls_[i].req.set_payload(std::string(FLAGS_size, 'p'));
       calls_[i].lat_us.reserve(1 << 16);
@@ -149,21 +181,27 @@ class Client {
     } else if (measure_->load(std::memory_order_relaxed)) {
       c.lat_us.push_back((t1 - c.t0) / 1000.0);
     }
+    const int target = follow_ ? FLAGS_pipeline * std::max(1, ch_->batch_size())
+                               : target_.load();
     {
       std::lock_guard<std::mutex> l(mu_);
       // Failed calls are not re-issued from the callback (a call that fails
       // at once runs its callback inline: no recursion).
-      if (!s.ok() || stop_->load() || inflight_.load() > target_.load()) {
+      if (!s.ok() || stop_->load() || inflight_.load() > target) {
         free_.push_back(i);
         inflight_--;
         return;
       }
     }
     Issue(i);
+    // N grew: top up now rather than at the driver's next tick, which would
+    // leave the open batch waiting for calls that are not coming.
+    if (follow_ && inflight_.load() < target) FillTo(target);
   }
 
   Channel* const ch_;
   std::vector<Call> calls_;
+  const bool follow_;
   std::atomic<bool>* const measure_;
   std::atomic<bool>* const stop_;
   std::mutex mu_;
@@ -194,25 +232,34 @@ Point Run(const std::string& address, const Config& cfg) {
     if (cfg.batch == BatchMode::kAuto) {
       opts.latency_limit = absl::Microseconds(cfg.limit_us);
       opts.latency_alpha = 0.05;
+      opts.sizer_proportional_steps = !cfg.paper_rule;
+      opts.sizer_holdoff_windows = cfg.paper_rule ? 0 : 1;
+      if (FLAGS_sizer_window > 0) opts.sizer_window = FLAGS_sizer_window;
     }
     absl::StatusOr<std::unique_ptr<Channel>> ch = Channel::Create(address, opts);
     CHECK(ch.ok()) << ch.status();
     channels.push_back(std::move(*ch));
-    clients.push_back(
-        std::make_unique<Client>(channels.back().get(), pool, &measure, &stop));
+    clients.push_back(std::make_unique<Client>(channels.back().get(), pool,
+                                               cfg.batch == BatchMode::kAuto,
+                                               &measure, &stop));
   }
   auto target_of = [&](Channel* ch) {
     switch (cfg.batch) {
       case BatchMode::kOff:
         return FLAGS_depth;
       case BatchMode::kAuto:
-        return FLAGS_pipeline * std::max(1, ch->stats().batch_size);
+        return FLAGS_pipeline * std::max(1, ch->batch_size());
       default:
         return FLAGS_pipeline * cfg.batch_size;
     }
   };
   std::vector<ChannelStats> before(FLAGS_threads), after(FLAGS_threads);
-  auto drive = [&](absl::Duration d) {
+  FILE* trace = nullptr;
+  if (cfg.batch == BatchMode::kAuto && !FLAGS_sizer_trace_csv.empty()) {
+    trace = std::fopen(FLAGS_sizer_trace_csv.c_str(), "a");
+  }
+  const absl::Time t_origin = absl::Now();
+  auto drive = [&](absl::Duration d, const char* phase) {
     const absl::Time end = absl::Now() + d;
     while (absl::Now() < end) {
       for (int t = 0; t < FLAGS_threads; ++t) {
@@ -220,16 +267,25 @@ Point Run(const std::string& address, const Config& cfg) {
         clients[t]->set_target(target);
         clients[t]->FillTo(target);
       }
+      if (trace != nullptr) {
+        const ChannelStats st = channels[0]->stats();
+        std::fprintf(trace, "%d,%s,%.3f,%d,%.4f,%llu,%d\n", cfg.limit_us, phase,
+                     absl::ToDoubleMilliseconds(absl::Now() - t_origin),
+                     st.batch_size, st.sizer_k,
+                     static_cast<unsigned long long>(st.sizer_adjustments),
+                     clients[0]->inflight());
+      }
       absl::SleepFor(absl::Milliseconds(1));
     }
   };
   const double warm = FLAGS_warmup_seconds * (cfg.batch == BatchMode::kAuto ? 3 : 1);
-  drive(absl::Seconds(warm));
+  drive(absl::Seconds(warm), "warmup");
   for (int t = 0; t < FLAGS_threads; ++t) before[t] = channels[t]->stats();
   measure = true;
   const absl::Time start = absl::Now();
-  drive(absl::Seconds(FLAGS_seconds));
+  drive(absl::Seconds(FLAGS_seconds), "measure");
   measure = false;
+  if (trace != nullptr) std::fclose(trace);
   const double secs = absl::ToDoubleSeconds(absl::Now() - start);
   for (int t = 0; t < FLAGS_threads; ++t) after[t] = channels[t]->stats();
   stop = true;
@@ -253,6 +309,7 @@ Point Run(const std::string& address, const Config& cfg) {
     batched += after[t].batched_calls - before[t].batched_calls;
     p.final_batch_size = std::max(p.final_batch_size, after[t].batch_size);
     p.adjustments += after[t].sizer_adjustments;
+    p.queued += after[t].calls_queued - before[t].calls_queued;
   }
   channels.clear();  // Before the clients whose calls they reference.
   std::sort(all.begin(), all.end());
@@ -280,23 +337,27 @@ Point RunBest(const std::string& address, const Config& cfg) {
 
 void Print(const Config& c, const Point& p) {
   const std::string mode(RpcModeName(c.mode));
-  const std::string batch(BatchModeName(c.batch));
+  const std::string batch =
+      c.paper_rule ? "auto-paper" : std::string(BatchModeName(c.batch));
   if (FLAGS_csv) {
     std::printf(
         "%s,%s,%s,%d,%d,%d,%d,%.0f,%.2f,%.2f,%.2f,%.2f,%.2f,%d,%llu,%llu,%llu,"
-        "%.2f\n",
+        "%.2f,%llu\n",
         FLAGS_provider.c_str(), mode.c_str(), batch.c_str(), c.batch_size,
         c.limit_us, FLAGS_threads, FLAGS_size, p.ops, p.avg, p.p50, p.p95,
         p.p99, p.calls_per_batch, p.final_batch_size,
         static_cast<unsigned long long>(p.adjustments),
         static_cast<unsigned long long>(p.calls),
-        static_cast<unsigned long long>(p.failed), p.loadavg);
+        static_cast<unsigned long long>(p.failed), p.loadavg,
+        static_cast<unsigned long long>(p.queued));
   } else {
-    std::printf("%-8s %-12s %-8s %5d %6d %12.0f %8.2f %8.2f %8.2f %8.2f %7.2f %6d %5llu %5.2f\n",
-                FLAGS_provider.c_str(), mode.c_str(), batch.c_str(),
-                c.batch_size, c.limit_us, p.ops, p.avg, p.p50, p.p95, p.p99,
-                p.calls_per_batch, p.final_batch_size,
-                static_cast<unsigned long long>(p.failed), p.loadavg);
+    std::printf(
+        "%-8s %-12s %-10s %5d %6d %12.0f %8.2f %8.2f %8.2f %8.2f %7.2f %6d "
+        "%5llu %5.2f %8llu\n",
+        FLAGS_provider.c_str(), mode.c_str(), batch.c_str(), c.batch_size,
+        c.limit_us, p.ops, p.avg, p.p50, p.p95, p.p99, p.calls_per_batch,
+        p.final_batch_size, static_cast<unsigned long long>(p.failed),
+        p.loadavg, static_cast<unsigned long long>(p.queued));
   }
   std::fflush(stdout);
 }
@@ -327,17 +388,17 @@ int Main() {
     std::printf(
         "provider,mode,batch,batch_size,limit_us,threads,size,ops_per_s,avg_us,"
         "p50_us,p95_us,p99_us,calls_per_batch,final_batch_size,"
-        "sizer_adjustments,calls,failed,loadavg\n");
+        "sizer_adjustments,calls,failed,loadavg,queued\n");
   } else {
-    std::printf("%-8s %-12s %-8s %5s %6s %12s %8s %8s %8s %8s %7s %6s %5s %5s\n",
+    std::printf("%-8s %-12s %-10s %5s %6s %12s %8s %8s %8s %8s %7s %6s %5s %5s %8s\n",
                 "provider", "mode", "batch", "N", "l_us", "ops/s", "avg_us",
                 "p50_us", "p95_us", "p99_us", "c/batch", "N_end", "fail",
-                "load");
+                "load", "queued");
   }
 
   std::map<std::string, Point> off;                        // mode ->
   std::map<std::string, std::map<int, Point>> fixed;       // mode -> N ->
-  std::map<int, Point> autos;                              // l_limit ->
+  std::map<std::pair<std::string, int>, Point> autos;      // rule, l_limit ->
   for (const std::string& m : bench::ParseList(FLAGS_modes)) {
     absl::StatusOr<RpcMode> mode = ParseRpcMode(m);
     CHECK(mode.ok()) << mode.status();
@@ -358,14 +419,19 @@ int Main() {
       fixed[m][c.batch_size] = p;
     }
   }
-  for (int l : bench::ParseInts(FLAGS_auto_limits_us)) {
-    Config c;
-    c.batch = BatchMode::kAuto;
-    c.batch_size = 8;  // Starting size.
-    c.limit_us = l;
-    Point p = RunBest(server.address(), c);
-    Print(c, p);
-    autos[l] = p;
+  for (const std::string& rule : bench::ParseList(FLAGS_auto_rules)) {
+    CHECK(rule == "refined" || rule == "paper")
+        << "--auto_rules: unknown rule " << rule;
+    for (int l : bench::ParseInts(FLAGS_auto_limits_us)) {
+      Config c;
+      c.batch = BatchMode::kAuto;
+      c.batch_size = 8;  // Starting size.
+      c.limit_us = l;
+      c.paper_rule = rule == "paper";
+      Point p = RunBest(server.address(), c);
+      Print(c, p);
+      autos[{rule, l}] = p;
+    }
   }
   if (FLAGS_adaptive) {
     Config c;
@@ -389,7 +455,8 @@ int Main() {
                 best_n, best, base, base > 0 ? best / base : 0,
                 base > 0 && best >= 10 * base ? "met" : "MISSED");
   }
-  for (const auto& [l, a] : autos) {
+  for (const auto& [key, a] : autos) {
+    const auto& [rule, l] = key;
     double best = 0;
     int best_n = 0;
     if (fixed.count("rf")) {
@@ -398,9 +465,9 @@ int Main() {
       }
     }
     std::printf(
-        "# auto l_limit=%dus: p95 %.1fus (%s), final N=%d, %.0f ops/s; best "
+        "# auto%s l_limit=%dus: p95 %.1fus (%s), final N=%d, %.0f ops/s; best "
         "fixed rf meeting p95<=%dus: %s -> %.0f%% (target >= 90%%: %s)\n",
-        l, a.p95, a.p95 <= l ? "<= l_limit" : "ABOVE l_limit",
+        rule == "paper" ? "-paper" : "", l, a.p95, a.p95 <= l ? "<= l_limit" : "ABOVE l_limit",
         a.final_batch_size, a.ops, l,
         best_n ? absl::StrFormat("N=%d %.0f ops/s", best_n, best).c_str()
                : "none",

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "absl/time/time.h"
 
@@ -55,36 +56,104 @@ class FlushPolicy {
   int64_t timeout_ns_;
 };
 
-// Paper §4.2: over each window of `window` calls, k = fraction of calls whose
-// latency exceeded l_limit. k > alpha: batch size - 1; k < 0.1 * alpha:
-// + 1; otherwise keep. The size stays within [min_size, max_size].
+// The automatic batch sizer: paper §4.2, with refinements.
+//
+// The caller records each call's latency as its caller saw it (for async
+// calls, up to the start of the callback). Calls are taken in windows of
+// `window` calls. At the end of a window, with k = the fraction of its calls
+// slower than l_limit (`latency_limit`):
+//
+//   k > alpha:        shrink N.
+//   k < 0.1 * alpha:  grow N.
+//   otherwise:        keep N (proportional steps: unless the window's p95
+//                     is far below the bound, see below).
+//
+// The paper steps by one either way. With `proportional_steps` (default) a
+// step goes toward where the window's latency says the bound lies, since
+// latency grows about linearly with N (paper Fig. 14):
+//
+//   shrink: N * l_limit / Q(1 - alpha), within [N / 2, N - 1]: an overshoot
+//           is undone in one decision instead of one step per window, each
+//           spent above the bound. Q(1 - alpha) > l_limit whenever k > alpha.
+//   grow:   P = N * l_limit / Q(1 - alpha / 10), within [N + 1, 2 N]: fast
+//           from a small start while latency is far below the bound, +1
+//           close to it. Q(1 - alpha / 10) <= l_limit whenever k < alpha / 10.
+//           After the first shrink, only half way: N + (P - N) / 2. Near the
+//           bound the projection overshoots (where throughput stops growing
+//           with N, latency grows faster than N), and going all the way back
+//           after each shrink made N swing between half and the maximum;
+//           half way approaches the bound from below.
+//   grow, with 0.1 * alpha <= k <= alpha (where the paper keeps N): only
+//           if Q(1 - alpha) <= l_limit / 2, to N * (l_limit / 2) /
+//           Q(1 - alpha) (again within [N + 1, 2 N], half way after a
+//           shrink). On a busy host some calls are late whatever N is (the
+//           client was descheduled); if they alone put k in the band, the
+//           paper's rule never grows again, e.g. after a long stall has
+//           shrunk N to 2.
+//
+// Q(q) is the window's q-quantile (the ceil((1 - q) * window)-th slowest
+// call; the sizer keeps only the slowest ceil(alpha * window) latencies).
+//
+// After each change, `holdoff_windows` windows (default 1) are measured
+// (last_k) but not acted on: their first calls went out under the old size,
+// so they would show the old size's latency and, acted on, push N further
+// the same way (the paper's rule, holdoff_windows = 0, does that).
+//
+// With proportional_steps = false and holdoff_windows = 0 this is the paper's
+// rule exactly. N stays within [min_size, max_size].
+//
+// Usage (one per connection, under the connection's lock):
+//   AutoBatchSizer::Options o;
+//   o.latency_limit = absl::Microseconds(50);
+//   AutoBatchSizer sizer(o);
+//   ...
+//   if (sizer.Record(latency)) SendNextBatchesWith(sizer.size());
+//
+// Thread-compatible.
 class AutoBatchSizer {
  public:
   struct Options {
     absl::Duration latency_limit = absl::Microseconds(100);  // l_limit.
     double alpha = 0.05;
-    int window = 1000;   // Calls per decision.
+    int window = 1000;  // Calls per window (values < 1 count as 1).
     int min_size = 1;
     int max_size = 128;
     int initial_size = 1;
+    bool proportional_steps = true;
+    int holdoff_windows = 1;
   };
 
   explicit AutoBatchSizer(const Options& options);
 
-  // Records one call's latency; at the end of a window adjusts the size.
+  // Records one call's latency; at the end of a window may change the size.
   // Returns true if the size changed.
   bool Record(absl::Duration latency);
 
   int size() const { return size_; }
+  // The fraction of calls above l_limit in the last complete window
+  // (hold-off windows included).
   double last_k() const { return last_k_; }
   uint64_t adjustments() const { return adjustments_; }
-  uint64_t windows() const { return windows_; }
+  uint64_t windows() const { return windows_; }  // Complete windows.
 
  private:
+  int Decide() const;
+  // The latency of the window's `rank`-th slowest call (rank >= 1), from
+  // slowest_ sorted descending.
+  int64_t Slowest(int rank) const;
+
   const Options options_;
+  const int window_;
+  const int64_t limit_ns_;
+  const int keep_;  // Slowest latencies kept per window: ceil(alpha * window).
   int size_;
   int in_window_ = 0;
   int above_ = 0;
+  int holdoff_left_ = 0;
+  bool shrunk_ = false;  // A shrink happened: growth goes half way.
+  // The window's slowest latencies: a min-heap of at most keep_ while the
+  // window runs, sorted descending at its end.
+  std::vector<int64_t> slowest_;
   double last_k_ = 0;
   uint64_t adjustments_ = 0;
   uint64_t windows_ = 0;

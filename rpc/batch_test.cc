@@ -128,68 +128,290 @@ TEST(FlushPolicyTest, EachTriggerFires) {
   EXPECT_EQ(p.OnTick(0, t0, t0 + 900000), FlushReason::kNone);
 }
 
-AutoBatchSizer::Options SizerOptions() {
+// The paper's rule: +1 / -1, no hold-off.
+AutoBatchSizer::Options PaperOptions() {
   AutoBatchSizer::Options o;
   o.latency_limit = absl::Microseconds(100);
   o.alpha = 0.05;
   o.window = 100;
   o.initial_size = 8;
+  o.proportional_steps = false;
+  o.holdoff_windows = 0;
   return o;
 }
 
-// Feeds one window in which `above` of 100 calls exceed the limit.
-bool Window(AutoBatchSizer* s, int above) {
+// Feeds one window of 100 calls: `above` of them take `slow`, the rest
+// `fast`. Returns true if the size changed.
+bool Window(AutoBatchSizer* s, int above,
+            absl::Duration slow = absl::Microseconds(150),
+            absl::Duration fast = absl::Microseconds(20)) {
   bool changed = false;
-  for (int i = 0; i < 100; ++i) {
-    changed |= s->Record(i < above ? absl::Microseconds(150)
-                                   : absl::Microseconds(20));
-  }
+  for (int i = 0; i < 100; ++i) changed |= s->Record(i < above ? slow : fast);
   return changed;
 }
 
-TEST(AutoBatchSizerTest, ConvergesUpWhenLatencyIsLow) {
-  AutoBatchSizer s(SizerOptions());
+TEST(AutoBatchSizerTest, PaperRuleConvergesUpWhenLatencyIsLow) {
+  AutoBatchSizer s(PaperOptions());
   for (int w = 0; w < 10; ++w) EXPECT_TRUE(Window(&s, 0));
   EXPECT_EQ(s.size(), 18);
   EXPECT_EQ(s.adjustments(), 10u);
   EXPECT_EQ(s.last_k(), 0.0);
 }
 
-TEST(AutoBatchSizerTest, BacksOffWhenKAboveAlpha) {
-  AutoBatchSizer s(SizerOptions());
+TEST(AutoBatchSizerTest, PaperRuleBacksOffWhenKAboveAlpha) {
+  AutoBatchSizer s(PaperOptions());
   EXPECT_TRUE(Window(&s, 6));  // k = 0.06 > 0.05.
   EXPECT_EQ(s.size(), 7);
   EXPECT_DOUBLE_EQ(s.last_k(), 0.06);
+  // Far above the bound still steps by one.
+  EXPECT_TRUE(Window(&s, 100, absl::Milliseconds(10)));
+  EXPECT_EQ(s.size(), 6);
 }
 
+// Both rules hold while 0.1 * alpha <= k <= alpha (the refined one as long
+// as the window's p95 is above half the bound).
 TEST(AutoBatchSizerTest, HoldsInBetween) {
-  AutoBatchSizer s(SizerOptions());
-  // 0.1 * alpha = 0.005 <= k <= alpha: k = 0.01 .. 0.05 hold.
-  for (int above : {1, 3, 5}) {
-    EXPECT_FALSE(Window(&s, above));
-    EXPECT_EQ(s.size(), 8);
+  for (bool proportional : {false, true}) {
+    AutoBatchSizer::Options o = PaperOptions();
+    o.proportional_steps = proportional;
+    o.holdoff_windows = proportional ? 1 : 0;
+    AutoBatchSizer s(o);
+    // 0.1 * alpha = 0.005 <= k <= alpha: k = 0.01 .. 0.05 hold.
+    for (int above : {1, 3, 5}) {
+      EXPECT_FALSE(Window(&s, above, absl::Microseconds(150),
+                          absl::Microseconds(60)));
+      EXPECT_EQ(s.size(), 8);
+    }
+    EXPECT_EQ(s.adjustments(), 0u);
+    EXPECT_EQ(s.windows(), 3u);
   }
-  EXPECT_EQ(s.adjustments(), 0u);
-  EXPECT_EQ(s.windows(), 3u);
 }
 
 TEST(AutoBatchSizerTest, StaysWithinBounds) {
-  AutoBatchSizer::Options o = SizerOptions();
-  o.initial_size = 1;
-  AutoBatchSizer low(o);
-  for (int w = 0; w < 5; ++w) Window(&low, 100);
-  EXPECT_EQ(low.size(), 1);
-  o.initial_size = 128;
-  AutoBatchSizer high(o);
-  for (int w = 0; w < 5; ++w) Window(&high, 0);
-  EXPECT_EQ(high.size(), 128);
+  for (bool proportional : {false, true}) {
+    AutoBatchSizer::Options o = PaperOptions();
+    o.proportional_steps = proportional;
+    o.initial_size = 1;
+    AutoBatchSizer low(o);
+    for (int w = 0; w < 5; ++w) Window(&low, 100);
+    EXPECT_EQ(low.size(), 1);
+    o.initial_size = 128;
+    AutoBatchSizer high(o);
+    for (int w = 0; w < 5; ++w) {
+      Window(&high, 0, absl::ZeroDuration(), absl::Nanoseconds(1));
+    }
+    EXPECT_EQ(high.size(), 128);
+    EXPECT_EQ(high.adjustments(), 0u);
+  }
 }
 
 TEST(AutoBatchSizerTest, DecidesOnlyAtWindowEnds) {
-  AutoBatchSizer s(SizerOptions());
+  AutoBatchSizer s(PaperOptions());
   for (int i = 0; i < 99; ++i) EXPECT_FALSE(s.Record(absl::Microseconds(1)));
   EXPECT_TRUE(s.Record(absl::Microseconds(1)));
   EXPECT_EQ(s.size(), 9);
+}
+
+// Refined rule, with a scripted "server" whose latency is proportional to
+// the batch size: every call of a window takes per_entry * N, except the
+// slowest `tail` calls, which take tail_factor times that.
+AutoBatchSizer::Options RefinedOptions() {
+  AutoBatchSizer::Options o = PaperOptions();
+  o.proportional_steps = true;
+  o.holdoff_windows = 1;
+  return o;
+}
+
+void LinearWindow(AutoBatchSizer* s, absl::Duration per_entry, int tail = 0,
+                  double tail_factor = 1.0) {
+  const absl::Duration base = per_entry * s->size();
+  for (int i = 0; i < 100; ++i) s->Record(i < tail ? base * tail_factor : base);
+}
+
+TEST(AutoBatchSizerTest, GrowsTowardTheBoundAtMostDoublingPerDecision) {
+  AutoBatchSizer s(RefinedOptions());
+  // 1 us per entry, l_limit 100 us: N = 8 -> 16 -> 32 -> 64 -> 100.
+  // Each change is followed by a hold-off window.
+  const std::vector<int> want = {16, 16, 32, 32, 64, 64, 100, 100};
+  for (size_t w = 0; w < want.size(); ++w) {
+    LinearWindow(&s, absl::Microseconds(1));
+    EXPECT_EQ(s.size(), want[w]) << "after window " << w;
+  }
+  // At N = 100 every call takes exactly l_limit: none above, and the
+  // projection N * l / Q = N, so it creeps by one per decision, as the
+  // paper would.
+  EXPECT_EQ(s.last_k(), 0.0);
+  LinearWindow(&s, absl::Microseconds(1));
+  EXPECT_EQ(s.size(), 101);
+  EXPECT_EQ(s.adjustments(), 5u);
+}
+
+TEST(AutoBatchSizerTest, SmallClimbNearTheBound) {
+  AutoBatchSizer::Options o = RefinedOptions();
+  o.initial_size = 40;
+  AutoBatchSizer s(o);
+  // 2.4 us per entry: 96 us at N = 40, l_limit 100 us -> 40 * 100 / 96 = 41.
+  LinearWindow(&s, absl::Nanoseconds(2400));
+  EXPECT_EQ(s.size(), 41);
+}
+
+TEST(AutoBatchSizerTest, ShrinksToTheBoundInOneDecision) {
+  AutoBatchSizer::Options o = RefinedOptions();
+  o.initial_size = 64;
+  AutoBatchSizer s(o);
+  // 2 us per entry: 128 us at N = 64, all above 100 us: -> 64 * 100 / 128.
+  LinearWindow(&s, absl::Microseconds(2));
+  EXPECT_EQ(s.size(), 50);
+  EXPECT_DOUBLE_EQ(s.last_k(), 1.0);
+  // The paper's rule would need 14 windows above the bound for that.
+  AutoBatchSizer paper([] {
+    AutoBatchSizer::Options p = PaperOptions();
+    p.initial_size = 64;
+    return p;
+  }());
+  int windows_above = 0;
+  while (paper.size() * 2 > 100) {
+    LinearWindow(&paper, absl::Microseconds(2));
+    ++windows_above;
+  }
+  EXPECT_EQ(windows_above, 14);
+}
+
+TEST(AutoBatchSizerTest, ShrinkIsAtMostHalfAndAtLeastOne) {
+  AutoBatchSizer::Options o = RefinedOptions();
+  o.initial_size = 64;
+  AutoBatchSizer s(o);
+  // A stall: every call of the window takes 10 ms. At most halve.
+  Window(&s, 100, absl::Milliseconds(10));
+  EXPECT_EQ(s.size(), 32);
+  // Hold-off window, then just above the bound: k = 0.06, Q(0.95) = 101 us
+  // -> 32 * 100 / 101 = 31.
+  Window(&s, 0);
+  EXPECT_EQ(s.size(), 32);
+  Window(&s, 6, absl::Microseconds(101));
+  EXPECT_EQ(s.size(), 31);
+}
+
+TEST(AutoBatchSizerTest, AfterAShrinkGrowsHalfWay) {
+  AutoBatchSizer::Options o = RefinedOptions();
+  o.initial_size = 50;
+  AutoBatchSizer s(o);
+  // Start-up: 1 us per entry, 50 us at N = 50 -> 50 * 100 / 50 = 100.
+  LinearWindow(&s, absl::Microseconds(1));
+  EXPECT_EQ(s.size(), 100);
+  LinearWindow(&s, absl::Microseconds(1));  // Hold-off.
+  // A stall: halve.
+  Window(&s, 100, absl::Milliseconds(10));
+  EXPECT_EQ(s.size(), 50);
+  LinearWindow(&s, absl::Microseconds(1));  // Hold-off.
+  // Latency is back to 1 us per entry, and the projection says 100 again;
+  // after a shrink the sizer goes half way each decision (a hold-off window
+  // after each): 50 -> 75 -> 87 -> 93.
+  for (int want : {75, 75, 87, 87, 93}) {
+    LinearWindow(&s, absl::Microseconds(1));
+    EXPECT_EQ(s.size(), want);
+  }
+}
+
+// Late calls that do not come from N (a busy host) can keep k in the band
+// at any N. The paper's rule then never grows; the refined one does while
+// the window's p95 is at most half the bound, toward where it would be half.
+TEST(AutoBatchSizerTest, GrowsInTheBandWhenP95IsFarBelowTheBound) {
+  AutoBatchSizer::Options o = RefinedOptions();
+  o.initial_size = 2;
+  AutoBatchSizer s(o);
+  // 2 of 100 calls descheduled (150 us), the rest 2 us per entry.
+  auto window = [&] {
+    for (int i = 0; i < 100; ++i) {
+      s.Record(i < 2 ? absl::Microseconds(150)
+                     : absl::Microseconds(2) * s.size());
+    }
+  };
+  window();
+  EXPECT_DOUBLE_EQ(s.last_k(), 0.02);
+  EXPECT_EQ(s.size(), 4);  // 2 * 50 / 4 = 25, at most doubling.
+  window();                // Hold-off.
+  window();
+  EXPECT_EQ(s.size(), 8);
+  window();
+  window();
+  EXPECT_EQ(s.size(), 16);
+  window();
+  window();
+  EXPECT_EQ(s.size(), 25);  // 16 * 50 / 32: p95 at half the bound.
+  window();
+  window();
+  EXPECT_EQ(s.size(), 25);  // p95 = 50 us: l_limit / 2, hold.
+  AutoBatchSizer::Options p = PaperOptions();
+  p.initial_size = 2;
+  AutoBatchSizer paper(p);
+  for (int w = 0; w < 9; ++w) {
+    Window(&paper, 2, absl::Microseconds(150), absl::Microseconds(4));
+  }
+  EXPECT_EQ(paper.size(), 2);
+}
+
+TEST(AutoBatchSizerTest, ShrinkUsesTheAlphaQuantileNotTheMax) {
+  AutoBatchSizer::Options o = RefinedOptions();
+  o.initial_size = 60;
+  AutoBatchSizer s(o);
+  // 10 of 100 calls above the bound: 3 outliers at 10 ms and 7 at 120 us.
+  // Q(0.95), the 5th slowest, is 120 us -> 60 * 100 / 120 = 50; the
+  // outliers (the maximum) would have halved N.
+  for (int i = 0; i < 100; ++i) {
+    s.Record(i < 3    ? absl::Milliseconds(10)
+             : i < 10 ? absl::Microseconds(120)
+                      : absl::Microseconds(20));
+  }
+  EXPECT_EQ(s.size(), 50);
+}
+
+TEST(AutoBatchSizerTest, HoldOffWindowIsMeasuredButNotActedOn) {
+  AutoBatchSizer s(RefinedOptions());
+  EXPECT_TRUE(Window(&s, 0, absl::ZeroDuration(), absl::Microseconds(50)));
+  EXPECT_EQ(s.size(), 16);  // 8 * 100 / 50.
+  // The next window is all above the bound (calls of the old size still
+  // finishing would look like this after a shrink): measured, not acted on.
+  EXPECT_FALSE(Window(&s, 100));
+  EXPECT_EQ(s.size(), 16);
+  EXPECT_DOUBLE_EQ(s.last_k(), 1.0);
+  EXPECT_EQ(s.windows(), 2u);
+  // The window after it is acted on.
+  EXPECT_TRUE(Window(&s, 100));
+  EXPECT_LT(s.size(), 16);
+}
+
+TEST(AutoBatchSizerTest, ConvergesAndStaysUnderTheBound) {
+  // Closed loop: latency = 1.5 us * N + 5 us, with a few slow calls per
+  // window (3 of 100 at 1.6x). l_limit 100 us. From N = 2 the sizer must
+  // settle where the p95 latency meets the bound, and stay.
+  AutoBatchSizer::Options o = RefinedOptions();
+  o.initial_size = 2;
+  AutoBatchSizer s(o);
+  auto feed = [&] {
+    const absl::Duration base =
+        absl::Nanoseconds(1500) * s.size() + absl::Microseconds(5);
+    int above = 0;
+    for (int i = 0; i < 100; ++i) {
+      const absl::Duration l = i < 3 ? base * 1.6 : base;
+      above += l > absl::Microseconds(100);
+      s.Record(l);
+    }
+    return above;
+  };
+  for (int w = 0; w < 20; ++w) feed();
+  // 2 -> 4 -> 8 -> 16 -> 32 (doubling), then by the slowest call's
+  // projection 32 -> 37 -> 38 -> 39. At 39 the slow 3% (101.6 us) are over
+  // the bound: 0.1 * alpha <= k <= alpha, hold. (Growth stops once k
+  // reaches alpha / 10, as in the paper, so it does not go on to N = 63,
+  // where the other 97% would reach the bound.)
+  EXPECT_EQ(s.size(), 39);
+  EXPECT_EQ(s.adjustments(), 7u);
+  const uint64_t adjustments = s.adjustments();
+  int above = 0;
+  for (int w = 0; w < 50; ++w) above += feed();
+  EXPECT_LE(above, 5 * 50);  // k <= alpha over the run.
+  EXPECT_EQ(s.adjustments(), adjustments);  // Settled: no more changes.
 }
 
 }  // namespace

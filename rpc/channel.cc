@@ -7,12 +7,14 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <new>
 #include <thread>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "glog/logging.h"
@@ -116,7 +118,7 @@ class ChannelImpl final : public Channel {
       std::shared_ptr<ClientConnection> c = Get(slot.get());
       if (c) c->Abort(absl::CancelledError("channel destroyed"), &finished);
     }
-    RunCallbacks(&finished);
+    RunCallbacks(nullptr, &finished);
   }
 
   absl::Status Init() {
@@ -171,7 +173,7 @@ class ChannelImpl final : public Channel {
                                "deadline exceeded waiting for a free slot"));
       }
       if (!conn->Progress(&finished)) Backoff(&idle);
-      RunCallbacks(&finished);
+      RunCallbacks(conn.get(), &finished);
     }
     idle = 0;
     while (!call.finished.load(std::memory_order_acquire)) {
@@ -180,7 +182,7 @@ class ChannelImpl final : public Channel {
       } else {
         Backoff(&idle);
       }
-      RunCallbacks(&finished);
+      RunCallbacks(conn.get(), &finished);
     }
     return call.status;
   }
@@ -215,7 +217,7 @@ class ChannelImpl final : public Channel {
     if (!s.ok()) {
       (void)Fail(call, s);
       std::vector<PendingCall*> one{call};
-      RunCallbacks(&one);
+      RunCallbacks(nullptr, &one);
       return;
     }
     if (options_.progress_thread) WakeDriver();
@@ -226,9 +228,10 @@ class ChannelImpl final : public Channel {
     bool progressed = false;
     for (const auto& slot : conns_) {
       std::shared_ptr<ClientConnection> c = Get(slot.get());
-      if (c && c->NeedsDriver()) progressed |= c->Progress(&finished);
+      if (!c || !c->NeedsDriver()) continue;
+      progressed |= c->Progress(&finished);
+      RunCallbacks(c.get(), &finished);
     }
-    RunCallbacks(&finished);
     return progressed;
   }
 
@@ -256,6 +259,19 @@ class ChannelImpl final : public Channel {
   int retries() const override { return retries_.load(); }
   uint32_t fetch_size() const override { return fetch_size_.load(); }
 
+  int batch_size() const override {
+    switch (options_.batch) {
+      case BatchMode::kOff:
+        return 0;
+      case BatchMode::kAuto: {
+        const int n = counters_.batch_size.load(std::memory_order_relaxed);
+        return n > 0 ? n : std::clamp(options_.batch_size, 1, 128);
+      }
+      default:
+        return std::max(1, options_.batch_size);
+    }
+  }
+
   ChannelStats stats() const override {
     ChannelStats st;
     st.calls = counters_.calls.load();
@@ -278,6 +294,7 @@ class ChannelImpl final : public Channel {
     st.flushes_timeout = counters_.flushes_timeout.load();
     st.result_parts = counters_.result_parts.load();
     st.publishes_delayed = counters_.publishes_delayed.load();
+    st.calls_queued = counters_.calls_queued.load();
     st.batch_size = counters_.batch_size.load();
     st.sizer_k = counters_.sizer_k.load();
     st.sizer_adjustments = counters_.sizer_adjustments.load();
@@ -406,18 +423,31 @@ class ChannelImpl final : public Channel {
     // Whatever the old connection still had fails with its status.
     std::vector<PendingCall*> finished;
     old->Abort(result, &finished);
-    RunCallbacks(&finished);
+    RunCallbacks(nullptr, &finished);
     return absl::OkStatus();
   }
 
-  static void RunCallbacks(std::vector<PendingCall*>* finished) {
+  // Runs the callbacks of `finished` (async calls), in order, and empties it.
+  // `conn` (may be null; not kept) is the connection that finished them: on
+  // an auto-batching connection the sizer is then fed each successful
+  // call's latency as its caller sees it, up to the start of its callback,
+  // so time spent delivering a batch's results one callback after another
+  // counts against l_limit too.
+  static void RunCallbacks(ClientConnection* conn,
+                           std::vector<PendingCall*>* finished) {
+    const bool timed = conn != nullptr && conn->auto_sizing();
+    absl::InlinedVector<int64_t, 128> latencies;
     for (PendingCall* call : *finished) {
       std::function<void(absl::Status)> done = std::move(call->done);
       absl::Status s = std::move(call->status);
+      if (timed && s.ok()) {
+        latencies.push_back(absl::GetCurrentTimeNanos() - call->start_ns);
+      }
       RecycleAsyncCall(call);
       if (done) done(std::move(s));
     }
     finished->clear();
+    if (!latencies.empty()) conn->RecordLatencies(latencies);
   }
 
   // Waiting policy: spin briefly, then yield so a server or another poller
@@ -474,8 +504,8 @@ class ChannelImpl final : public Channel {
         if (!c->NeedsDriver()) continue;
         any = true;
         progressed |= c->Progress(&finished);
+        RunCallbacks(c.get(), &finished);
       }
-      RunCallbacks(&finished);
       if (progressed) {
         idle = 0;
         continue;

@@ -119,6 +119,9 @@ struct ChannelStats {
   uint64_t flushes_timeout = 0;       // Flushed on T.
   uint64_t result_parts = 0;          // Result parts received.
   uint64_t publishes_delayed = 0;     // Adaptive: publishes held back.
+  // Async calls that found max_outstanding requests (or every slot) busy
+  // and waited in the connection's queue.
+  uint64_t calls_queued = 0;
   int batch_size = 0;                 // Current N (auto: the sizer's).
   double sizer_k = 0;                 // Auto: last window's fraction over.
   uint64_t sizer_adjustments = 0;
@@ -182,6 +185,12 @@ class Channel {
   virtual RpcMode connection_mode(int connection) const = 0;
 
   virtual ChannelStats stats() const = 0;
+
+  // The batch size N in force: 0 when batching is off; fixed and adaptive:
+  // ChannelOptions::batch_size; auto: the size the sizer chose last (of any
+  // connection). Cheap (one atomic load): a caller that keeps a multiple of
+  // N in flight may read it per call.
+  virtual int batch_size() const = 0;
 
   // Changes R and F for calls started from now on (the R/F tuner's online
   // re-selection). INVALID_ARGUMENT if retries < 1 or fetch_size < 16.

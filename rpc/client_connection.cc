@@ -137,6 +137,7 @@ absl::Status ClientConnection::Start(
 }
 
 void ClientConnection::Enqueue(PendingCall* call) {
+  counters_->calls_queued.fetch_add(1, std::memory_order_relaxed);
   MutexLock lock(&mu_);
   queued_.push_back(call);
   UpdateNeedsDriver();
@@ -464,7 +465,11 @@ void ClientConnection::SetMode(RpcMode mode) {
 void ClientConnection::FreeSlot(uint32_t s) {
   Slot& slot = slots_[s];
   if (slot.phase == Phase::kDraining) return;
-  outstanding_ -= slot.batch ? static_cast<int>(slot.calls.size()) : 1;
+  // A batch's calls leave outstanding_ one by one as their results arrive
+  // (CompletePart); the rest (a failed or never-sent batch) leave here.
+  outstanding_ -= slot.batch ? static_cast<int>(slot.calls.size() -
+                                                slot.results_done)
+                             : 1;
   slot.call = nullptr;
   slot.calls.clear();
   slot.live_calls = 0;
@@ -511,13 +516,10 @@ void ClientConnection::FinishCall(PendingCall* call, absl::Status status,
                                   std::vector<PendingCall*>* finished) {
   if (!status.ok()) {
     counters_->calls_failed.fetch_add(1, std::memory_order_relaxed);
-  } else if (options_.batch == BatchMode::kAuto) {
-    const int64_t latency = NowNs() - call->start_ns;
-    if (sizer_.Record(absl::Nanoseconds(latency))) {
-      counters_->sizer_adjustments.fetch_add(1, std::memory_order_relaxed);
-    }
-    counters_->batch_size.store(sizer_.size(), std::memory_order_relaxed);
-    counters_->sizer_k.store(sizer_.last_k(), std::memory_order_relaxed);
+  } else if (call->sync && options_.batch == BatchMode::kAuto) {
+    // A sync caller returns as soon as it sees `finished`; an async call's
+    // latency is taken when its callback runs (RecordLatencies).
+    RecordLatencyLocked(NowNs() - call->start_ns);
   }
   call->status = std::move(status);
   if (call->ctx != nullptr) {
@@ -545,6 +547,20 @@ void ClientConnection::CountResults(uint64_t n, RpcMode via, int fetches,
   } else {
     counters_->calls_server_reply.fetch_add(n, std::memory_order_relaxed);
   }
+}
+
+void ClientConnection::RecordLatencyLocked(int64_t latency_ns) {
+  if (sizer_.Record(absl::Nanoseconds(latency_ns))) {
+    counters_->sizer_adjustments.fetch_add(1, std::memory_order_relaxed);
+  }
+  counters_->batch_size.store(sizer_.size(), std::memory_order_relaxed);
+  counters_->sizer_k.store(sizer_.last_k(), std::memory_order_relaxed);
+}
+
+void ClientConnection::RecordLatencies(absl::Span<const int64_t> latencies_ns) {
+  if (options_.batch != BatchMode::kAuto || latencies_ns.empty()) return;
+  MutexLock lock(&mu_);
+  for (int64_t ns : latencies_ns) RecordLatencyLocked(ns);
 }
 
 void ClientConnection::FinishWithResult(PendingCall* call, uint16_t status_code,
@@ -643,6 +659,7 @@ void ClientConnection::CompletePart(uint32_t s, const char* payload,
     if (slot.results_done >= slot.calls.size()) break;
     PendingCall*& call = slot.calls[slot.results_done++];
     ++n;
+    --outstanding_;  // Its result is here: no longer in flight.
     if (call != nullptr) {
       FinishWithResult(call, code, result, via, slot, server_ns, finished);
       call = nullptr;

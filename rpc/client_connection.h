@@ -29,6 +29,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "google/protobuf/message_lite.h"
 #include "rpc/batch_policy.h"
 #include "rpc/channel.h"
@@ -86,6 +87,7 @@ struct ChannelCounters {
   std::atomic<uint64_t> flushes_timeout{0};
   std::atomic<uint64_t> result_parts{0};
   std::atomic<uint64_t> publishes_delayed{0};
+  std::atomic<uint64_t> calls_queued{0};
   std::atomic<int> batch_size{0};
   std::atomic<double> sizer_k{0};
   std::atomic<uint64_t> sizer_adjustments{0};
@@ -120,6 +122,14 @@ class ClientConnection {
   // Fails every outstanding call with `status` (e.g. the channel is being
   // destroyed) and the connection with it.
   void Abort(absl::Status status, std::vector<PendingCall*>* finished);
+
+  // Auto batching: feeds the sizer the latencies callers saw for async calls
+  // that finished OK, measured from CallAsync to the start of their callback
+  // (the channel measures them as it runs the callbacks Progress handed
+  // out). Sync calls are measured when they finish, inside Progress.
+  // No-op unless ChannelOptions::batch is kAuto.
+  bool auto_sizing() const { return options_.batch == BatchMode::kAuto; }
+  void RecordLatencies(absl::Span<const int64_t> latencies_ns);
 
   // True while async calls, queued calls or abandoned slots need someone to
   // call Progress.
@@ -222,6 +232,7 @@ class ClientConnection {
                   std::vector<PendingCall*>* finished)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FreeSlot(uint32_t s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RecordLatencyLocked(int64_t latency_ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SetMode(RpcMode mode) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FailLocked(absl::Status status, std::vector<PendingCall*>* finished)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -37,10 +37,11 @@ ClientConnection::ClientConnection(ChannelOptions options,
                                    options_.switch_back_ratio}),
       flush_(std::max(1, options_.batch_size), options_.batch_bytes,
              options_.batch_timeout),
-      sizer_(AutoBatchSizer::Options{options_.latency_limit,
-                                     options_.latency_alpha,
-                                     std::max(1, options_.sizer_window), 1, 128,
-                                     std::max(1, options_.batch_size)}) {
+      sizer_(AutoBatchSizer::Options{
+          options_.latency_limit, options_.latency_alpha,
+          std::max(1, options_.sizer_window), 1, 128,
+          std::max(1, options_.batch_size), options_.sizer_proportional_steps,
+          std::max(0, options_.sizer_holdoff_windows)}) {
   MutexLock lock(&mu_);
   retries_ = options_.retries;
   fetch_size_ = options_.fetch_size;

@@ -100,14 +100,24 @@ struct ChannelOptions {
   uint32_t batch_bytes = 2048;
   // T: a batch is flushed this long after its first request. Default: 5 ms.
   absl::Duration batch_timeout = absl::Milliseconds(5);
-  // Requests in flight per connection (batches are pipelined up to this).
-  // Default: 256.
+  // Requests in flight per connection (batches are pipelined up to this); a
+  // batched call stops counting when its result part arrives, not when the
+  // whole batch is done. Async calls past it wait in a queue
+  // (ChannelStats::calls_queued). Default: 256.
   int max_outstanding = 256;
-  // Auto sizer: keep at most latency_alpha of calls above latency_limit,
-  // deciding every sizer_window calls. Defaults: 100 us, 0.05, 1000.
+  // Auto sizer (AutoBatchSizer in rpc/batch_policy.h, docs/rpc.md): keep at
+  // most latency_alpha of calls above latency_limit, deciding every
+  // sizer_window calls, with latency taken as the caller sees it (async: up
+  // to the start of the callback). Defaults: 100 us, 0.05, 1000.
   absl::Duration latency_limit = absl::Microseconds(100);
   double latency_alpha = 0.05;
   int sizer_window = 1000;
+  // Steps to the size the window's latency quantiles point at (bounded to
+  // halving / doubling) instead of the paper's -1 / +1. Default: true.
+  bool sizer_proportional_steps = true;
+  // Windows measured but not acted on after each change (the paper: 0).
+  // Default: 1.
+  int sizer_holdoff_windows = 1;
   // Adaptive: entries transmitted per group (RB²'s beta). Default: 4.
   int batch_group = 4;
 

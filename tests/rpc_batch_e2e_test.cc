@@ -189,6 +189,92 @@ TEST_P(BatchE2eTest, PipeliningIsBoundedByMaxOutstanding) {
   EXPECT_GE(ch->stats().batches, static_cast<uint64_t>(kCalls / 16));
 }
 
+// A batched call stops counting against max_outstanding when its result
+// part arrives, not when its whole batch is done: a call started from the
+// callback of a finished call is not queued behind a slow call of the same
+// batch. (It used to be: calls_queued 1.)
+TEST_P(BatchE2eTest, FinishedCallsOfABatchFreeTheirOutstandingPlace) {
+  ChannelOptions opts;
+  opts.batch_size = 4;
+  opts.max_outstanding = 4;
+  opts.batch_timeout = absl::Milliseconds(50);  // The 4 share one batch.
+  std::unique_ptr<Channel> ch = Connect(opts);
+  ASSERT_NE(ch, nullptr);
+  EXPECT_EQ(ch->batch_size(), 4);
+  static const uint32_t kEcho = MethodId(kEchoMethod);
+  // A, B, C fill a result part each (limit 512 bytes); S then sleeps.
+  TestRequest reqs[4];
+  for (int i = 0; i < 3; ++i) {
+    reqs[i].set_id(i);
+    reqs[i].set_response_size(480);
+  }
+  reqs[3].set_id(3);
+  reqs[3].set_sleep_ms(300);
+  TestResponse resps[4];
+  TestRequest x_req;
+  x_req.set_id(10);
+  TestResponse x_resp;
+  std::atomic<int> done{0};
+  std::atomic<bool> all_ok{true};
+  for (int i = 0; i < 4; ++i) {
+    ch->CallAsync(kEcho, reqs[i], &resps[i], nullptr, [&, i](absl::Status s) {
+      if (!s.ok()) all_ok = false;
+      if (i == 0) {
+        // A's result is here while S still sleeps: X goes out now.
+        ch->CallAsync(kEcho, x_req, &x_resp, nullptr, [&](absl::Status xs) {
+          if (!xs.ok()) all_ok = false;
+          ++done;
+        });
+      }
+      ++done;
+    });
+  }
+  ASSERT_TRUE(WaitForCount(done, 5, absl::Seconds(60)));
+  EXPECT_TRUE(all_ok.load());
+  EXPECT_EQ(x_resp.id(), 10u);
+  EXPECT_EQ(ch->stats().calls_queued, 0u);
+}
+
+// Auto: the sizer takes an async call's latency when its callback starts,
+// as the caller sees it. Four calls finish together, but their callbacks run
+// one after another, 3 ms each: to their callers the last three took over
+// the 1 ms limit, so the window (4 calls) has k = 3/4 or more and the size
+// shrinks. Timed when the calls finished, the window would look fast.
+TEST_P(BatchE2eTest, AutoSizerCountsTimeUntilTheCallbackRuns) {
+  if (GetParam().batch != BatchMode::kAuto) GTEST_SKIP() << "auto only";
+  ChannelOptions opts;
+  opts.batch_size = 4;  // Starting size.
+  opts.batch_timeout = absl::Milliseconds(50);
+  opts.latency_limit = absl::Milliseconds(1);
+  opts.sizer_window = 4;
+  std::unique_ptr<Channel> ch = Connect(opts);
+  ASSERT_NE(ch, nullptr);
+  EXPECT_EQ(ch->batch_size(), 4);
+  static const uint32_t kEcho = MethodId(kEchoMethod);
+  TestRequest reqs[4];
+  TestResponse resps[4];
+  std::atomic<int> done{0};
+  for (int i = 0; i < 4; ++i) {
+    reqs[i].set_id(i);
+    ch->CallAsync(kEcho, reqs[i], &resps[i], nullptr, [&](absl::Status s) {
+      EXPECT_TRUE(s.ok()) << s;
+      absl::SleepFor(absl::Milliseconds(3));
+      ++done;
+    });
+  }
+  ASSERT_TRUE(WaitForCount(done, 4, absl::Seconds(60)));
+  // The sizer is fed once the callbacks have run.
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  while (ch->stats().sizer_adjustments == 0 && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  const ChannelStats st = ch->stats();
+  EXPECT_GE(st.sizer_k, 0.75);
+  EXPECT_EQ(st.sizer_adjustments, 1u);
+  EXPECT_LT(ch->batch_size(), 4);
+  EXPECT_EQ(st.batch_size, ch->batch_size());
+}
+
 // A result that moves to a new part must not be readable as that part's
 // header. Entry A fills part 0, so E's result moves into part 1; S then keeps
 // part 1 unpublished for 300 ms while the client READs part 1's head. E's
