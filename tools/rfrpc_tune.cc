@@ -42,6 +42,9 @@ DEFINE_string(sizes, "", "select: result sizes, e.g. 32,32,4000 or 56:990,4016:1
 DEFINE_string(sizes_file, "", "select: a file of result sizes (same syntax).");
 DEFINE_double(server_time_ns, 0, "select: the workload's server time P, ns.");
 DEFINE_int32(rows, 12, "select: fetch sizes to show in the score summary.");
+DEFINE_double(tie_tolerance, rfrpc::tuner::kCliTieTolerance,
+              "select: scores within this fraction of the best are ties, "
+              "won by the smaller F (then R); 0 = strictly the best.");
 DEFINE_string(flagfile_out, "", "select: write a gflags flagfile here.");
 DEFINE_bool(check_provider, true,
             "select: refuse a profile made on another provider than --provider.");
@@ -101,7 +104,8 @@ int RunSelect() {
   }
   absl::StatusOr<SizeHistogram> h = SizeHistogram::ParseList(text);
   if (!h.ok()) return Fail(h.status());
-  absl::StatusOr<Selection> sel = tuner::Select(*p, *h, FLAGS_server_time_ns);
+  absl::StatusOr<Selection> sel = tuner::Select(*p, *h, FLAGS_server_time_ns,
+                                                 FLAGS_tie_tolerance);
   if (!sel.ok()) return Fail(sel.status());
   std::printf("profile %s: provider=%s host=%s L=%u H=%u N=%d\n",
               FLAGS_profile.c_str(), p->provider().c_str(),

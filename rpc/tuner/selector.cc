@@ -62,9 +62,13 @@ Candidate Score(const Profile& profile, const SizeHistogram& sizes,
 
 absl::StatusOr<Selection> Select(const Profile& profile,
                                  const SizeHistogram& sizes,
-                                 double server_time_ns) {
+                                 double server_time_ns, double tie_tolerance) {
   if (sizes.empty()) {
     return absl::InvalidArgumentError("no result sizes to select for");
+  }
+  if (!(tie_tolerance >= 0 && tie_tolerance < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tie tolerance ", tie_tolerance, " is outside [0, 1)"));
   }
   Selection s;
   s.server_time_ns = server_time_ns;
@@ -77,10 +81,16 @@ absl::StatusOr<Selection> Select(const Profile& profile,
       s.table.push_back(ScoreWithShare(profile, share, r, f, server_time_ns));
     }
   }
-  // Strictly better (beyond rounding) replaces: ties keep the earlier entry,
-  // i.e. the smaller F, then the smaller R.
+  // The first candidate (smallest F, then smallest R) within the tolerance
+  // of the best score; rounding never breaks a tie.
+  double top = 0;
+  for (const Candidate& c : s.table) top = std::max(top, c.score);
+  const double bar = top * (1 - tie_tolerance) * (1 - 1e-9);
   for (const Candidate& c : s.table) {
-    if (best == nullptr || c.score > best->score * (1 + 1e-9)) best = &c;
+    if (c.score >= bar) {
+      best = &c;
+      break;
+    }
   }
   s.retries = best->retries;
   s.fetch_size = best->fetch_size;

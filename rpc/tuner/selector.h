@@ -80,11 +80,22 @@ struct Selection {
 Candidate Score(const Profile& profile, const SizeHistogram& sizes,
                 int retries, uint32_t fetch_size, double server_time_ns);
 
-// Evaluates every candidate and picks the best. INVALID_ARGUMENT if `sizes`
-// is empty.
+// What `rfrpc_tune select` and tuner_bench pass as Select's tie_tolerance
+// (their --tie_tolerance flag). OnlineTuner passes 0: it has its own
+// hysteresis against small gains.
+inline constexpr double kCliTieTolerance = 0.03;
+
+// Evaluates every candidate and picks the best. Candidates scoring within
+// `tie_tolerance` (a fraction) of the best score are ties, and a tie goes to
+// the smaller F, then the smaller R. The profile's I(R, F) are measurements:
+// a difference of a few percent between neighbouring points can be noise,
+// and on a flat curve a zero tolerance may pick an F of several KiB for
+// 64 B results, which costs a real NIC bandwidth for nothing.
+// INVALID_ARGUMENT if `sizes` is empty or `tie_tolerance` is outside [0, 1).
 absl::StatusOr<Selection> Select(const Profile& profile,
                                  const SizeHistogram& sizes,
-                                 double server_time_ns);
+                                 double server_time_ns,
+                                 double tie_tolerance = 0);
 
 // A human-readable summary: the best few candidates per F and the choice.
 std::string FormatSelection(const Selection& s, int max_rows);

@@ -141,6 +141,36 @@ TEST(SelectorTest, TiesGoToSmallerFThenSmallerR) {
   EXPECT_EQ(s->retries, 1);
 }
 
+TEST(SelectorTest, ScoresWithinTheTieToleranceGoToTheSmallerF) {
+  // Measured I creeps up slowly with F: noise on a flat curve. Within a 3%
+  // tolerance every F ties with the best, so the smallest covering F wins;
+  // with no tolerance (the default) the largest F does.
+  SyntheticSpec spec;
+  spec.ops = [](int r, uint32_t f, uint32_t) {
+    return 1e6 * RetryShape(r) * (1.0 + 0.01 * std::log2(f / 128.0) / 10);
+  };
+  const Profile p = MakeProfile(spec);
+  SizeHistogram h;
+  h.Add(64, 100);
+  absl::StatusOr<Selection> tolerant = Select(p, h, 0, kCliTieTolerance);
+  ASSERT_TRUE(tolerant.ok());
+  EXPECT_EQ(tolerant->fetch_size, 128u);
+  EXPECT_EQ(tolerant->retries, 3);  // 5% apart in R: no tie.
+  absl::StatusOr<Selection> strict = Select(p, h, 0);
+  ASSERT_TRUE(strict.ok());
+  EXPECT_EQ(strict->fetch_size, p.candidate_fetch_sizes().back());
+  EXPECT_GT(strict->score, tolerant->score);
+}
+
+TEST(SelectorTest, TieToleranceOutsideZeroToOneIsInvalid) {
+  SizeHistogram h;
+  h.Add(64, 1);
+  for (double bad : {-0.01, 1.0, 2.0}) {
+    absl::StatusOr<Selection> s = Select(FlatProfile(), h, 0, bad);
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+}
+
 TEST(SelectorTest, ServerTimeSelectsTheMatchingTable) {
   // At P = 0 the best R is 1; at P = 4 us it is 5 (more retries before
   // giving up on fetching). In between the tables are interpolated.
