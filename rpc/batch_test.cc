@@ -222,6 +222,12 @@ AutoBatchSizer::Options RefinedOptions() {
   return o;
 }
 
+AutoBatchSizer::Options RefinedOptionsFrom(int initial_size) {
+  AutoBatchSizer::Options o = RefinedOptions();
+  o.initial_size = initial_size;
+  return o;
+}
+
 void LinearWindow(AutoBatchSizer* s, absl::Duration per_entry, int tail = 0,
                   double tail_factor = 1.0) {
   const absl::Duration base = per_entry * s->size();
@@ -247,18 +253,14 @@ TEST(AutoBatchSizerTest, GrowsTowardTheBoundAtMostDoublingPerDecision) {
 }
 
 TEST(AutoBatchSizerTest, SmallClimbNearTheBound) {
-  AutoBatchSizer::Options o = RefinedOptions();
-  o.initial_size = 40;
-  AutoBatchSizer s(o);
+  AutoBatchSizer s(RefinedOptionsFrom(40));
   // 2.4 us per entry: 96 us at N = 40, l_limit 100 us -> 40 * 100 / 96 = 41.
   LinearWindow(&s, absl::Nanoseconds(2400));
   EXPECT_EQ(s.size(), 41);
 }
 
 TEST(AutoBatchSizerTest, ShrinksToTheBoundInOneDecision) {
-  AutoBatchSizer::Options o = RefinedOptions();
-  o.initial_size = 64;
-  AutoBatchSizer s(o);
+  AutoBatchSizer s(RefinedOptionsFrom(64));
   // 2 us per entry: 128 us at N = 64, all above 100 us: -> 64 * 100 / 128.
   LinearWindow(&s, absl::Microseconds(2));
   EXPECT_EQ(s.size(), 50);
@@ -278,9 +280,7 @@ TEST(AutoBatchSizerTest, ShrinksToTheBoundInOneDecision) {
 }
 
 TEST(AutoBatchSizerTest, ShrinkIsAtMostHalfAndAtLeastOne) {
-  AutoBatchSizer::Options o = RefinedOptions();
-  o.initial_size = 64;
-  AutoBatchSizer s(o);
+  AutoBatchSizer s(RefinedOptionsFrom(64));
   // A stall: every call of the window takes 10 ms. At most halve.
   Window(&s, 100, absl::Milliseconds(10));
   EXPECT_EQ(s.size(), 32);
@@ -293,9 +293,7 @@ TEST(AutoBatchSizerTest, ShrinkIsAtMostHalfAndAtLeastOne) {
 }
 
 TEST(AutoBatchSizerTest, AfterAShrinkGrowsHalfWay) {
-  AutoBatchSizer::Options o = RefinedOptions();
-  o.initial_size = 50;
-  AutoBatchSizer s(o);
+  AutoBatchSizer s(RefinedOptionsFrom(50));
   // Start-up: 1 us per entry, 50 us at N = 50 -> 50 * 100 / 50 = 100.
   LinearWindow(&s, absl::Microseconds(1));
   EXPECT_EQ(s.size(), 100);
@@ -317,9 +315,7 @@ TEST(AutoBatchSizerTest, AfterAShrinkGrowsHalfWay) {
 // at any N. The paper's rule then never grows; the refined one does while
 // the window's p95 is at most half the bound, toward where it would be half.
 TEST(AutoBatchSizerTest, GrowsInTheBandWhenP95IsFarBelowTheBound) {
-  AutoBatchSizer::Options o = RefinedOptions();
-  o.initial_size = 2;
-  AutoBatchSizer s(o);
+  AutoBatchSizer s(RefinedOptionsFrom(2));
   // 2 of 100 calls descheduled (150 us), the rest 2 us per entry.
   auto window = [&] {
     for (int i = 0; i < 100; ++i) {
@@ -352,9 +348,7 @@ TEST(AutoBatchSizerTest, GrowsInTheBandWhenP95IsFarBelowTheBound) {
 }
 
 TEST(AutoBatchSizerTest, ShrinkUsesTheAlphaQuantileNotTheMax) {
-  AutoBatchSizer::Options o = RefinedOptions();
-  o.initial_size = 60;
-  AutoBatchSizer s(o);
+  AutoBatchSizer s(RefinedOptionsFrom(60));
   // 10 of 100 calls above the bound: 3 outliers at 10 ms and 7 at 120 us.
   // Q(0.95), the 5th slowest, is 120 us -> 60 * 100 / 120 = 50; the
   // outliers (the maximum) would have halved N.
@@ -385,9 +379,7 @@ TEST(AutoBatchSizerTest, ConvergesAndStaysUnderTheBound) {
   // Closed loop: latency = 1.5 us * N + 5 us, with a few slow calls per
   // window (3 of 100 at 1.6x). l_limit 100 us. From N = 2 the sizer must
   // settle where the p95 latency meets the bound, and stay.
-  AutoBatchSizer::Options o = RefinedOptions();
-  o.initial_size = 2;
-  AutoBatchSizer s(o);
+  AutoBatchSizer s(RefinedOptionsFrom(2));
   auto feed = [&] {
     const absl::Duration base =
         absl::Nanoseconds(1500) * s.size() + absl::Microseconds(5);
