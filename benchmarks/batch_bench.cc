@@ -74,6 +74,9 @@ DEFINE_string(auto_rules, "refined",
 DEFINE_int32(sizer_window, 0,
              "Auto: ChannelOptions::sizer_window (calls per sizer decision); "
              "0 keeps the library default.");
+DEFINE_double(sizer_min_window_ms, -1,
+              "Auto: ChannelOptions::sizer_min_window in ms (0: windows of "
+              "sizer_window calls only); < 0 keeps the library default.");
 DEFINE_bool(baseline, true, "Run the unbatched baseline for each mode.");
 DEFINE_bool(adaptive, true, "Run adaptive mode (rf).");
 DEFINE_int32(size, 32, "Request payload bytes.");
@@ -235,6 +238,9 @@ Point Run(const std::string& address, const Config& cfg) {
       opts.sizer_proportional_steps = !cfg.paper_rule;
       opts.sizer_holdoff_windows = cfg.paper_rule ? 0 : 1;
       if (FLAGS_sizer_window > 0) opts.sizer_window = FLAGS_sizer_window;
+      if (FLAGS_sizer_min_window_ms >= 0) {
+        opts.sizer_min_window = absl::Milliseconds(FLAGS_sizer_min_window_ms);
+      }
     }
     absl::StatusOr<std::unique_ptr<Channel>> ch = Channel::Create(address, opts);
     CHECK(ch.ok()) << ch.status();
@@ -378,11 +384,16 @@ int Main() {
                  s.ToString().c_str());
     return 1;
   }
+  const ChannelOptions defaults;
   std::printf(
       "# batch_bench provider=%s workers=%d client_threads=%d size=%d "
-      "depth=%d pipeline=%d T=%dus%s\n",
+      "depth=%d pipeline=%d T=%dus sizer_window>=%d calls, >=%.1f ms%s\n",
       FLAGS_provider.c_str(), FLAGS_workers, FLAGS_threads, FLAGS_size,
       FLAGS_depth, FLAGS_pipeline, FLAGS_batch_timeout_us,
+      FLAGS_sizer_window > 0 ? FLAGS_sizer_window : defaults.sizer_window,
+      FLAGS_sizer_min_window_ms >= 0
+          ? FLAGS_sizer_min_window_ms
+          : absl::ToDoubleMilliseconds(defaults.sizer_min_window),
       FLAGS_provider == "shm" ? " (same-host shm figures)" : "");
   if (FLAGS_csv) {
     std::printf(

@@ -21,24 +21,32 @@ AutoBatchSizer::AutoBatchSizer(const Options& options)
     : options_(options),
       window_(std::max(1, options.window)),
       limit_ns_(absl::ToInt64Nanoseconds(options.latency_limit)),
-      keep_(RankOf(options.alpha, window_)),
+      min_window_ns_(std::max<int64_t>(
+          0, absl::ToInt64Nanoseconds(options.min_window_duration))),
+      keep_(RankOf(options.alpha, min_window_ns_ > 0
+                                      ? kMaxWindowFactor * window_
+                                      : window_)),
       size_(std::clamp(options.initial_size, options.min_size,
                        options.max_size)) {
   slowest_.reserve(keep_);
 }
 
-int64_t AutoBatchSizer::Slowest(int rank) const {
+int64_t AutoBatchSizer::Slowest(int rank) {
   const size_t i = static_cast<size_t>(rank - 1);
-  return i < slowest_.size() ? slowest_[i] : 0;
+  if (i >= slowest_.size()) return 0;
+  // Descending: the i-th element is the (i + 1)-th slowest.
+  std::nth_element(slowest_.begin(), slowest_.begin() + i, slowest_.end(),
+                   std::greater<>());
+  return slowest_[i];
 }
 
-int AutoBatchSizer::Decide() const {
+int AutoBatchSizer::Decide(int calls) {
   const double alpha = options_.alpha;
   if (last_k_ > alpha) {
     if (!options_.proportional_steps) return size_ - 1;
-    // Q(1 - alpha) > l_limit here: at least ceil(alpha * window) calls were
+    // Q(1 - alpha) > l_limit here: at least ceil(alpha * calls) calls were
     // above it.
-    const int64_t q = Slowest(RankOf(alpha, window_));
+    const int64_t q = Slowest(RankOf(alpha, calls));
     const int to =
         q > 0 ? static_cast<int>(static_cast<double>(size_) * limit_ns_ / q)
               : size_ - 1;
@@ -49,14 +57,14 @@ int AutoBatchSizer::Decide() const {
   }
   double to;
   if (last_k_ < 0.1 * alpha) {
-    const int64_t q = Slowest(RankOf(0.1 * alpha, window_));
+    const int64_t q = Slowest(RankOf(0.1 * alpha, calls));
     to = q > 0 ? static_cast<double>(size_) * limit_ns_ / q : 2.0 * size_;
   } else {
     // In the band: grow only if the window's p95 (for alpha = 5%) is at
     // most half the bound, and then to where it would reach half. Late
     // calls that come from the host, not from N, keep k in the band at any
     // N; without this the sizer never grew again once it was there.
-    const int64_t q = Slowest(RankOf(alpha, window_));
+    const int64_t q = Slowest(RankOf(alpha, calls));
     to = q > 0 ? static_cast<double>(size_) * limit_ns_ / (2.0 * q)
                : 2.0 * size_;
     if (to < size_ + 1) return size_;
@@ -67,8 +75,9 @@ int AutoBatchSizer::Decide() const {
       std::clamp(to, static_cast<double>(size_ + 1), 2.0 * size_));
 }
 
-bool AutoBatchSizer::Record(absl::Duration latency) {
+bool AutoBatchSizer::Record(absl::Duration latency, int64_t now_ns) {
   const int64_t ns = absl::ToInt64Nanoseconds(latency);
+  if (in_window_ == 0) window_start_ns_ = now_ns;
   if (ns > limit_ns_) ++above_;
   if (options_.proportional_steps) {
     if (static_cast<int>(slowest_.size()) < keep_) {
@@ -81,16 +90,20 @@ bool AutoBatchSizer::Record(absl::Duration latency) {
     }
   }
   if (++in_window_ < window_) return false;
-  last_k_ = static_cast<double>(above_) / in_window_;
+  if (min_window_ns_ > 0 && now_ns - window_start_ns_ < min_window_ns_ &&
+      in_window_ < kMaxWindowFactor * window_) {
+    return false;
+  }
+  const int calls = in_window_;
+  last_k_ = static_cast<double>(above_) / calls;
   in_window_ = 0;
   above_ = 0;
   ++windows_;
-  std::sort(slowest_.begin(), slowest_.end(), std::greater<>());
   int next = size_;
   if (holdoff_left_ > 0) {
     --holdoff_left_;
   } else {
-    next = std::clamp(Decide(), options_.min_size, options_.max_size);
+    next = std::clamp(Decide(calls), options_.min_size, options_.max_size);
   }
   slowest_.clear();
   if (next == size_) return false;

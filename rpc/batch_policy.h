@@ -94,6 +94,15 @@ class FlushPolicy {
 // Q(q) is the window's q-quantile (the ceil((1 - q) * window)-th slowest
 // call; the sizer keeps only the slowest ceil(alpha * window) latencies).
 //
+// A window lasts at least `window` calls and, when min_window_duration > 0,
+// at least that long (timestamps passed to Record), up to 64 * window calls.
+// k is a fraction of calls, which means something only over a span longer
+// than what disturbs it: a client or server descheduled for a scheduler
+// slice (milliseconds) makes every call in flight late at once. In a window
+// of 1000 calls (~0.2 ms at 5 M calls/s) such a stall is most of the
+// window, k jumps above alpha and N is halved; over 10 ms it is the few
+// percent of calls it really is.
+//
 // After each change, `holdoff_windows` windows (default 1) are measured
 // (last_k) but not acted on: their first calls went out under the old size,
 // so they would show the old size's latency and, acted on, push N further
@@ -107,7 +116,7 @@ class FlushPolicy {
 //   o.latency_limit = absl::Microseconds(50);
 //   AutoBatchSizer sizer(o);
 //   ...
-//   if (sizer.Record(latency)) SendNextBatchesWith(sizer.size());
+//   if (sizer.Record(latency, now_ns)) SendNextBatchesWith(sizer.size());
 //
 // Thread-compatible.
 class AutoBatchSizer {
@@ -121,13 +130,20 @@ class AutoBatchSizer {
     int initial_size = 1;
     bool proportional_steps = true;
     int holdoff_windows = 1;
+    // Shortest window in time; zero: windows are `window` calls.
+    absl::Duration min_window_duration = absl::ZeroDuration();
   };
+
+  // A window ends after at most this many times `window` calls, however
+  // short it was in time.
+  static constexpr int kMaxWindowFactor = 64;
 
   explicit AutoBatchSizer(const Options& options);
 
-  // Records one call's latency; at the end of a window may change the size.
-  // Returns true if the size changed.
-  bool Record(absl::Duration latency);
+  // Records one call's latency, finished at `now_ns` (a monotonic clock in
+  // nanoseconds; read only when min_window_duration > 0). At the end of a
+  // window may change the size. Returns true if the size changed.
+  bool Record(absl::Duration latency, int64_t now_ns = 0);
 
   int size() const { return size_; }
   // The fraction of calls above l_limit in the last complete window
@@ -137,22 +153,24 @@ class AutoBatchSizer {
   uint64_t windows() const { return windows_; }  // Complete windows.
 
  private:
-  int Decide() const;
-  // The latency of the window's `rank`-th slowest call (rank >= 1), from
-  // slowest_ sorted descending.
-  int64_t Slowest(int rank) const;
+  int Decide(int calls);
+  // The latency of the window's `rank`-th slowest call (rank >= 1).
+  int64_t Slowest(int rank);
 
   const Options options_;
   const int window_;
   const int64_t limit_ns_;
-  const int keep_;  // Slowest latencies kept per window: ceil(alpha * window).
+  const int64_t min_window_ns_;
+  // Slowest latencies kept per window: ceil(alpha * the longest window).
+  const int keep_;
   int size_;
   int in_window_ = 0;
+  int64_t window_start_ns_ = 0;
   int above_ = 0;
   int holdoff_left_ = 0;
   bool shrunk_ = false;  // A shrink happened: growth goes half way.
   // The window's slowest latencies: a min-heap of at most keep_ while the
-  // window runs, sorted descending at its end.
+  // window runs; partly reordered (nth_element) by Slowest at its end.
   std::vector<int64_t> slowest_;
   double last_k_ = 0;
   uint64_t adjustments_ = 0;

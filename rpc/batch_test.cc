@@ -375,6 +375,71 @@ TEST(AutoBatchSizerTest, HoldOffWindowIsMeasuredButNotActedOn) {
   EXPECT_LT(s.size(), 16);
 }
 
+// With a minimum window time, k is the share of late calls over that time.
+// A stall that makes 30 consecutive calls late (a descheduled client: every
+// call in flight finishes late at once) is 30% of a 100-call window, and
+// halves N; over a 10 ms window of 1000 calls it is 3%, within alpha.
+TEST(AutoBatchSizerTest, TimeWindowCountsAStallAsItsShare) {
+  AutoBatchSizer::Options o = RefinedOptionsFrom(64);
+  o.min_window_duration = absl::Milliseconds(10);
+  AutoBatchSizer timed(o);
+  AutoBatchSizer counted(RefinedOptionsFrom(64));
+  auto latency = [](int i) {
+    // Calls 100..129 are stalled (1 ms); one in 100 is a little late, so a
+    // clean 100-call window sits in the hold band (k = 1%, p95 60 us, above
+    // l_limit / 2) rather than growing.
+    if (i >= 100 && i < 130) return absl::Milliseconds(1);
+    return i % 100 == 99 ? absl::Microseconds(150) : absl::Microseconds(60);
+  };
+  const int64_t start = int64_t{1000} * 1000 * 1000;
+  for (int i = 0; i < 1000; ++i) {
+    const int64_t now = start + int64_t{i} * 10 * 1000;  // One per 10 us.
+    timed.Record(latency(i), now);
+    counted.Record(latency(i), now);
+    if (i == 199) {
+      EXPECT_EQ(counted.size(), 32);  // 64 * 100 / 1000, at most halved.
+    }
+  }
+  // The timed window is 9.99 ms long after 1000 calls; the next ends it.
+  EXPECT_EQ(timed.windows(), 0u);
+  timed.Record(absl::Microseconds(60), start + 10 * 1000 * 1000);
+  EXPECT_EQ(timed.windows(), 1u);
+  EXPECT_NEAR(timed.last_k(), 40.0 / 1001, 1e-9);
+  EXPECT_EQ(timed.size(), 64);
+  EXPECT_EQ(timed.adjustments(), 0u);
+}
+
+// The quantile of a long window is exact at its length: a window of 2000
+// calls with 150 above the bound (k = 7.5%) shrinks by its 100th slowest
+// call (Q(0.95)), 125 us: 64 * 100 / 125 = 51.
+TEST(AutoBatchSizerTest, TimeWindowShrinksByItsOwnQuantile) {
+  AutoBatchSizer::Options o = RefinedOptionsFrom(64);
+  o.min_window_duration = absl::Milliseconds(1);
+  AutoBatchSizer s(o);
+  for (int i = 0; i < 2000; ++i) {
+    const absl::Duration l = i < 50    ? absl::Milliseconds(5)
+                             : i < 150 ? absl::Microseconds(125)
+                                       : absl::Microseconds(20);
+    s.Record(l, i == 1999 ? 1000 * 1000 : 0);  // Ends at call 2000 (1 ms).
+  }
+  EXPECT_EQ(s.windows(), 1u);
+  EXPECT_DOUBLE_EQ(s.last_k(), 0.075);
+  EXPECT_EQ(s.size(), 51);
+}
+
+// However little time passes, a window ends after 64 times `window` calls.
+TEST(AutoBatchSizerTest, TimeWindowEndsAtItsCallCap) {
+  AutoBatchSizer::Options o = RefinedOptions();
+  o.min_window_duration = absl::Seconds(10);
+  AutoBatchSizer s(o);
+  const int cap = AutoBatchSizer::kMaxWindowFactor * o.window;
+  for (int i = 0; i < cap - 1; ++i) s.Record(absl::Microseconds(20), 0);
+  EXPECT_EQ(s.windows(), 0u);
+  EXPECT_TRUE(s.Record(absl::Microseconds(20), 0));
+  EXPECT_EQ(s.windows(), 1u);
+  EXPECT_EQ(s.size(), 16);  // 8 * 100 / 20 = 40, at most doubling.
+}
+
 TEST(AutoBatchSizerTest, ConvergesAndStaysUnderTheBound) {
   // Closed loop: latency = 1.5 us * N + 5 us, with a few slow calls per
   // window (3 of 100 at 1.6x). l_limit 100 us. From N = 2 the sizer must

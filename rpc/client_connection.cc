@@ -519,7 +519,8 @@ void ClientConnection::FinishCall(PendingCall* call, absl::Status status,
   } else if (call->sync && options_.batch == BatchMode::kAuto) {
     // A sync caller returns as soon as it sees `finished`; an async call's
     // latency is taken when its callback runs (RecordLatencies).
-    RecordLatencyLocked(NowNs() - call->start_ns);
+    const int64_t now = NowNs();
+    RecordLatencyLocked(now - call->start_ns, now);
   }
   call->status = std::move(status);
   if (call->ctx != nullptr) {
@@ -549,8 +550,9 @@ void ClientConnection::CountResults(uint64_t n, RpcMode via, int fetches,
   }
 }
 
-void ClientConnection::RecordLatencyLocked(int64_t latency_ns) {
-  if (sizer_.Record(absl::Nanoseconds(latency_ns))) {
+void ClientConnection::RecordLatencyLocked(int64_t latency_ns,
+                                           int64_t now_ns) {
+  if (sizer_.Record(absl::Nanoseconds(latency_ns), now_ns)) {
     counters_->sizer_adjustments.fetch_add(1, std::memory_order_relaxed);
   }
   counters_->batch_size.store(sizer_.size(), std::memory_order_relaxed);
@@ -559,8 +561,10 @@ void ClientConnection::RecordLatencyLocked(int64_t latency_ns) {
 
 void ClientConnection::RecordLatencies(absl::Span<const int64_t> latencies_ns) {
   if (options_.batch != BatchMode::kAuto || latencies_ns.empty()) return;
+  // One clock read for the lot: they finished within one callback round.
+  const int64_t now = NowNs();
   MutexLock lock(&mu_);
-  for (int64_t ns : latencies_ns) RecordLatencyLocked(ns);
+  for (int64_t ns : latencies_ns) RecordLatencyLocked(ns, now);
 }
 
 void ClientConnection::FinishWithResult(PendingCall* call, uint16_t status_code,

@@ -41,7 +41,8 @@ ClientConnection::ClientConnection(ChannelOptions options,
           options_.latency_limit, options_.latency_alpha,
           std::max(1, options_.sizer_window), 1, 128,
           std::max(1, options_.batch_size), options_.sizer_proportional_steps,
-          std::max(0, options_.sizer_holdoff_windows)}) {
+          std::max(0, options_.sizer_holdoff_windows),
+          std::max(absl::ZeroDuration(), options_.sizer_min_window)}) {
   MutexLock lock(&mu_);
   retries_ = options_.retries;
   fetch_size_ = options_.fetch_size;

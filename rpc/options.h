@@ -107,11 +107,15 @@ struct ChannelOptions {
   int max_outstanding = 256;
   // Auto sizer (AutoBatchSizer in rpc/batch_policy.h, docs/rpc.md): keep at
   // most latency_alpha of calls above latency_limit, deciding every
-  // sizer_window calls, with latency taken as the caller sees it (async: up
-  // to the start of the callback). Defaults: 100 us, 0.05, 1000.
+  // windows of at least sizer_window calls and sizer_min_window time (up
+  // to 64 * sizer_window calls), with latency taken as the caller sees it
+  // (async: up to the start of the callback). Defaults: 100 us, 0.05, 1000,
+  // 10 ms (longer than a scheduler slice, so a descheduled thread's late
+  // calls count as the share of calls they are; see AutoBatchSizer).
   absl::Duration latency_limit = absl::Microseconds(100);
   double latency_alpha = 0.05;
   int sizer_window = 1000;
+  absl::Duration sizer_min_window = absl::Milliseconds(10);
   // Steps to the size the window's latency quantiles point at (bounded to
   // halving / doubling) instead of the paper's -1 / +1. Default: true.
   bool sizer_proportional_steps = true;
