@@ -37,6 +37,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "benchmarks/bench_util.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "transport/transport.h"
@@ -60,6 +61,8 @@ namespace rfrpc {
 namespace transport {
 namespace {
 
+using bench::LoadAverage1;
+using bench::TickClock;
 using Clock = std::chrono::steady_clock;
 
 // A CSV file named by a flag, or nothing when the flag is empty.
@@ -83,15 +86,6 @@ class CsvOut {
   FILE* f_ = nullptr;
 };
 
-double LoadAverage1() {
-  double l = -1;
-  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
-    if (std::fscanf(f, "%lf", &l) != 1) l = -1;
-    std::fclose(f);
-  }
-  return l;
-}
-
 double NsSince(Clock::time_point t0) {
   return std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
 }
@@ -101,44 +95,6 @@ inline void Relax() {
   __builtin_ia32_pause();
 #endif
 }
-
-// Per-operation timestamps for the latency loop: on x86 the time-stamp
-// counter (one RDTSC, as perftest's get_cycles), converted with a rate
-// measured against steady_clock at start; steady_clock elsewhere. Inside the
-// Soft-RoCE VM (qemu TCG) the guest's clocksource is the emulated HPET and
-// one clock_gettime costs several microseconds, which a per-op steady_clock
-// timestamp added to every latency measured there (~5.5 us against
-// perftest's ~26 us READ).
-class TickClock {
- public:
-  TickClock() {
-#if defined(__x86_64__)
-    const auto t0 = Clock::now();
-    const uint64_t c0 = __builtin_ia32_rdtsc();
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    const uint64_t c1 = __builtin_ia32_rdtsc();
-    const double ns = NsSince(t0);
-    if (c1 > c0 && ns > 0) ns_per_tick_ = ns / static_cast<double>(c1 - c0);
-#endif
-  }
-  uint64_t Now() const {
-#if defined(__x86_64__)
-    if (ns_per_tick_ > 0) return __builtin_ia32_rdtsc();
-#endif
-    return static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(
-            Clock::now().time_since_epoch())
-            .count());
-  }
-  double NsBetween(uint64_t a, uint64_t b) const {
-    const double d = b > a ? static_cast<double>(b - a) : 0.0;
-    return ns_per_tick_ > 0 ? d * ns_per_tick_ : d;
-  }
-  const char* source() const { return ns_per_tick_ > 0 ? "rdtsc" : "steady_clock"; }
-
- private:
-  double ns_per_tick_ = 0;  // 0: Now() is steady_clock nanoseconds.
-};
 
 // Spins until pred(); gives up (returns false) after about `limit_s`
 // seconds. The clock is first read after 4096 spins, not on entry: a round

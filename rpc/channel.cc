@@ -44,9 +44,15 @@ int64_t UnixNanosSaturated(absl::Time t) {
   return absl::ToUnixNanos(t);
 }
 
-int64_t AddSaturated(int64_t a, int64_t b) {
+// The deadline `timeout_ns` after `start_ns` (Unix ns), saturating at the
+// int64 range: a timeout too long to represent, such as an infinite one
+// (absl::ToInt64Nanoseconds(absl::InfiniteDuration()) is INT64_MAX), gives
+// INT64_MAX: never.
+int64_t DeadlineAfter(int64_t start_ns, int64_t timeout_ns) {
   int64_t sum;
-  if (__builtin_add_overflow(a, b, &sum)) return b > 0 ? INT64_MAX : INT64_MIN;
+  if (__builtin_add_overflow(start_ns, timeout_ns, &sum)) {
+    return timeout_ns > 0 ? INT64_MAX : INT64_MIN;
+  }
   return sum;
 }
 
@@ -346,10 +352,10 @@ class ChannelImpl final : public Channel {
     if (ctx != nullptr && ctx->deadline() != absl::InfiniteFuture()) {
       call->deadline_ns = UnixNanosSaturated(ctx->deadline());
     } else if (ctx != nullptr && ctx->timeout() != absl::InfiniteDuration()) {
-      call->deadline_ns =
-          UnixNanosSaturated(absl::FromUnixNanos(call->start_ns) + ctx->timeout());
+      call->deadline_ns = DeadlineAfter(
+          call->start_ns, absl::ToInt64Nanoseconds(ctx->timeout()));
     } else {
-      call->deadline_ns = AddSaturated(call->start_ns, default_timeout_ns_);
+      call->deadline_ns = DeadlineAfter(call->start_ns, default_timeout_ns_);
     }
   }
 

@@ -17,6 +17,16 @@ cd "$(dirname "$0")/.."
 ITERS=${VM_BENCH_ITERS:-300}
 SIZES=${VM_BENCH_SIZES:-8,64,512,4096}
 
+# One result row: op, bytes, perftest's figure and ours (both us), then the
+# ratio ours / perftest and whether it is within 1.2x ("n/a" and no verdict
+# when perftest gave no figure).
+print_row() {
+  local op=$1 bytes=$2 pt=$3 ours=$4 ratio verdict
+  ratio=$(awk -v a="$ours" -v b="$pt" 'BEGIN { if (b + 0 > 0) printf "%.2fx", a / b; else print "n/a" }')
+  verdict=$(awk -v a="$ours" -v b="$pt" 'BEGIN { if (b + 0 <= 0) print ""; else if (a / b <= 1.2) print "(<= 1.2x)"; else print "(> 1.2x)" }')
+  printf '%-6s %7s %16s %16s %14s %s\n' "$op" "$bytes" "$pt" "$ours" "$ratio" "$verdict"
+}
+
 if [ "${1:-}" = --in-vm ]; then
   BIN=$2
   IP=${RFRPC_VM_IP%/*}
@@ -52,9 +62,7 @@ if [ "${1:-}" = --in-vm ]; then
     tool=ib_$(echo "$op" | tr 'A-Z' 'a-z')_lat
     pt=${PT[$tool/$bytes]:-?}
     ours=$(awk -v n="$p50" 'BEGIN { printf "%.2f", n / 1000 }')
-    ratio=$(awk -v a="$ours" -v b="$pt" 'BEGIN { if (b + 0 > 0) printf "%.2fx", a / b; else print "n/a" }')
-    verdict=$(awk -v a="$ours" -v b="$pt" 'BEGIN { if (b + 0 <= 0) print ""; else if (a / b <= 1.2) print "(<= 1.2x)"; else print "(> 1.2x)" }')
-    printf '%-6s %7s %16s %16s %14s %s\n' "$op" "$bytes" "$pt" "$ours" "$ratio" "$verdict"
+    print_row "$op" "$bytes" "$pt" "$ours"
   done
   echo "WRITE: perftest reports half a ping-pong; ours is post-to-completion (ACKed), ~a round trip."
   # The like-for-like WRITE figure: transport_bench's 8 B inline WRITE
@@ -67,9 +75,7 @@ if [ "${1:-}" = --in-vm ]; then
   # Half the median of round trips timed one by one, as perftest's t_typical.
   pt=${PT[ib_write_lat/8]:-?}
   if [ -n "$pp" ]; then
-    ratio=$(awk -v a="$pp" -v b="$pt" 'BEGIN { if (b + 0 > 0) printf "%.2fx", a / b; else print "n/a" }')
-    verdict=$(awk -v a="$pp" -v b="$pt" 'BEGIN { if (b + 0 <= 0) print ""; else if (a / b <= 1.2) print "(<= 1.2x)"; else print "(> 1.2x)" }')
-    printf '%-6s %7s %16s %16s %14s %s\n' "WRITE" "8 pp/2" "$pt" "$pp" "$ratio" "$verdict"
+    print_row WRITE "8 pp/2" "$pt" "$pp"
     echo "WRITE 8 pp/2: half the median round trip (each timed) of an 8 B inline WRITE ping-pong between two threads, as ib_write_lat's t_typical."
   fi
   exit 0
