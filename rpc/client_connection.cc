@@ -559,12 +559,11 @@ void ClientConnection::RecordLatencyLocked(int64_t latency_ns,
   counters_->sizer_k.store(sizer_.last_k(), std::memory_order_relaxed);
 }
 
-void ClientConnection::RecordLatencies(absl::Span<const int64_t> latencies_ns) {
+void ClientConnection::RecordLatencies(absl::Span<const int64_t> latencies_ns,
+                                       int64_t now_ns) {
   if (options_.batch != BatchMode::kAuto || latencies_ns.empty()) return;
-  // One clock read for the lot: they finished within one callback round.
-  const int64_t now = NowNs();
   MutexLock lock(&mu_);
-  for (int64_t ns : latencies_ns) RecordLatencyLocked(ns, now);
+  for (int64_t ns : latencies_ns) RecordLatencyLocked(ns, now_ns);
 }
 
 void ClientConnection::FinishWithResult(PendingCall* call, uint16_t status_code,

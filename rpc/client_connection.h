@@ -129,7 +129,9 @@ class ClientConnection {
   // out). Sync calls are measured when they finish, inside Progress.
   // No-op unless ChannelOptions::batch is kAuto.
   bool auto_sizing() const { return options_.batch == BatchMode::kAuto; }
-  void RecordLatencies(absl::Span<const int64_t> latencies_ns);
+  // Feeds the auto sizer (if on) latencies of calls whose callbacks ran by
+  // `now_ns` (GetCurrentTimeNanos).
+  void RecordLatencies(absl::Span<const int64_t> latencies_ns, int64_t now_ns);
 
   // True while async calls, queued calls or abandoned slots need someone to
   // call Progress.
