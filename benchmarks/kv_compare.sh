@@ -78,9 +78,11 @@ if [ "$PROVIDER" = verbs ] && [ -z "$ADDRESS" ]; then
 fi
 
 if [ "$SETUP" = 1 ]; then bash tools/setup.sh --peers; fi
-bazel build //kvstore/server:kvstore_server //kvstore/ycsb:ycsb
-SERVER=bazel-bin/kvstore/server/kvstore_server
-YCSB=bazel-bin/kvstore/ycsb/ycsb
+# Optimized (-c opt: NDEBUG, no DCHECKs), as every benchmark here.
+bazel build -c opt //kvstore/server:kvstore_server //kvstore/ycsb:ycsb
+BIN="$(bazel info -c opt bazel-bin 2>/dev/null)"
+SERVER="$BIN/kvstore/server/kvstore_server"
+YCSB="$BIN/kvstore/ycsb/ycsb"
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/kv_compare.XXXXXX")"
 PIDS=()

@@ -98,12 +98,12 @@ if [ "$SETUP" = 1 ]; then
   bash tools/setup.sh "${groups[@]}" > "$OUT/logs/setup.log" 2>&1 ||
     { cat "$OUT/logs/setup.log"; exit 1; }
 fi
-progress "build: bazel build //benchmarks/..."
-BAZEL_FLAGS=()
+progress "build: bazel build -c opt //benchmarks/..."
+BAZEL_FLAGS=(-c opt)
 [ -n "${CI:-}" ] && BAZEL_FLAGS+=(--config=ci)
 bazel build "${BAZEL_FLAGS[@]}" //benchmarks/... > "$OUT/logs/build.log" 2>&1 ||
   { tail -30 "$OUT/logs/build.log"; exit 1; }
-BIN=$(bazel info bazel-bin 2>/dev/null)/benchmarks
+BIN=$(bazel info -c opt bazel-bin 2>/dev/null)/benchmarks
 
 {
   echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"

@@ -50,13 +50,28 @@
 namespace rfrpc {
 namespace kvstore {
 
+// The first-fetch miss target of Jakiro's channels (ChannelOptions::
+// fetch_delay_miss_target; rfrpc's default is 1/129). A Get's result time
+// spreads more than an echo's: a cold key misses the cache at its bucket and
+// again at its item, a hot one does not. rfrpc's default settles the
+// first-fetch delay near the 99th percentile of result times, so every Get
+// would wait about as long as the coldest. Jakiro lets its first fetch come
+// early for this share of calls instead, which costs that share about one
+// READ more per call (benchmarks/RESULTS.md has the measurements).
+inline constexpr double kJakiroFetchMissTarget = 0.2;
+
 struct JakiroClientOptions {
+  JakiroClientOptions() {
+    channel.fetch_delay_miss_target = kJakiroFetchMissTarget;
+  }
+
   // Server addresses (shm socket paths or verbs host:port). Must not be empty
   // or hold duplicates. Default: none.
   std::vector<std::string> servers;
   // Options of every channel. `connections` is ignored (always one per
   // server worker); max_request_bytes / max_response_bytes are raised to fit
-  // max_value_bytes. Default: ChannelOptions defaults.
+  // max_value_bytes. Default: ChannelOptions defaults, except
+  // fetch_delay_miss_target = kJakiroFetchMissTarget.
   ChannelOptions channel;
   // Ring points per server. Default: 160.
   int virtual_nodes = 160;

@@ -42,7 +42,8 @@
 //   jakiro.fetch_miss_target
 //                           share of calls whose first fetch may come too
 //                           early (ChannelOptions::fetch_delay_miss_target):
-//                           higher trades READs for latency. Default: 1/129
+//                           higher trades READs for latency. Default:
+//                           kJakiroFetchMissTarget (0.2)
 //   jakiro.timeout_ms       per-call deadline. Default: 5000
 //   jakiro.auth_token       handshake secret. Default: none
 //   jakiro.max_value_bytes  largest value. Default: 32768

@@ -52,6 +52,17 @@ TEST(JakiroDbOptionsTest, ParsesProperties) {
   EXPECT_EQ(o->fieldcount, 1);
 }
 
+// Unset, the miss target is Jakiro's (not rfrpc's ChannelOptions default).
+TEST(JakiroDbOptionsTest, FetchMissTargetDefaultsToJakiros) {
+  absl::StatusOr<JakiroDbOptions> o =
+      JakiroDbOptions::FromProperties(Props({{"jakiro.servers", "/a.sock"}}));
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->client.channel.fetch_delay_miss_target,
+            kvstore::kJakiroFetchMissTarget);
+  EXPECT_NE(kvstore::kJakiroFetchMissTarget,
+            ChannelOptions().fetch_delay_miss_target);
+}
+
 TEST(JakiroDbOptionsTest, RejectsBadProperties) {
   EXPECT_EQ(JakiroDbOptions::FromProperties(Props({})).status().code(),
             absl::StatusCode::kInvalidArgument);  // No servers.
