@@ -19,6 +19,7 @@
 #include "absl/time/clock.h"
 #include "glog/logging.h"
 #include "rpc/client_connection.h"
+#include "rpc/clock.h"
 #include "rpc/status_macros.h"
 #include "rpc/wire_format.h"
 #include "rpc/mutex.h"
@@ -177,7 +178,7 @@ class ChannelImpl final : public Channel {
         return Fail(&call, s);
       }
       // Every slot busy: help the connection along, then try again.
-      if (absl::GetCurrentTimeNanos() > call.deadline_ns) {
+      if (internal::UnixNanos() > call.deadline_ns) {
         return Fail(&call, absl::DeadlineExceededError(
                                "deadline exceeded waiting for a free slot"));
       }
@@ -351,7 +352,7 @@ class ChannelImpl final : public Channel {
     call->method_id = method_id;
     call->response = response;
     call->ctx = ctx;
-    call->start_ns = absl::GetCurrentTimeNanos();
+    call->start_ns = internal::UnixNanos();
     if (ctx != nullptr && ctx->deadline() != absl::InfiniteFuture()) {
       call->deadline_ns = UnixNanosSaturated(ctx->deadline());
     } else if (ctx != nullptr && ctx->timeout() != absl::InfiniteDuration()) {
@@ -457,7 +458,7 @@ class ChannelImpl final : public Channel {
       absl::Status s = std::move(call->status);
       if (timed && s.ok()) {
         if (latencies.size() % kClockEvery == 0) {
-          stamps.push_back(absl::GetCurrentTimeNanos());
+          stamps.push_back(internal::UnixNanos());
         }
         latencies.push_back(call->start_ns);
       }
@@ -471,7 +472,7 @@ class ChannelImpl final : public Channel {
     // The end of the last group: after its last callback (no read needed
     // when that group is one callback, whose start is its stamp).
     const int64_t end =
-        n - last_group > 1 ? absl::GetCurrentTimeNanos() : stamps.back();
+        n - last_group > 1 ? internal::UnixNanos() : stamps.back();
     for (size_t j = 0; j < n; ++j) {
       const size_t m = j / kClockEvery;
       const size_t first = m * kClockEvery;

@@ -12,9 +12,9 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "glog/logging.h"
 #include "rpc/batch_format.h"
+#include "rpc/clock.h"
 #include "rpc/slot_codec.h"
 #include "rpc/status_macros.h"
 #include "rpc/mutex.h"
@@ -72,7 +72,7 @@ constexpr uint64_t kStatusCheckRounds = 256;
 // the slot (or, for a publish, the connection) staying wedged forever.
 constexpr int64_t kLostCompletionNs = int64_t{2} * 1000 * 1000 * 1000;
 
-int64_t NowNs() { return absl::GetCurrentTimeNanos(); }
+int64_t NowNs() { return UnixNanos(); }
 
 }  // namespace
 

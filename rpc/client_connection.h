@@ -130,7 +130,7 @@ class ClientConnection {
   // No-op unless ChannelOptions::batch is kAuto.
   bool auto_sizing() const { return options_.batch == BatchMode::kAuto; }
   // Feeds the auto sizer (if on) latencies of calls whose callbacks ran by
-  // `now_ns` (GetCurrentTimeNanos).
+  // `now_ns` (UnixNanos, rpc/clock.h).
   void RecordLatencies(absl::Span<const int64_t> latencies_ns, int64_t now_ns);
 
   // True while async calls, queued calls or abandoned slots need someone to

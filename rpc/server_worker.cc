@@ -19,6 +19,7 @@
 #include "absl/time/clock.h"
 #include "glog/logging.h"
 #include "rpc/batch_format.h"
+#include "rpc/clock.h"
 #include "rpc/slot_codec.h"
 #include "rpc/mutex.h"
 
@@ -149,7 +150,7 @@ void ServerWorker::Loop() {
     if (pushes_in_flight_ > 0) TakeCompletions();
     if (++rounds % kLivenessRounds == 0 || (!served && empty_rounds > 0 &&
                                             empty_rounds % 1024 == 0)) {
-      const int64_t now = absl::GetCurrentTimeNanos();
+      const int64_t now = UnixNanos();
       for (size_t k = 0; k < conns_.size();) {
         absl::Status s = conns_[k]->conn->status();
         const ServerConnection& sc = *conns_[k];
@@ -189,7 +190,7 @@ void ServerWorker::Serve(ServerConnection* c, uint32_t s) {
   if (state == wire::SlotState::kEmpty || state == wire::SlotState::kIncomplete) {
     return;  // Not (fully) there yet; the next round looks again.
   }
-  const int64_t start_ns = absl::GetCurrentTimeNanos();
+  const int64_t start_ns = UnixNanos();
   char* resp = c->region->data() + l.ResponseSlotOffset(s);
   char* payload = resp + wire::kHeaderBytes;
   const size_t cap = l.ResponsePayloadCapacity();
@@ -217,7 +218,7 @@ void ServerWorker::Serve(ServerConnection* c, uint32_t s) {
     counters_->calls_failed.fetch_add(1, std::memory_order_relaxed);
   }
   const bool large = len > options_.large_result_bytes;
-  const int64_t elapsed = absl::GetCurrentTimeNanos() - start_ns;
+  const int64_t elapsed = UnixNanos() - start_ns;
   c->expected_seq[s] = wire::NextSeq(seq);
   const size_t framed = wire::PublishResponse(
       resp, static_cast<uint32_t>(len), seq, wire::EncodeServerTime(elapsed),
@@ -305,7 +306,7 @@ void ServerWorker::ServeBatch(ServerConnection* c, uint32_t s,
     // Counted per part (one shared atomic add), before the client can see it.
     counters_->calls.fetch_add(part_entries, std::memory_order_relaxed);
     const bool large = part_size > options_.large_result_bytes;
-    const int64_t elapsed = absl::GetCurrentTimeNanos() - part_start;
+    const int64_t elapsed = UnixNanos() - part_start;
     const size_t framed = wire::PublishResponse(
         resp + part, static_cast<uint32_t>(part_size), seq,
         wire::EncodeServerTime(elapsed), 0,
@@ -316,7 +317,7 @@ void ServerWorker::ServeBatch(ServerConnection* c, uint32_t s,
     part += framed;
     part_size = 0;
     part_entries = 0;
-    part_start = absl::GetCurrentTimeNanos();
+    part_start = UnixNanos();
   };
 
   wire::BatchReader reader(req.payload);
@@ -392,7 +393,7 @@ void ServerWorker::Push(ServerConnection* c, uint32_t s, size_t offset,
   wr.signaled = true;
   ++c->push_in_flight[s];
   ++pushes_in_flight_;
-  c->push_posted_ns[s] = absl::GetCurrentTimeNanos();
+  c->push_posted_ns[s] = UnixNanos();
   absl::Status st = c->conn->Post(absl::MakeConstSpan(&wr, 1));
   if (!st.ok()) {
     --c->push_in_flight[s];
