@@ -58,6 +58,13 @@ inline double Quantile(const std::vector<double>& sorted, double q) {
   return sorted[k];
 }
 
+// The median of `v` (the upper one for an even count); 0 for an empty one.
+inline double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 inline double Mean(const std::vector<double>& v) {
   if (v.empty()) return 0;
   double sum = 0;

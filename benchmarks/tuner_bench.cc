@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "benchmarks/bench_util.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "rpc/channel.h"
@@ -234,10 +235,6 @@ int Main() {
         Measure(server.address(), *mode, best_r, best_f, nullptr, FLAGS_seconds)
             .ops);
   }
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0 : v[v.size() / 2];
-  };
   std::printf(
       "tuned (R=%d, F=%u): %.0f calls/s, %.4f RDMA READs/call (target <= "
       "1.01; paper 1.005), of which %.4f/call second READs for the rest; rf "
@@ -246,7 +243,8 @@ int Main() {
       tuned.rest_reads_per_call, 100 * tuned.rf_share);
   std::printf("best fixed (R=%d, F=%u): %.0f calls/s, %.4f READs/call\n",
               best_r, best_f, best.ops, best.reads_per_call);
-  const double tuned_median = median(tuned_ops), best_median = median(best_ops);
+  const double tuned_median = bench::Median(tuned_ops),
+               best_median = bench::Median(best_ops);
   std::printf(
       "alternating, %d rounds each: tuned median %.0f calls/s, best fixed "
       "median %.0f calls/s\n",
