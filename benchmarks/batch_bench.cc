@@ -241,6 +241,7 @@ Point Run(const std::string& address, const Config& cfg) {
       opts.latency_alpha = 0.05;
       opts.sizer_proportional_steps = !cfg.paper_rule;
       opts.sizer_holdoff_windows = cfg.paper_rule ? 0 : 1;
+      if (cfg.paper_rule) opts.sizer_shrink_windows = 1;
       if (FLAGS_sizer_window > 0) opts.sizer_window = FLAGS_sizer_window;
       if (FLAGS_sizer_min_window_ms >= 0) {
         opts.sizer_min_window = absl::Milliseconds(FLAGS_sizer_min_window_ms);

@@ -43,10 +43,11 @@ int64_t AutoBatchSizer::Slowest(int rank) {
 int AutoBatchSizer::Decide(int calls) {
   const double alpha = options_.alpha;
   if (last_k_ > alpha) {
+    if (over_streak_ < std::max(1, options_.shrink_windows)) return size_;
     if (!options_.proportional_steps) return size_ - 1;
-    // Q(1 - alpha) > l_limit here: at least ceil(alpha * calls) calls were
-    // above it.
-    const int64_t q = Slowest(RankOf(alpha, calls));
+    // Q(1 - alpha) > l_limit in each window of the streak: at least
+    // ceil(alpha * calls) calls were above it.
+    const int64_t q = streak_q_;
     const int to =
         q > 0 ? static_cast<int>(static_cast<double>(size_) * limit_ns_ / q)
               : size_ - 1;
@@ -101,14 +102,26 @@ bool AutoBatchSizer::Record(absl::Duration latency, int64_t now_ns) {
   ++windows_;
   int next = size_;
   if (holdoff_left_ > 0) {
+    // Measured, not acted on, and no part of a streak: its first calls
+    // went out under the old size.
     --holdoff_left_;
   } else {
+    if (last_k_ > options_.alpha) {
+      const int64_t q = options_.proportional_steps
+                            ? Slowest(RankOf(options_.alpha, calls))
+                            : 0;
+      streak_q_ = over_streak_ == 0 ? q : std::min(streak_q_, q);
+      ++over_streak_;
+    } else {
+      over_streak_ = 0;
+    }
     next = std::clamp(Decide(calls), options_.min_size, options_.max_size);
   }
   slowest_.clear();
   if (next == size_) return false;
   if (next < size_) shrunk_ = true;
   size_ = next;
+  over_streak_ = 0;
   ++adjustments_;
   holdoff_left_ = options_.holdoff_windows;
   return true;

@@ -103,13 +103,20 @@ class FlushPolicy {
 // window, k jumps above alpha and N is halved; over 10 ms it is the few
 // percent of calls it really is.
 //
+// A shrink waits for `shrink_windows` consecutive windows (default 2) with
+// k > alpha, and then steps by the mildest of their Q(1 - alpha): an
+// isolated window of late calls is most often a stall of the host (every
+// call in flight finishes late at once), which N did not cause and a
+// smaller N does not cure; halving N for each cost more throughput than
+// the stalls. Sustained overload still shrinks N one window later.
+//
 // After each change, `holdoff_windows` windows (default 1) are measured
 // (last_k) but not acted on: their first calls went out under the old size,
 // so they would show the old size's latency and, acted on, push N further
 // the same way (the paper's rule, holdoff_windows = 0, does that).
 //
-// With proportional_steps = false and holdoff_windows = 0 this is the paper's
-// rule exactly. N stays within [min_size, max_size].
+// With proportional_steps = false, holdoff_windows = 0 and shrink_windows =
+// 1 this is the paper's rule exactly. N stays within [min_size, max_size].
 //
 // Usage (one per connection, under the connection's lock):
 //   AutoBatchSizer::Options o;
@@ -132,6 +139,9 @@ class AutoBatchSizer {
     int holdoff_windows = 1;
     // Shortest window in time; zero: windows are `window` calls.
     absl::Duration min_window_duration = absl::ZeroDuration();
+    // Consecutive windows with k > alpha before N shrinks (values < 1 count
+    // as 1; the paper: 1).
+    int shrink_windows = 2;
   };
 
   // A window ends after at most this many times `window` calls, however
@@ -168,6 +178,10 @@ class AutoBatchSizer {
   int64_t window_start_ns_ = 0;
   int above_ = 0;
   int holdoff_left_ = 0;
+  // Consecutive acted-on windows with k > alpha since the last change, and
+  // the smallest Q(1 - alpha) among them.
+  int over_streak_ = 0;
+  int64_t streak_q_ = 0;
   bool shrunk_ = false;  // A shrink happened: growth goes half way.
   // The window's slowest latencies: a min-heap of at most keep_ while the
   // window runs; partly reordered (nth_element) by Slowest at its end.

@@ -137,6 +137,7 @@ AutoBatchSizer::Options PaperOptions() {
   o.initial_size = 8;
   o.proportional_steps = false;
   o.holdoff_windows = 0;
+  o.shrink_windows = 1;
   return o;
 }
 
@@ -215,6 +216,9 @@ TEST(AutoBatchSizerTest, DecidesOnlyAtWindowEnds) {
 // Refined rule, with a scripted "server" whose latency is proportional to
 // the batch size: every call of a window takes per_entry * N, except the
 // slowest `tail` calls, which take tail_factor times that.
+// Shrinks after one window over alpha (shrink_windows = 1), so the tests
+// below see each step rule in one window; ShrinkWaitsForASecondWindow
+// covers the default of two.
 AutoBatchSizer::Options RefinedOptions() {
   AutoBatchSizer::Options o = PaperOptions();
   o.proportional_steps = true;
@@ -438,6 +442,36 @@ TEST(AutoBatchSizerTest, TimeWindowEndsAtItsCallCap) {
   EXPECT_TRUE(s.Record(absl::Microseconds(20), 0));
   EXPECT_EQ(s.windows(), 1u);
   EXPECT_EQ(s.size(), 16);  // 8 * 100 / 20 = 40, at most doubling.
+}
+
+// By default a shrink waits for a second window over alpha in a row: an
+// isolated late window (a stall of the host) leaves N alone, two in a row
+// shrink it by the milder of their Q(1 - alpha).
+TEST(AutoBatchSizerTest, ShrinkWaitsForASecondWindow) {
+  EXPECT_EQ(AutoBatchSizer::Options().shrink_windows, 2);
+  AutoBatchSizer::Options o = RefinedOptionsFrom(64);
+  o.shrink_windows = 2;
+  AutoBatchSizer s(o);
+  // One window with 30 calls stalled (10 ms), then clean ones in the band
+  // (1 call above the bound, p95 60 us > l_limit / 2: hold).
+  EXPECT_FALSE(Window(&s, 30, absl::Milliseconds(10), absl::Microseconds(60)));
+  EXPECT_EQ(s.size(), 64);
+  EXPECT_FALSE(Window(&s, 1, absl::Microseconds(150), absl::Microseconds(60)));
+  EXPECT_FALSE(Window(&s, 30, absl::Milliseconds(10), absl::Microseconds(60)));
+  EXPECT_EQ(s.size(), 64);
+  EXPECT_EQ(s.adjustments(), 0u);
+  // The last stalled window and this one make two in a row: Q(0.95) is
+  // 10 ms in the first and 125 us in the second; the step follows the
+  // milder, 64 * 100 / 125 = 51.
+  EXPECT_TRUE(Window(&s, 10, absl::Microseconds(125), absl::Microseconds(60)));
+  EXPECT_EQ(s.size(), 51);
+  // The streak starts over after a change, and the hold-off window is no
+  // part of it: after it, two more windows over alpha.
+  EXPECT_FALSE(Window(&s, 10, absl::Microseconds(125), absl::Microseconds(60)));
+  EXPECT_FALSE(Window(&s, 10, absl::Microseconds(125), absl::Microseconds(60)));
+  EXPECT_EQ(s.size(), 51);
+  EXPECT_TRUE(Window(&s, 10, absl::Microseconds(125), absl::Microseconds(60)));
+  EXPECT_EQ(s.size(), 40);  // 51 * 100 / 125.
 }
 
 TEST(AutoBatchSizerTest, ConvergesAndStaysUnderTheBound) {

@@ -42,7 +42,8 @@ ClientConnection::ClientConnection(ChannelOptions options,
           std::max(1, options_.sizer_window), 1, 128,
           std::max(1, options_.batch_size), options_.sizer_proportional_steps,
           std::max(0, options_.sizer_holdoff_windows),
-          std::max(absl::ZeroDuration(), options_.sizer_min_window)}) {
+          std::max(absl::ZeroDuration(), options_.sizer_min_window),
+          std::max(1, options_.sizer_shrink_windows)}) {
   MutexLock lock(&mu_);
   retries_ = options_.retries;
   fetch_size_ = options_.fetch_size;

@@ -122,6 +122,10 @@ struct ChannelOptions {
   // Windows measured but not acted on after each change (the paper: 0).
   // Default: 1.
   int sizer_holdoff_windows = 1;
+  // Consecutive windows with more than latency_alpha of calls above the
+  // limit before N shrinks (the paper: 1): one such window is most often a
+  // stall of the host, not N. Default: 2.
+  int sizer_shrink_windows = 2;
   // Adaptive: entries transmitted per group (RB²'s beta). Default: 4.
   int batch_group = 4;
 

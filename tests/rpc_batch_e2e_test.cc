@@ -248,6 +248,7 @@ TEST_P(BatchE2eTest, AutoSizerCountsTimeUntilTheCallbackRuns) {
   opts.latency_limit = absl::Milliseconds(1);
   opts.sizer_window = 4;
   opts.sizer_min_window = absl::ZeroDuration();  // Windows of 4 calls.
+  opts.sizer_shrink_windows = 1;  // Act on that one window.
   std::unique_ptr<Channel> ch = Connect(opts);
   ASSERT_NE(ch, nullptr);
   EXPECT_EQ(ch->batch_size(), 4);
