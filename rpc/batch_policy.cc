@@ -27,17 +27,31 @@ AutoBatchSizer::AutoBatchSizer(const Options& options)
                                       ? kMaxWindowFactor * window_
                                       : window_)),
       size_(std::clamp(options.initial_size, options.min_size,
-                       options.max_size)) {
+                       options.max_size)),
+      low_(kLowBuckets, 0) {
   slowest_.reserve(keep_);
+  // The smallest power-of-two width whose kLowBuckets buckets cover
+  // [0, l_limit].
+  while ((int64_t{kLowBuckets} << low_shift_) <= limit_ns_) ++low_shift_;
 }
 
 int64_t AutoBatchSizer::Slowest(int rank) {
   const size_t i = static_cast<size_t>(rank - 1);
-  if (i >= slowest_.size()) return 0;
-  // Descending: the i-th element is the (i + 1)-th slowest.
-  std::nth_element(slowest_.begin(), slowest_.begin() + i, slowest_.end(),
-                   std::greater<>());
-  return slowest_[i];
+  // Among the kept latencies above l_limit (all of them unless more than
+  // keep_ were; rank <= keep_ always).
+  if (i < slowest_.size()) {
+    // Descending: the i-th element is the (i + 1)-th slowest.
+    std::nth_element(slowest_.begin(), slowest_.begin() + i, slowest_.end(),
+                     std::greater<>());
+    return slowest_[i];
+  }
+  // Among those at or below it: the lower end of the bucket holding it.
+  int64_t left = static_cast<int64_t>(i) - above_window_ + 1;
+  for (int b = kLowBuckets - 1; b >= 0; --b) {
+    left -= low_[b];
+    if (left <= 0) return int64_t{b} << low_shift_;
+  }
+  return 0;
 }
 
 int AutoBatchSizer::Decide(int calls) {
@@ -76,19 +90,22 @@ int AutoBatchSizer::Decide(int calls) {
       std::clamp(to, static_cast<double>(size_ + 1), 2.0 * size_));
 }
 
-bool AutoBatchSizer::Record(absl::Duration latency, int64_t now_ns) {
-  const int64_t ns = absl::ToInt64Nanoseconds(latency);
+bool AutoBatchSizer::RecordNanos(int64_t ns, int64_t now_ns) {
   if (in_window_ == 0) window_start_ns_ = now_ns;
-  if (ns > limit_ns_) ++above_;
-  if (options_.proportional_steps) {
-    if (static_cast<int>(slowest_.size()) < keep_) {
-      slowest_.push_back(ns);
-      std::push_heap(slowest_.begin(), slowest_.end(), std::greater<>());
-    } else if (ns > slowest_.front()) {
-      std::pop_heap(slowest_.begin(), slowest_.end(), std::greater<>());
-      slowest_.back() = ns;
-      std::push_heap(slowest_.begin(), slowest_.end(), std::greater<>());
+  if (ns > limit_ns_) {
+    ++above_;
+    if (options_.proportional_steps) {
+      if (static_cast<int>(slowest_.size()) < keep_) {
+        slowest_.push_back(ns);
+        std::push_heap(slowest_.begin(), slowest_.end(), std::greater<>());
+      } else if (ns > slowest_.front()) {
+        std::pop_heap(slowest_.begin(), slowest_.end(), std::greater<>());
+        slowest_.back() = ns;
+        std::push_heap(slowest_.begin(), slowest_.end(), std::greater<>());
+      }
     }
+  } else if (options_.proportional_steps) {
+    ++low_[static_cast<uint64_t>(std::max<int64_t>(ns, 0)) >> low_shift_];
   }
   if (++in_window_ < window_) return false;
   if (min_window_ns_ > 0 && now_ns - window_start_ns_ < min_window_ns_ &&
@@ -97,6 +114,7 @@ bool AutoBatchSizer::Record(absl::Duration latency, int64_t now_ns) {
   }
   const int calls = in_window_;
   last_k_ = static_cast<double>(above_) / calls;
+  above_window_ = above_;
   in_window_ = 0;
   above_ = 0;
   ++windows_;
@@ -118,6 +136,7 @@ bool AutoBatchSizer::Record(absl::Duration latency, int64_t now_ns) {
     next = std::clamp(Decide(calls), options_.min_size, options_.max_size);
   }
   slowest_.clear();
+  std::fill(low_.begin(), low_.end(), 0);
   if (next == size_) return false;
   if (next < size_) shrunk_ = true;
   size_ = next;

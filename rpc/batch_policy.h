@@ -91,8 +91,14 @@ class FlushPolicy {
 //           paper's rule never grows again, e.g. after a long stall has
 //           shrunk N to 2.
 //
-// Q(q) is the window's q-quantile (the ceil((1 - q) * window)-th slowest
-// call; the sizer keeps only the slowest ceil(alpha * window) latencies).
+// Q(q) is the window's q-quantile (the ceil((1 - q) * calls)-th slowest
+// call of the window). Latencies above l_limit are kept exactly (the
+// slowest ceil(alpha * longest window) of them; a shrink's Q(1 - alpha) is
+// among them); those at or below it are counted in 1024 buckets of equal,
+// power-of-two width spanning [0, 2 l_limit) at most, and a quantile there is
+// its bucket's lower end: at most l_limit / 512 below the true value.
+// Recording costs a compare and an increment for most calls (2 ns here),
+// instead of a heap operation for about a fifth of them (17 ns a call).
 //
 // A window lasts at least `window` calls and, when min_window_duration > 0,
 // at least that long (timestamps passed to Record), up to 64 * window calls.
@@ -153,7 +159,11 @@ class AutoBatchSizer {
   // Records one call's latency, finished at `now_ns` (a monotonic clock in
   // nanoseconds; read only when min_window_duration > 0). At the end of a
   // window may change the size. Returns true if the size changed.
-  bool Record(absl::Duration latency, int64_t now_ns = 0);
+  bool Record(absl::Duration latency, int64_t now_ns = 0) {
+    return RecordNanos(absl::ToInt64Nanoseconds(latency), now_ns);
+  }
+  // The same with the latency in nanoseconds.
+  bool RecordNanos(int64_t latency_ns, int64_t now_ns);
 
   int size() const { return size_; }
   // The fraction of calls above l_limit in the last complete window
@@ -167,6 +177,8 @@ class AutoBatchSizer {
   // The latency of the window's `rank`-th slowest call (rank >= 1).
   int64_t Slowest(int rank);
 
+  static constexpr int kLowBuckets = 1024;
+
   const Options options_;
   const int window_;
   const int64_t limit_ns_;
@@ -177,15 +189,20 @@ class AutoBatchSizer {
   int in_window_ = 0;
   int64_t window_start_ns_ = 0;
   int above_ = 0;
+  int above_window_ = 0;  // above_ of the window being decided on.
   int holdoff_left_ = 0;
   // Consecutive acted-on windows with k > alpha since the last change, and
   // the smallest Q(1 - alpha) among them.
   int over_streak_ = 0;
   int64_t streak_q_ = 0;
   bool shrunk_ = false;  // A shrink happened: growth goes half way.
-  // The window's slowest latencies: a min-heap of at most keep_ while the
-  // window runs; partly reordered (nth_element) by Slowest at its end.
+  // The window's slowest latencies above l_limit: a min-heap of at most
+  // keep_ while the window runs; partly reordered (nth_element) by Slowest
+  // at its end.
   std::vector<int64_t> slowest_;
+  // Latencies at or below l_limit: counts per bucket of 2^low_shift_ ns.
+  int low_shift_ = 0;
+  std::vector<uint32_t> low_;
   double last_k_ = 0;
   uint64_t adjustments_ = 0;
   uint64_t windows_ = 0;

@@ -552,7 +552,7 @@ void ClientConnection::CountResults(uint64_t n, RpcMode via, int fetches,
 
 void ClientConnection::RecordLatencyLocked(int64_t latency_ns,
                                            int64_t now_ns) {
-  if (sizer_.Record(absl::Nanoseconds(latency_ns), now_ns)) {
+  if (sizer_.RecordNanos(latency_ns, now_ns)) {
     counters_->sizer_adjustments.fetch_add(1, std::memory_order_relaxed);
   }
   counters_->batch_size.store(sizer_.size(), std::memory_order_relaxed);
