@@ -126,10 +126,16 @@ struct Point {
 };
 
 // One in-flight call: re-issued by its own callback while the run lasts.
+// Per-call timestamps (rdtsc where there is one; see bench::TickClock).
+const bench::TickClock& Ticks() {
+  static const bench::TickClock* const ticks = new bench::TickClock;
+  return *ticks;
+}
+
 struct Call {
   testing::TestRequest req;
   testing::TestResponse resp;
-  int64_t t0 = 0;
+  uint64_t t0 = 0;  // Ticks().Now() at issue.
   std::vector<double> lat_us;  // Touched only by this call's callback chain.
 };
 
@@ -175,18 +181,18 @@ class Client {
     static const uint32_t kMethod = MethodId(testing::kEchoMethod);
     Call& c = calls_[i];
     c.req.set_id(c.req.id() + 1);
-    c.t0 = absl::GetCurrentTimeNanos();
+    c.t0 = Ticks().Now();
     ch_->CallAsync(kMethod, c.req, &c.resp, nullptr,
                    [this, i](absl::Status s) { Done(i, s); });
   }
 
   void Done(int i, const absl::Status& s) {
     Call& c = calls_[i];
-    const int64_t t1 = absl::GetCurrentTimeNanos();
+    const uint64_t t1 = Ticks().Now();
     if (!s.ok() || c.resp.id() != c.req.id()) {
       failed_++;
     } else if (measure_->load(std::memory_order_relaxed)) {
-      c.lat_us.push_back((t1 - c.t0) / 1000.0);
+      c.lat_us.push_back(Ticks().NsBetween(c.t0, t1) / 1000.0);
     }
     const int target = follow_ ? FLAGS_pipeline * std::max(1, ch_->batch_size())
                                : target_.load();
@@ -392,14 +398,15 @@ int Main() {
   const ChannelOptions defaults;
   std::printf(
       "# batch_bench provider=%s workers=%d client_threads=%d size=%d "
-      "depth=%d pipeline=%d T=%dus sizer_window>=%d calls, >=%.1f ms%s\n",
+      "depth=%d pipeline=%d T=%dus sizer_window>=%d calls, >=%.1f ms "
+      "latency clock=%s%s\n",
       FLAGS_provider.c_str(), FLAGS_workers, FLAGS_threads, FLAGS_size,
       FLAGS_depth, FLAGS_pipeline, FLAGS_batch_timeout_us,
       FLAGS_sizer_window > 0 ? FLAGS_sizer_window : defaults.sizer_window,
       FLAGS_sizer_min_window_ms >= 0
           ? FLAGS_sizer_min_window_ms
           : absl::ToDoubleMilliseconds(defaults.sizer_min_window),
-      FLAGS_provider == "shm" ? " (same-host shm figures)" : "");
+      Ticks().source(), FLAGS_provider == "shm" ? " (same-host shm figures)" : "");
   if (FLAGS_csv) {
     std::printf(
         "provider,mode,batch,batch_size,limit_us,threads,size,ops_per_s,avg_us,"
