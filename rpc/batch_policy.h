@@ -156,8 +156,10 @@ class AutoBatchSizer {
 
   explicit AutoBatchSizer(const Options& options);
 
-  // Records one call's latency, finished at `now_ns` (a monotonic clock in
-  // nanoseconds; read only when min_window_duration > 0). At the end of a
+  // Records one call's latency, finished at `now_ns` (any clock in
+  // nanoseconds, the same for every call: ClientConnection passes
+  // UnixNanos; read only when min_window_duration > 0, and a clock stepped
+  // back at most stretches a window to its call cap). At the end of a
   // window may change the size. Returns true if the size changed.
   bool Record(absl::Duration latency, int64_t now_ns = 0) {
     return RecordNanos(absl::ToInt64Nanoseconds(latency), now_ns);
