@@ -114,6 +114,7 @@ struct Config {
   int batch_size = 0;       // N (fixed), start (auto), threshold (adaptive).
   int limit_us = 0;         // Auto only.
   bool paper_rule = false;  // Auto: the paper's +1/-1 rule.
+  bool verdict = false;     // A verdict re-measurement (trace phase names).
 };
 
 struct Point {
@@ -125,13 +126,13 @@ struct Point {
   double loadavg = 0;
 };
 
-// One in-flight call: re-issued by its own callback while the run lasts.
 // Per-call timestamps (rdtsc where there is one; see bench::TickClock).
 const bench::TickClock& Ticks() {
   static const bench::TickClock* const ticks = new bench::TickClock;
   return *ticks;
 }
 
+// One in-flight call: re-issued by its own callback while the run lasts.
 struct Call {
   testing::TestRequest req;
   testing::TestResponse resp;
@@ -247,7 +248,11 @@ Point Run(const std::string& address, const Config& cfg) {
       opts.latency_alpha = 0.05;
       opts.sizer_proportional_steps = !cfg.paper_rule;
       opts.sizer_holdoff_windows = cfg.paper_rule ? 0 : 1;
-      if (cfg.paper_rule) opts.sizer_shrink_windows = 1;
+      if (cfg.paper_rule) {
+        // The paper's rule: windows of sizer_window calls, shrink at once.
+        opts.sizer_shrink_windows = 1;
+        opts.sizer_min_window = absl::ZeroDuration();
+      }
       if (FLAGS_sizer_window > 0) opts.sizer_window = FLAGS_sizer_window;
       if (FLAGS_sizer_min_window_ms >= 0) {
         opts.sizer_min_window = absl::Milliseconds(FLAGS_sizer_min_window_ms);
@@ -296,11 +301,11 @@ Point Run(const std::string& address, const Config& cfg) {
     }
   };
   const double warm = FLAGS_warmup_seconds * (cfg.batch == BatchMode::kAuto ? 3 : 1);
-  drive(absl::Seconds(warm), "warmup");
+  drive(absl::Seconds(warm), cfg.verdict ? "verdict-warmup" : "warmup");
   for (int t = 0; t < FLAGS_threads; ++t) before[t] = channels[t]->stats();
   measure = true;
   const absl::Time start = absl::Now();
-  drive(absl::Seconds(FLAGS_seconds), "measure");
+  drive(absl::Seconds(FLAGS_seconds), cfg.verdict ? "verdict" : "measure");
   measure = false;
   if (trace != nullptr) std::fclose(trace);
   const double secs = absl::ToDoubleSeconds(absl::Now() - start);
@@ -480,13 +485,22 @@ int Main() {
     ca.batch_size = 8;
     ca.limit_us = l;
     ca.paper_rule = rule == "paper";
+    ca.verdict = true;
     Config cf;
     cf.batch = BatchMode::kFixed;
     cf.batch_size = best_n;
     std::vector<double> a_ops, a_p95, f_ops, f_p95;
     for (int r = 0; r < FLAGS_final_rounds; ++r) {
-      const Point pa = Run(server.address(), ca);
-      const Point pf = Run(server.address(), cf);
+      // Alternate which goes first, so an order effect does not always
+      // fall on the same side.
+      Point pa, pf;
+      if (r % 2 == 0) {
+        pa = Run(server.address(), ca);
+        pf = Run(server.address(), cf);
+      } else {
+        pf = Run(server.address(), cf);
+        pa = Run(server.address(), ca);
+      }
       a_ops.push_back(pa.ops);
       a_p95.push_back(pa.p95);
       f_ops.push_back(pf.ops);

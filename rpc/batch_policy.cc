@@ -23,16 +23,20 @@ AutoBatchSizer::AutoBatchSizer(const Options& options)
       limit_ns_(absl::ToInt64Nanoseconds(options.latency_limit)),
       min_window_ns_(std::max<int64_t>(
           0, absl::ToInt64Nanoseconds(options.min_window_duration))),
-      keep_(RankOf(options.alpha, min_window_ns_ > 0
-                                      ? kMaxWindowFactor * window_
-                                      : window_)),
+      max_window_(min_window_ns_ > 0
+                      ? static_cast<int>(std::min<int64_t>(
+                            int64_t{kMaxWindowFactor} * window_, INT32_MAX))
+                      : window_),
+      keep_(RankOf(options.alpha, max_window_)),
       size_(std::clamp(options.initial_size, options.min_size,
                        options.max_size)),
       low_(kLowBuckets, 0) {
-  slowest_.reserve(keep_);
+  if (options_.proportional_steps) slowest_.reserve(keep_);
   // The smallest power-of-two width whose kLowBuckets buckets cover
-  // [0, l_limit].
-  while ((int64_t{kLowBuckets} << low_shift_) <= limit_ns_) ++low_shift_;
+  // [0, l_limit] (an infinite limit: the widest, 2^53 ns).
+  while (low_shift_ < 53 && (int64_t{kLowBuckets} << low_shift_) <= limit_ns_) {
+    ++low_shift_;
+  }
 }
 
 int64_t AutoBatchSizer::Slowest(int rank) {
@@ -105,11 +109,12 @@ bool AutoBatchSizer::RecordNanos(int64_t ns, int64_t now_ns) {
       }
     }
   } else if (options_.proportional_steps) {
-    ++low_[static_cast<uint64_t>(std::max<int64_t>(ns, 0)) >> low_shift_];
+    const uint64_t b = static_cast<uint64_t>(std::max<int64_t>(ns, 0)) >> low_shift_;
+    ++low_[std::min<uint64_t>(b, kLowBuckets - 1)];
   }
   if (++in_window_ < window_) return false;
   if (min_window_ns_ > 0 && now_ns - window_start_ns_ < min_window_ns_ &&
-      in_window_ < kMaxWindowFactor * window_) {
+      in_window_ < max_window_) {
     return false;
   }
   const int calls = in_window_;
@@ -144,6 +149,21 @@ bool AutoBatchSizer::RecordNanos(int64_t ns, int64_t now_ns) {
   ++adjustments_;
   holdoff_left_ = options_.holdoff_windows;
   return true;
+}
+
+void LatenciesToCallbackStart(absl::Span<const int64_t> stamps, int64_t end,
+                              size_t every, absl::Span<int64_t> starts) {
+  const size_t n = starts.size();
+  for (size_t j = 0; j < n; ++j) {
+    const size_t m = j / every;
+    const size_t first = m * every;
+    const int64_t from = stamps[m];
+    const int64_t to = m + 1 < stamps.size() ? stamps[m + 1] : end;
+    const size_t len = std::min(n, first + every) - first;
+    const int64_t at = from + (to - from) * static_cast<int64_t>(j - first) /
+                                  static_cast<int64_t>(len);
+    starts[j] = at - starts[j];
+  }
 }
 
 }  // namespace rfrpc

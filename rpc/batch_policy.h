@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "absl/time/time.h"
 
 namespace rfrpc {
@@ -59,9 +60,10 @@ class FlushPolicy {
 // The automatic batch sizer: paper §4.2, with refinements.
 //
 // The caller records each call's latency as its caller saw it (for async
-// calls, up to the start of the callback). Calls are taken in windows of
-// `window` calls. At the end of a window, with k = the fraction of its calls
-// slower than l_limit (`latency_limit`):
+// calls, up to the start of the callback). Calls are taken in windows of at
+// least `window` calls (and min_window_duration, below). At the end of a
+// window, with k = the fraction of its calls slower than l_limit
+// (`latency_limit`):
 //
 //   k > alpha:        shrink N.
 //   k < 0.1 * alpha:  grow N.
@@ -95,8 +97,9 @@ class FlushPolicy {
 // call of the window). Latencies above l_limit are kept exactly (the
 // slowest ceil(alpha * longest window) of them; a shrink's Q(1 - alpha) is
 // among them); those at or below it are counted in 1024 buckets of equal,
-// power-of-two width spanning [0, 2 l_limit) at most, and a quantile there is
-// its bucket's lower end: at most l_limit / 512 below the true value.
+// power-of-two width spanning [0, max(2 l_limit, 1024 ns)) at most, and a
+// quantile there is its bucket's lower end: at most one bucket (l_limit /
+// 512, or 1 ns) below the true value.
 // Recording costs a compare and an increment for most calls (2 ns here),
 // instead of a heap operation for about a fifth of them (17 ns a call).
 //
@@ -121,8 +124,10 @@ class FlushPolicy {
 // so they would show the old size's latency and, acted on, push N further
 // the same way (the paper's rule, holdoff_windows = 0, does that).
 //
-// With proportional_steps = false, holdoff_windows = 0 and shrink_windows =
-// 1 this is the paper's rule exactly. N stays within [min_size, max_size].
+// With proportional_steps = false, holdoff_windows = 0, shrink_windows = 1
+// and min_window_duration = 0 (the Options defaults but the first and the
+// third) this is the paper's rule exactly. N stays within [min_size,
+// max_size].
 //
 // Usage (one per connection, under the connection's lock):
 //   AutoBatchSizer::Options o;
@@ -158,9 +163,11 @@ class AutoBatchSizer {
 
   // Records one call's latency, finished at `now_ns` (any clock in
   // nanoseconds, the same for every call: ClientConnection passes
-  // UnixNanos; read only when min_window_duration > 0, and a clock stepped
-  // back at most stretches a window to its call cap). At the end of a
-  // window may change the size. Returns true if the size changed.
+  // UnixNanos). now_ns is read only when min_window_duration > 0; then a
+  // clock stepped back stretches a window to its call cap, one stepped
+  // forward ends it early, and a caller that leaves now_ns at 0 gets
+  // windows of 64 * window calls. At the end of a window may change the
+  // size. Returns true if the size changed.
   bool Record(absl::Duration latency, int64_t now_ns = 0) {
     return RecordNanos(absl::ToInt64Nanoseconds(latency), now_ns);
   }
@@ -185,6 +192,7 @@ class AutoBatchSizer {
   const int window_;
   const int64_t limit_ns_;
   const int64_t min_window_ns_;
+  const int max_window_;  // Calls in the longest window.
   // Slowest latencies kept per window: ceil(alpha * the longest window).
   const int keep_;
   int size_;
@@ -209,6 +217,16 @@ class AutoBatchSizer {
   uint64_t adjustments_ = 0;
   uint64_t windows_ = 0;
 };
+
+// Latencies of calls whose callbacks ran one after another, up to the start
+// of each callback, with the clock read only before every `every`-th
+// callback: `stamps[m]` is the clock just before callback m * every, `end`
+// the clock after the last callback (when the last group is one callback,
+// its stamp serves). Callbacks between two readings get start times
+// interpolated linearly. `starts` holds each call's start on entry and its
+// latency on return; stamps.size() must be ceil(starts.size() / every).
+void LatenciesToCallbackStart(absl::Span<const int64_t> stamps, int64_t end,
+                              size_t every, absl::Span<int64_t> starts);
 
 }  // namespace rfrpc
 

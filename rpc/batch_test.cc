@@ -474,6 +474,40 @@ TEST(AutoBatchSizerTest, ShrinkWaitsForASecondWindow) {
   EXPECT_EQ(s.size(), 40);  // 51 * 100 / 125.
 }
 
+// An unbounded limit (absl::InfiniteDuration) is a valid option: every call
+// is under it, so N only grows.
+TEST(AutoBatchSizerTest, InfiniteLimitOnlyGrows) {
+  AutoBatchSizer::Options o = RefinedOptions();
+  o.latency_limit = absl::InfiniteDuration();
+  o.min_window_duration = absl::Milliseconds(1);
+  AutoBatchSizer s(o);
+  for (int i = 0; i < 200; ++i) {
+    s.Record(absl::Seconds(1), int64_t{i} * 1000 * 1000);
+  }
+  EXPECT_GT(s.size(), 8);
+  EXPECT_EQ(s.last_k(), 0.0);
+}
+
+// Ten callbacks, the clock read before the 1st and the 5th (every 4) and
+// after the last; in between, start times are interpolated per group.
+TEST(LatenciesToCallbackStartTest, InterpolatesWithinEachGroup) {
+  // Calls all started at 0. Group 0 (calls 0-3) ran from 100 to 500, group
+  // 1 (4-7) from 500 to 1300, group 2 (8-9) from 1300 to `end` 1500.
+  const std::vector<int64_t> stamps = {100, 500, 1300};
+  std::vector<int64_t> lat(10, 0);
+  LatenciesToCallbackStart(stamps, 1500, 4, absl::MakeSpan(lat));
+  EXPECT_EQ(lat, (std::vector<int64_t>{100, 200, 300, 400, 500, 700, 900,
+                                       1100, 1300, 1400}));
+  // Starts are subtracted: a call that started at 250 has waited 150 at 400.
+  std::vector<int64_t> one = {250, 250};
+  LatenciesToCallbackStart({400}, 600, 4, absl::MakeSpan(one));
+  EXPECT_EQ(one, (std::vector<int64_t>{150, 250}));
+  // A last group of one callback: its stamp is its start, `end` unused.
+  std::vector<int64_t> five(5, 0);
+  LatenciesToCallbackStart({0, 40}, 40, 4, absl::MakeSpan(five));
+  EXPECT_EQ(five, (std::vector<int64_t>{0, 10, 20, 30, 40}));
+}
+
 TEST(AutoBatchSizerTest, ConvergesAndStaysUnderTheBound) {
   // Closed loop: latency = 1.5 us * N + 5 us, with a few slow calls per
   // window (3 of 100 at 1.6x). l_limit 100 us. From N = 2 the sizer must

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "glog/logging.h"
+#include "rpc/batch_policy.h"
 #include "rpc/client_connection.h"
 #include "rpc/clock.h"
 #include "rpc/status_macros.h"
@@ -443,9 +444,11 @@ class ChannelImpl final : public Channel {
   // call's latency as its caller sees it, up to the start of its callback,
   // so time spent delivering a batch's results one callback after another
   // counts against l_limit too. The clock is read before every
-  // kClockEvery-th of those callbacks and after the last; the ones between
-  // get start times interpolated linearly, since a clock read costs about
-  // as much as a short callback (a batch of 128 takes 17 reads, not 128).
+  // kClockEvery-th of those callbacks and after the last (unless the last
+  // group is one callback); the ones between get start times interpolated
+  // linearly (LatenciesToCallbackStart), since a clock read costs about as
+  // much as a short callback (a batch of 128 takes 17 reads, not 128). A
+  // failed call's callback, untimed, counts in its group's span.
   static void RunCallbacks(ClientConnection* conn,
                            std::vector<PendingCall*>* finished) {
     const bool timed = conn != nullptr && conn->auto_sizing();
@@ -473,17 +476,8 @@ class ChannelImpl final : public Channel {
     // when that group is one callback, whose start is its stamp).
     const int64_t end =
         n - last_group > 1 ? internal::UnixNanos() : stamps.back();
-    for (size_t j = 0; j < n; ++j) {
-      const size_t m = j / kClockEvery;
-      const size_t first = m * kClockEvery;
-      const int64_t from = stamps[m];
-      const int64_t to = m + 1 < stamps.size() ? stamps[m + 1] : end;
-      const size_t len = std::min(n, first + kClockEvery) - first;
-      const int64_t at =
-          from + (to - from) * static_cast<int64_t>(j - first) /
-                     static_cast<int64_t>(len);
-      latencies[j] = at - latencies[j];
-    }
+    LatenciesToCallbackStart(stamps, end, kClockEvery,
+                             absl::MakeSpan(latencies));
     conn->RecordLatencies(latencies, end);
   }
 

@@ -106,9 +106,10 @@ struct ChannelOptions {
   // (ChannelStats::calls_queued). Default: 256.
   int max_outstanding = 256;
   // Auto sizer (AutoBatchSizer in rpc/batch_policy.h, docs/rpc.md): keep at
-  // most latency_alpha of calls above latency_limit, deciding every
-  // windows of at least sizer_window calls and sizer_min_window time (up
-  // to 64 * sizer_window calls), with latency taken as the caller sees it
+  // most latency_alpha of calls above latency_limit, deciding at the end of
+  // each window of at least sizer_window calls and sizer_min_window time (up
+  // to 64 * sizer_window calls; the paper: 0, windows of sizer_window
+  // calls), with latency taken as the caller sees it
   // (async: up to the start of the callback). Defaults: 100 us, 0.05, 1000,
   // 10 ms (longer than a scheduler slice, so a descheduled thread's late
   // calls count as the share of calls they are; see AutoBatchSizer).
