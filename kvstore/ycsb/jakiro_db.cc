@@ -326,14 +326,7 @@ void JakiroDb::ReadAsync(absl::string_view table, absl::string_view key,
   client_->GetAsync(key, value.get(),
                     [value, fields, result, done = std::move(done)](
                         absl::Status s) {
-                      if (s.ok()) {
-                        absl::StatusOr<Record> record = DecodeRecord(*value);
-                        if (record.ok()) {
-                          SelectFields(*record, fields, result);
-                        } else {
-                          s = record.status();
-                        }
-                      }
+                      if (s.ok()) s = DecodeRecordInto(*value, fields, result);
                       done(std::move(s));
                     });
 }

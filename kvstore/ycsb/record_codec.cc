@@ -45,15 +45,8 @@ void EncodeRecord(const Record& record, std::string* out) {
 
 absl::StatusOr<Record> DecodeRecord(absl::string_view bytes) {
   Record record;
-  const size_t size = bytes.size();
-  while (!bytes.empty()) {
-    absl::string_view name, value;
-    if (!GetChunk(&bytes, &name) || !GetChunk(&bytes, &value)) {
-      return absl::DataLossError(absl::StrCat(
-          "malformed record: truncated field at byte ", size - bytes.size()));
-    }
-    record.push_back({std::string(name), std::string(value)});
-  }
+  absl::Status s = DecodeRecordInto(bytes, /*fields=*/nullptr, &record);
+  if (!s.ok()) return s;
   return record;
 }
 
