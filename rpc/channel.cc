@@ -118,7 +118,8 @@ class ChannelImpl final : public Channel {
   ~ChannelImpl() override {
     {
       MutexLock lock(&driver_mu_);
-      stop_ = true;
+      // Set under driver_mu_, so the driver cannot miss it between its
+      // check and its wait.
       stopping_.store(true, std::memory_order_release);
     }
     driver_cv_.notify_all();
@@ -553,7 +554,7 @@ class ChannelImpl final : public Channel {
       // most 5 ms. The check under driver_mu_ pairs with WakeDriver's
       // increment, so a call that started after it wakes us.
       MutexLock lock(&driver_mu_);
-      if (stop_) return;
+      if (stopping_.load(std::memory_order_acquire)) return;
       if (generation_.load(std::memory_order_acquire) != generation) continue;
       bool needed = false;
       for (const auto& c : conns) needed |= c->NeedsDriver();
@@ -562,7 +563,8 @@ class ChannelImpl final : public Channel {
       driver_mu_.AwaitWithTimeout(
           &driver_cv_, absl::Milliseconds(5),
           [this, seen]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-            return stop_ || wakeups_ != seen;
+            return stopping_.load(std::memory_order_acquire) ||
+                   wakeups_ != seen;
           });
       idle = 0;
     }
@@ -581,8 +583,8 @@ class ChannelImpl final : public Channel {
 
   Mutex driver_mu_;
   std::condition_variable driver_cv_;
-  bool stop_ ABSL_GUARDED_BY(driver_mu_) = false;
-  std::atomic<bool> stopping_{false};  // stop_, read without the lock.
+  // Set once, under driver_mu_ (see the destructor); read with or without it.
+  std::atomic<bool> stopping_{false};
   // Bumped after Route replaces a connection: the driver's snapshot is old.
   std::atomic<uint64_t> generation_{0};
   uint64_t wakeups_ ABSL_GUARDED_BY(driver_mu_) = 0;

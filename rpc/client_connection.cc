@@ -520,7 +520,8 @@ void ClientConnection::FinishCall(PendingCall* call, absl::Status status,
     // A sync caller returns as soon as it sees `finished`; an async call's
     // latency is taken when its callback runs (RecordLatencies).
     const int64_t now = NowNs();
-    RecordLatencyLocked(now - call->start_ns, now);
+    const int64_t latency = now - call->start_ns;
+    RecordLatenciesLocked(absl::MakeConstSpan(&latency, 1), now);
   }
   call->status = std::move(status);
   if (call->ctx != nullptr) {
@@ -550,10 +551,14 @@ void ClientConnection::CountResults(uint64_t n, RpcMode via, int fetches,
   }
 }
 
-void ClientConnection::RecordLatencyLocked(int64_t latency_ns,
-                                           int64_t now_ns) {
-  if (sizer_.RecordNanos(latency_ns, now_ns)) {
-    counters_->sizer_adjustments.fetch_add(1, std::memory_order_relaxed);
+void ClientConnection::RecordLatenciesLocked(
+    absl::Span<const int64_t> latencies_ns, int64_t now_ns) {
+  uint64_t adjustments = 0;
+  for (int64_t ns : latencies_ns) adjustments += sizer_.RecordNanos(ns, now_ns);
+  // The shared counters once per round, not once per call.
+  if (adjustments > 0) {
+    counters_->sizer_adjustments.fetch_add(adjustments,
+                                           std::memory_order_relaxed);
   }
   counters_->batch_size.store(sizer_.size(), std::memory_order_relaxed);
   counters_->sizer_k.store(sizer_.last_k(), std::memory_order_relaxed);
@@ -563,7 +568,7 @@ void ClientConnection::RecordLatencies(absl::Span<const int64_t> latencies_ns,
                                        int64_t now_ns) {
   if (options_.batch != BatchMode::kAuto || latencies_ns.empty()) return;
   MutexLock lock(&mu_);
-  for (int64_t ns : latencies_ns) RecordLatencyLocked(ns, now_ns);
+  RecordLatenciesLocked(latencies_ns, now_ns);
 }
 
 void ClientConnection::FinishWithResult(PendingCall* call, uint16_t status_code,

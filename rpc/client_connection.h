@@ -234,8 +234,8 @@ class ClientConnection {
                   std::vector<PendingCall*>* finished)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FreeSlot(uint32_t s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void RecordLatencyLocked(int64_t latency_ns, int64_t now_ns)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RecordLatenciesLocked(absl::Span<const int64_t> latencies_ns,
+                             int64_t now_ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SetMode(RpcMode mode) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FailLocked(absl::Status status, std::vector<PendingCall*>* finished)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
