@@ -44,6 +44,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -126,17 +127,11 @@ struct Point {
   double loadavg = 0;
 };
 
-// Per-call timestamps (rdtsc where there is one; see bench::TickClock).
-const bench::TickClock& Ticks() {
-  static const bench::TickClock* const ticks = new bench::TickClock;
-  return *ticks;
-}
-
 // One in-flight call: re-issued by its own callback while the run lasts.
 struct Call {
   testing::TestRequest req;
   testing::TestResponse resp;
-  uint64_t t0 = 0;  // Ticks().Now() at issue.
+  uint64_t t0 = 0;  // bench::ProcessTicks().Now() at issue.
   std::vector<double> lat_us;  // Touched only by this call's callback chain.
 };
 
@@ -182,18 +177,19 @@ class Client {
     static const uint32_t kMethod = MethodId(testing::kEchoMethod);
     Call& c = calls_[i];
     c.req.set_id(c.req.id() + 1);
-    c.t0 = Ticks().Now();
+    c.t0 = bench::ProcessTicks().Now();
     ch_->CallAsync(kMethod, c.req, &c.resp, nullptr,
                    [this, i](absl::Status s) { Done(i, s); });
   }
 
   void Done(int i, const absl::Status& s) {
     Call& c = calls_[i];
-    const uint64_t t1 = Ticks().Now();
+    const uint64_t t1 = bench::ProcessTicks().Now();
     if (!s.ok() || c.resp.id() != c.req.id()) {
       failed_++;
     } else if (measure_->load(std::memory_order_relaxed)) {
-      c.lat_us.push_back(Ticks().NsBetween(c.t0, t1) / 1000.0);
+      c.lat_us.push_back(bench::ProcessTicks().NsBetween(c.t0, t1) /
+                         1000.0);
     }
     const int target = follow_ ? FLAGS_pipeline * std::max(1, ch_->batch_size())
                                : target_.load();
@@ -357,6 +353,16 @@ Point RunBest(const std::string& address, const Config& cfg) {
   return best;
 }
 
+// An auto point: starting size 8, rule "refined" or "paper".
+Config AutoConfig(const std::string& rule, int limit_us) {
+  Config c;
+  c.batch = BatchMode::kAuto;
+  c.batch_size = 8;
+  c.limit_us = limit_us;
+  c.paper_rule = rule == "paper";
+  return c;
+}
+
 void Print(const Config& c, const Point& p) {
   const std::string mode(RpcModeName(c.mode));
   const std::string batch =
@@ -411,7 +417,8 @@ int Main() {
       FLAGS_sizer_min_window_ms >= 0
           ? FLAGS_sizer_min_window_ms
           : absl::ToDoubleMilliseconds(defaults.sizer_min_window),
-      Ticks().source(), FLAGS_provider == "shm" ? " (same-host shm figures)" : "");
+      bench::ProcessTicks().source(),
+      FLAGS_provider == "shm" ? " (same-host shm figures)" : "");
   if (FLAGS_csv) {
     std::printf(
         "provider,mode,batch,batch_size,limit_us,threads,size,ops_per_s,avg_us,"
@@ -451,11 +458,7 @@ int Main() {
     CHECK(rule == "refined" || rule == "paper")
         << "--auto_rules: unknown rule " << rule;
     for (int l : bench::ParseInts(FLAGS_auto_limits_us)) {
-      Config c;
-      c.batch = BatchMode::kAuto;
-      c.batch_size = 8;  // Starting size.
-      c.limit_us = l;
-      c.paper_rule = rule == "paper";
+      const Config c = AutoConfig(rule, l);
       Point p = RunBest(server.address(), c);
       Print(c, p);
       autos[{rule, l}] = p;
@@ -467,24 +470,28 @@ int Main() {
     c.batch_size = FLAGS_adaptive_size;
     Print(c, RunBest(server.address(), c));
   }
+  // The fixed rf N with the most ops/s among those whose sweep p95 met
+  // `limit_us` (0 if none).
+  auto best_fixed = [&](double limit_us, double* ops) {
+    int best_n = 0;
+    *ops = 0;
+    if (!fixed.count("rf")) return best_n;
+    for (const auto& [n, p] : fixed["rf"]) {
+      if (p.p95 <= limit_us && p.ops > *ops) *ops = p.ops, best_n = n;
+    }
+    return best_n;
+  };
   // The sweep's best fixed N is the largest of several noisy points, which
   // favours it over the one auto point it is set against. The verdict
   // re-measures the two alternately and compares medians.
   std::map<std::pair<std::string, int>, std::string> verdicts;
   for (const auto& [key, a] : autos) {
     const auto& [rule, l] = key;
-    if (FLAGS_final_rounds <= 0 || !fixed.count("rf")) break;
-    int best_n = 0;
-    double best = 0;
-    for (const auto& [n, p] : fixed["rf"]) {
-      if (p.p95 <= l && p.ops > best) best = p.ops, best_n = n;
-    }
+    if (FLAGS_final_rounds <= 0) break;
+    double best;
+    const int best_n = best_fixed(l, &best);
     if (best_n == 0) continue;
-    Config ca;
-    ca.batch = BatchMode::kAuto;
-    ca.batch_size = 8;
-    ca.limit_us = l;
-    ca.paper_rule = rule == "paper";
+    Config ca = AutoConfig(rule, l);
     ca.verdict = true;
     Config cf;
     cf.batch = BatchMode::kFixed;
@@ -532,11 +539,9 @@ int Main() {
   // Headline checks, reported (prefixed "#" so CSV readers skip them).
   std::printf("# --- checks (reported, not asserted) ---\n");
   if (off.count("rf") && fixed.count("rf")) {
-    int best_n = 0;
-    double best = 0;
-    for (const auto& [n, p] : fixed["rf"]) {
-      if (p.ops > best) best = p.ops, best_n = n;
-    }
+    double best;
+    const int best_n =
+        best_fixed(std::numeric_limits<double>::infinity(), &best);
     const double base = off["rf"].ops;
     std::printf("# batched rf best N=%d %.0f ops/s vs unbatched rf %.0f ops/s: "
                 "%.1fx (target >= 10x: %s)\n",
@@ -545,13 +550,8 @@ int Main() {
   }
   for (const auto& [key, a] : autos) {
     const auto& [rule, l] = key;
-    double best = 0;
-    int best_n = 0;
-    if (fixed.count("rf")) {
-      for (const auto& [n, p] : fixed["rf"]) {
-        if (p.p95 <= l && p.ops > best) best = p.ops, best_n = n;
-      }
-    }
+    double best;
+    const int best_n = best_fixed(l, &best);
     std::printf(
         "# auto%s l_limit=%dus (sweep): p95 %.1fus (%s), final N=%d, %.0f "
         "ops/s; best fixed rf meeting p95<=%dus: %s -> %.0f%% (target >= "

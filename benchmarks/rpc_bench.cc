@@ -95,14 +95,6 @@ struct Point {
   std::vector<double> sorted_us;  // Every measured latency, ascending.
 };
 
-// Per-call timestamps (rdtsc where there is one: a clock read costs 23-60
-// ns on the development machine and microseconds in the Soft-RoCE VM, and
-// a latency includes about one of them).
-const bench::TickClock& Ticks() {
-  static const bench::TickClock* const ticks = new bench::TickClock;
-  return *ticks;
-}
-
 Point Run(const std::string& address, RpcMode mode, int size, int server_us) {
   std::atomic<bool> measure{false}, stop{false};
   std::vector<std::vector<double>> lat(FLAGS_threads);
@@ -139,14 +131,16 @@ Point Run(const std::string& address, RpcMode mode, int size, int server_us) {
           before[t] = (*ch)->stats();
         }
         req.set_id(++id);
-        const uint64_t t0 = Ticks().Now();
+        const uint64_t t0 = bench::ProcessTicks().Now();
         absl::Status s = testing::CallEcho(ch->get(), nullptr, req, &resp);
-        const uint64_t t1 = Ticks().Now();
+        const uint64_t t1 = bench::ProcessTicks().Now();
         if (!s.ok() || resp.id() != id) {
           failed++;
           continue;
         }
-        if (measuring) lat[t].push_back(Ticks().NsBetween(t0, t1) / 1000.0);
+        if (measuring) {
+          lat[t].push_back(bench::ProcessTicks().NsBetween(t0, t1) / 1000.0);
+        }
       }
       after[t] = (*ch)->stats();
     });
@@ -215,7 +209,7 @@ int Main() {
               "latency clock=%s%s\n",
               FLAGS_provider.c_str(), FLAGS_workers, FLAGS_threads,
               FLAGS_rfrpc_retries, FLAGS_rfrpc_fetch_size,
-              FLAGS_rfrpc_switch_after, Ticks().source(),
+              FLAGS_rfrpc_switch_after, bench::ProcessTicks().source(),
               FLAGS_provider == "shm" ? " (same-host shm figures)" : "");
   if (FLAGS_csv) {
     std::printf("provider,mode,size,server_us,threads,ops_per_s,avg_us,p50_us,p99_us,"
