@@ -3,6 +3,7 @@
 // Channel set-up, call routing, the progress thread for async calls, and
 // reconnection after a lost server.
 
+#include "base/cpu_relax.h"
 #include "rpc/channel.h"
 
 #include <sched.h>
@@ -20,10 +21,10 @@
 #include "glog/logging.h"
 #include "rpc/batch_policy.h"
 #include "rpc/client_connection.h"
-#include "rpc/clock.h"
-#include "rpc/status_macros.h"
+#include "base/clock.h"
+#include "base/status_macros.h"
 #include "rpc/wire_format.h"
-#include "rpc/mutex.h"
+#include "base/mutex.h"
 
 namespace rfrpc {
 namespace {
@@ -97,12 +98,6 @@ void RecycleAsyncCall(PendingCall* call) {
   call->~PendingCall();
   new (call) PendingCall;
   recycled_calls.calls.push_back(call);
-}
-
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
 }
 
 class ChannelImpl final : public Channel {

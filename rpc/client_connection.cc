@@ -14,10 +14,10 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 #include "rpc/batch_format.h"
-#include "rpc/clock.h"
+#include "base/clock.h"
 #include "rpc/slot_codec.h"
-#include "rpc/status_macros.h"
-#include "rpc/mutex.h"
+#include "base/status_macros.h"
+#include "base/mutex.h"
 
 namespace rfrpc {
 namespace internal {

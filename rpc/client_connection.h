@@ -38,7 +38,7 @@
 #include "rpc/slot_codec.h"
 #include "rpc/wire_format.h"
 #include "transport/transport.h"
-#include "rpc/mutex.h"
+#include "base/mutex.h"
 
 namespace rfrpc {
 namespace internal {

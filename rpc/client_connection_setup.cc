@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "rpc/client_connection.h"
 #include "rpc/rpc_handshake.pb.h"
-#include "rpc/status_macros.h"
+#include "base/status_macros.h"
 
 namespace rfrpc {
 namespace internal {

@@ -14,9 +14,9 @@
 #include "glog/logging.h"
 #include "rpc/rpc_handshake.pb.h"
 #include "rpc/server_worker.h"
-#include "rpc/status_macros.h"
+#include "base/status_macros.h"
 #include "rpc/wire_format.h"
-#include "rpc/mutex.h"
+#include "base/mutex.h"
 
 namespace rfrpc {
 

@@ -4,6 +4,7 @@
 // server_send (publish locally; WRITE back only in server-reply or for large
 // results).
 
+#include "base/cpu_relax.h"
 #include "rpc/server_worker.h"
 
 #include <pthread.h>
@@ -19,9 +20,9 @@
 #include "absl/time/clock.h"
 #include "glog/logging.h"
 #include "rpc/batch_format.h"
-#include "rpc/clock.h"
+#include "base/clock.h"
 #include "rpc/slot_codec.h"
-#include "rpc/mutex.h"
+#include "base/mutex.h"
 
 namespace rfrpc {
 namespace internal {
@@ -33,12 +34,6 @@ constexpr uint64_t kLivenessRounds = 4096;
 // lost: its slot would never be served again, so the connection is closed
 // (the client sees UNAVAILABLE and reconnects).
 constexpr int64_t kLostCompletionNs = int64_t{2} * 1000 * 1000 * 1000;
-
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
 
 }  // namespace
 

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "gflags/gflags.h"
-#include "rpc/status_macros.h"
+#include "base/status_macros.h"
 
 namespace {
 const rfrpc::ChannelOptions kChannelDefaults;

@@ -11,7 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "rpc/status_macros.h"
+#include "base/status_macros.h"
 
 namespace rfrpc {
 namespace transport {
@@ -181,6 +181,37 @@ class FaultyCompletionQueue final : public CompletionQueue {
   void Interrupt() override {
     interrupted_.store(true);
     inner_->Interrupt();
+  }
+
+  void ArmWake() override { inner_->ArmWake(); }
+  void Disarm() override { inner_->Disarm(); }
+
+  absl::StatusOr<int> WaitArmed(absl::Span<Completion> out,
+                                absl::Duration timeout) override {
+    // Held (delayed) completions are due at known times: sleep no longer.
+    int n = Poll(out);
+    if (n > 0) {
+      inner_->Disarm();
+      return n;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!held_.empty()) {
+        const absl::Duration until_due =
+            absl::FromUnixNanos(held_.front().first) - absl::Now();
+        timeout = std::min(timeout, std::max(until_due, absl::Microseconds(1)));
+      }
+    }
+    Completion tmp[16];
+    absl::StatusOr<int> got = inner_->WaitArmed(
+        absl::MakeSpan(tmp, std::min<size_t>(out.size(), 16)), timeout);
+    if (got.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (int i = 0; i < *got; ++i) TakeLocked(tmp[i]);
+    }
+    n = Poll(out);
+    if (n > 0 || got.ok()) return n;
+    return got.status();
   }
 
   Stats stats() const override { return inner_->stats(); }

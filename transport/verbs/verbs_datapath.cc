@@ -28,6 +28,18 @@ const char* OpName(Opcode op) { return op == Opcode::kRead ? "READ" : "WRITE"; }
 
 }  // namespace
 
+int PostNotifyReceives(ibv_qp* qp, int n) {
+  for (int i = 0; i < n; ++i) {
+    ibv_recv_wr wr{};
+    wr.wr_id = kNotifyReceiveWrId;
+    wr.sg_list = nullptr;
+    wr.num_sge = 0;  // WRITE with immediate carries no data into it.
+    ibv_recv_wr* bad = nullptr;
+    if (int rc = ibv_post_recv(qp, &wr, &bad); rc != 0) return rc;
+  }
+  return 0;
+}
+
 WcStatus MapWcStatus(ibv_wc_status status) {
   switch (status) {
     case IBV_WC_SUCCESS:
@@ -111,7 +123,7 @@ absl::Status VerbsConnection::Post(absl::Span<const WorkRequest> wrs) {
     wr_scratch_.resize(n);
     sge_scratch_.resize(n);
   }
-  uint64_t writes = 0, reads = 0, inlined = 0, signaled = 0;
+  uint64_t writes = 0, reads = 0, inlined = 0, signaled = 0, notifies = 0;
   uint64_t bytes_written = 0, bytes_read = 0;
   const uint64_t first_seq = next_seq_;
 
@@ -142,8 +154,18 @@ absl::Status VerbsConnection::Post(absl::Span<const WorkRequest> wrs) {
           wr.local_offset, ", +", wr.length, ") outside its ",
           wr.local->size(), "-byte region; nothing posted"));
     }
+    if (wr.notify && wr.opcode != Opcode::kWrite) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "work request ", i, ": only a WRITE can notify; nothing posted"));
+    }
     if (wr.opcode == Opcode::kWrite) {
-      w.opcode = IBV_WR_RDMA_WRITE;
+      if (wr.notify) {
+        w.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+        w.imm_data = 0;
+        ++notifies;
+      } else {
+        w.opcode = IBV_WR_RDMA_WRITE;
+      }
       ++writes;
       bytes_written += wr.length;
       if (wr.inline_write) {
@@ -230,9 +252,14 @@ absl::Status VerbsConnection::Post(absl::Span<const WorkRequest> wrs) {
   counters_.reads.fetch_add(reads, std::memory_order_relaxed);
   counters_.inline_writes.fetch_add(inlined, std::memory_order_relaxed);
   counters_.signaled.fetch_add(signaled, std::memory_order_relaxed);
+  counters_.notifies.fetch_add(notifies, std::memory_order_relaxed);
   counters_.bytes_written.fetch_add(bytes_written, std::memory_order_relaxed);
   counters_.bytes_read.fetch_add(bytes_read, std::memory_order_relaxed);
   return absl::OkStatus();
+}
+
+bool VerbsConnection::RepostNotifyReceive() {
+  return PostNotifyReceives(qp_->get(), 1) == 0;
 }
 
 bool VerbsConnection::OnWorkCompletion(const ibv_wc& wc, Completion* out) {
@@ -306,6 +333,19 @@ int VerbsCompletionQueue::Poll(absl::Span<Completion> out) {
           stats_.dropped.fetch_add(1, std::memory_order_relaxed);
           continue;
         }
+        if (wc[i].opcode & IBV_WC_RECV) {
+          // A peer's notify (WRITE with immediate): it has woken us; the
+          // user sees nothing. Flushed receives of a failed QP are dropped.
+          if (wc[i].status == IBV_WC_SUCCESS) {
+            stats_.notifies.fetch_add(1, std::memory_order_relaxed);
+            if (!it->second->RepostNotifyReceive()) {
+              LOG_EVERY_N(WARNING, 100)
+                  << "verbs: could not repost a notify receive on QP "
+                  << wc[i].qp_num;
+            }
+          }
+          continue;
+        }
         if (it->second->OnWorkCompletion(wc[i], &out[n])) ++n;
       }
     }
@@ -319,9 +359,9 @@ int VerbsCompletionQueue::Poll(absl::Span<Completion> out) {
   return static_cast<int>(n);
 }
 
-void VerbsCompletionQueue::Block(absl::Time deadline) {
+bool VerbsCompletionQueue::Block(absl::Time deadline) {
   const absl::Duration left = deadline - absl::Now();
-  if (left <= absl::ZeroDuration()) return;
+  if (left <= absl::ZeroDuration()) return false;
   stats_.blocks.fetch_add(1, std::memory_order_relaxed);
   pollfd fds[2] = {{channel_->get()->fd, POLLIN, 0},
                    {wake_fd_.get(), POLLIN, 0}};
@@ -329,7 +369,7 @@ void VerbsCompletionQueue::Block(absl::Time deadline) {
       absl::ToInt64Milliseconds(absl::Ceil(left, absl::Milliseconds(1))),
       1 << 30);
   const int r = ::poll(fds, 2, static_cast<int>(ms));
-  if (r <= 0) return;  // Timeout or EINTR: the caller re-polls and decides.
+  if (r <= 0) return false;  // Timeout or EINTR: the caller re-polls.
   if (fds[0].revents & POLLIN) {
     ibv_cq* ev_cq = nullptr;
     void* ev_ctx = nullptr;
@@ -343,6 +383,46 @@ void VerbsCompletionQueue::Block(absl::Time deadline) {
   if (fds[1].revents & POLLIN) {
     uint64_t v;
     while (::read(wake_fd_.get(), &v, sizeof(v)) == sizeof(v)) {
+    }
+  }
+  return true;
+}
+
+void VerbsCompletionQueue::ArmWake() {
+  // Any completion from here on (a notify receive included) raises an event
+  // on the channel; one that arrived before is found by WaitArmed's poll.
+  if (int rc = ibv_req_notify_cq(cq_->get(), 0); rc != 0) {
+    LOG_EVERY_N(ERROR, 100) << "verbs: ibv_req_notify_cq: " << strerror(rc);
+  }
+}
+
+void VerbsCompletionQueue::Disarm() {
+  // A verbs CQ cannot be disarmed: an event may still fire; the next Block
+  // acks it.
+}
+
+absl::StatusOr<int> VerbsCompletionQueue::WaitArmed(absl::Span<Completion> out,
+                                                    absl::Duration timeout) {
+  if (out.empty()) {
+    return absl::InvalidArgumentError("WaitArmed: empty output span");
+  }
+  const absl::Time deadline = absl::Now() + timeout;
+  uint64_t notified = stats_.notifies.load(std::memory_order_relaxed);
+  for (;;) {
+    const int n = Poll(out);
+    if (n > 0) return n;
+    if (stats_.notifies.load(std::memory_order_relaxed) != notified) return 0;
+    if (interrupted_.exchange(false, std::memory_order_acq_rel)) {
+      return absl::DeadlineExceededError("completion queue wait interrupted");
+    }
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(
+          "no completion or notify before the deadline");
+    }
+    if (Block(deadline)) {
+      // Woken: whatever woke us is polled next round; re-arm so a later
+      // completion still raises an event if that was something else.
+      ArmWake();
     }
   }
 }
@@ -419,6 +499,7 @@ CompletionQueue::Stats VerbsCompletionQueue::stats() const {
   s.completions = stats_.completions.load(std::memory_order_relaxed);
   s.blocks = stats_.blocks.load(std::memory_order_relaxed);
   s.wakeups = stats_.wakeups.load(std::memory_order_relaxed);
+  s.notifies = stats_.notifies.load(std::memory_order_relaxed);
   return s;
 }
 

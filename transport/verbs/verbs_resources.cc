@@ -1,5 +1,6 @@
 // Copyright 2026 The rfrpc Authors.
 
+#include "base/errno_text.h"
 #include "transport/verbs/verbs_resources.h"
 
 #include <arpa/inet.h>
@@ -18,10 +19,6 @@ namespace rfrpc {
 namespace transport {
 namespace verbs {
 namespace {
-
-std::string ErrnoText(int err) {
-  return absl::StrCat(strerror(err), " (errno ", err, ")");
-}
 
 // Frees the list returned by ibv_get_device_list.
 struct DeviceListDeleter {
@@ -68,7 +65,7 @@ const char* GidTypeName(int type) {
 
 void LogDestroyFailure(const char* what, int rc) {
   LOG(ERROR) << "verbs: destroy failed in " << what << ": rc " << rc << " "
-             << ErrnoText(rc > 0 ? rc : errno);
+             << ErrnoDetail(rc > 0 ? rc : errno);
 }
 
 absl::StatusOr<std::unique_ptr<VerbsContext>> VerbsContext::Open(
@@ -81,7 +78,7 @@ absl::StatusOr<std::unique_ptr<VerbsContext>> VerbsContext::Open(
     const int err = errno;
     return absl::UnavailableError(absl::StrCat(
         "no RDMA device found (ibv_get_device_list: ",
-        list == nullptr ? ErrnoText(err) : "0 devices",
+        list == nullptr ? ErrnoDetail(err) : "0 devices",
         "; the kernel needs an RDMA driver, e.g. rdma_rxe for Soft-RoCE)"));
   }
   ibv_device* chosen = nullptr;
@@ -102,7 +99,7 @@ absl::StatusOr<std::unique_ptr<VerbsContext>> VerbsContext::Open(
   if (ctx == nullptr) {
     return absl::UnavailableError(
         absl::StrCat("ibv_open_device(", ibv_get_device_name(chosen),
-                     "): ", ErrnoText(errno)));
+                     "): ", ErrnoDetail(errno)));
   }
   return std::make_unique<VerbsContext>(ctx);
 }
@@ -115,7 +112,7 @@ absl::StatusOr<std::unique_ptr<VerbsPd>> VerbsPd::Create(ibv_context* ctx) {
   ibv_pd* pd = ibv_alloc_pd(ctx);
   if (pd == nullptr) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("ibv_alloc_pd: ", ErrnoText(errno)));
+        absl::StrCat("ibv_alloc_pd: ", ErrnoDetail(errno)));
   }
   return std::make_unique<VerbsPd>(pd);
 }
@@ -125,13 +122,13 @@ absl::StatusOr<std::unique_ptr<VerbsCompChannel>> VerbsCompChannel::Create(
   ibv_comp_channel* ch = ibv_create_comp_channel(ctx);
   if (ch == nullptr) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("ibv_create_comp_channel: ", ErrnoText(errno)));
+        absl::StrCat("ibv_create_comp_channel: ", ErrnoDetail(errno)));
   }
   auto owner = std::make_unique<VerbsCompChannel>(ch);
   int fl = fcntl(ch->fd, F_GETFL);
   if (fl < 0 || fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
     return absl::InternalError(
-        absl::StrCat("fcntl(comp channel): ", ErrnoText(errno)));
+        absl::StrCat("fcntl(comp channel): ", ErrnoDetail(errno)));
   }
   return owner;
 }
@@ -141,7 +138,7 @@ absl::StatusOr<std::unique_ptr<VerbsCq>> VerbsCq::Create(
   ibv_cq* cq = ibv_create_cq(ctx, depth, nullptr, channel, 0);
   if (cq == nullptr) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("ibv_create_cq(depth ", depth, "): ", ErrnoText(errno)));
+        absl::StrCat("ibv_create_cq(depth ", depth, "): ", ErrnoDetail(errno)));
   }
   return std::make_unique<VerbsCq>(cq);
 }
@@ -152,7 +149,7 @@ absl::StatusOr<std::unique_ptr<VerbsQp>> VerbsQp::Create(
   if (qp == nullptr) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "ibv_create_qp(max_send_wr ", attr->cap.max_send_wr, ", max_inline ",
-        attr->cap.max_inline_data, "): ", ErrnoText(errno)));
+        attr->cap.max_inline_data, "): ", ErrnoDetail(errno)));
   }
   return std::make_unique<VerbsQp>(qp);
 }
@@ -165,7 +162,7 @@ absl::StatusOr<std::unique_ptr<VerbsMr>> VerbsMr::Register(ibv_pd* pd,
   if (mr == nullptr) {
     return absl::ResourceExhaustedError(
         absl::StrCat("ibv_reg_mr(", length, " bytes, access 0x",
-                     absl::Hex(access), "): ", ErrnoText(errno),
+                     absl::Hex(access), "): ", ErrnoDetail(errno),
                      errno == ENOMEM ? "; check ulimit -l (locked memory)"
                                      : ""));
   }
@@ -187,7 +184,7 @@ absl::StatusOr<PortInfo> QueryPort(ibv_context* ctx, int port,
   if (int rc = ibv_query_port(ctx, static_cast<uint8_t>(port), &pa); rc != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("ibv_query_port(", ibv_get_device_name(ctx->device), ", ",
-                     port, "): ", ErrnoText(rc)));
+                     port, "): ", ErrnoDetail(rc)));
   }
   if (pa.state != IBV_PORT_ACTIVE) {
     return absl::UnavailableError(absl::StrCat(
