@@ -378,6 +378,29 @@ int ClientMain() {
     p.shared = RunLoad(stubs, channels.size(), FLAGS_threads);
     points.push_back(p);
     const uint64_t failed = p.one.failed + p.rr.failed + p.shared.failed;
+    {
+      // How calls found the worker: doorbell rings, re-rings of unanswered
+      // calls (a lost doorbell: should stay 0), notifies, hot posts, and
+      // RDMA operations per call.
+      ChannelStats sum;
+      for (const auto& ch : channels) {
+        const ChannelStats st = ch->stats();
+        sum.calls += st.calls;
+        sum.rings += st.rings;
+        sum.rerings += st.rerings;
+        sum.notifies += st.notifies;
+        sum.hot_posts += st.hot_posts;
+        sum.rdma_reads += st.rdma_reads;
+        sum.rdma_writes += st.rdma_writes;
+      }
+      std::printf("#   M=%d so far: %llu calls, %.3f RDMA ops/call, rings %llu, "
+                  "re-rings %llu, notifies %llu, hot posts %llu\n",
+                  m, static_cast<unsigned long long>(sum.calls),
+                  sum.RdmaOpsPerCall(), static_cast<unsigned long long>(sum.rings),
+                  static_cast<unsigned long long>(sum.rerings),
+                  static_cast<unsigned long long>(sum.notifies),
+                  static_cast<unsigned long long>(sum.hot_posts));
+    }
     if (FLAGS_csv) {
       std::printf("%d,%.0f,%.2f,%.2f,%.1f,%.4f,%.1f,%.0f,%.2f,%.2f,%.0f,%.2f,"
                   "%.0f,%.2f,%llu,%.2f\n",

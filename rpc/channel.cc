@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <thread>
 #include <vector>
@@ -150,9 +151,6 @@ class ChannelImpl final : public Channel {
       }
     }
     server_workers_ = Get(conns_[0].get())->server_workers();
-    if (options_.progress_thread) {
-      driver_ = std::thread([this] { DriverLoop(); });
-    }
     return absl::OkStatus();
   }
 
@@ -227,7 +225,14 @@ class ChannelImpl final : public Channel {
       RunCallbacks(nullptr, &one);
       return;
     }
-    if (options_.progress_thread) WakeDriver();
+    if (options_.progress_thread) {
+      // Started with the first async call: a channel used only for sync
+      // calls (its callers drive their own connections) never has one, so a
+      // process may hold thousands of channels without thousands of threads.
+      std::call_once(driver_started_,
+                     [this] { driver_ = std::thread([this] { DriverLoop(); }); });
+      WakeDriver();
+    }
   }
 
   bool Poll() override {
@@ -305,6 +310,10 @@ class ChannelImpl final : public Channel {
     st.batch_size = counters_.batch_size.load();
     st.sizer_k = counters_.sizer_k.load();
     st.sizer_adjustments = counters_.sizer_adjustments.load();
+    st.rings = counters_.rings.load();
+    st.rerings = counters_.rerings.load();
+    st.notifies = counters_.notifies.load();
+    st.hot_posts = counters_.hot_posts.load();
     int n = 0;
     for (const auto& slot : conns_) {
       std::shared_ptr<ClientConnection> c = Get(slot.get());
@@ -583,6 +592,7 @@ class ChannelImpl final : public Channel {
   // Bumped after Route replaces a connection: the driver's snapshot is old.
   std::atomic<uint64_t> generation_{0};
   uint64_t wakeups_ ABSL_GUARDED_BY(driver_mu_) = 0;
+  std::once_flag driver_started_;
   std::thread driver_;
 };
 

@@ -5,6 +5,9 @@
 
 #include "rpc/server.h"
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <thread>
@@ -24,7 +27,22 @@ using internal::ServerConnection;
 using internal::ServerWorker;
 
 namespace {
-constexpr uint32_t kRpcVersion = 1;
+
+using wire::kRpcVersion;
+
+// Raises the soft RLIMIT_NOFILE to the hard limit; returns the soft limit in
+// force afterwards.
+uint64_t RaiseFdLimit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return 0;
+  if (lim.rlim_cur < lim.rlim_max) {
+    rlimit want = lim;
+    want.rlim_cur = lim.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &want) == 0) lim = want;
+  }
+  return lim.rlim_cur;
+}
+
 }  // namespace
 
 class Server::Impl {
@@ -59,12 +77,30 @@ class Server::Impl {
     RFRPC_ASSIGN_OR_RETURN(
         provider_,
         transport::Provider::Open(options_.provider, options_.provider_options));
+    if (options_.max_connections < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "max_connections ", options_.max_connections, " must be >= 1"));
+    }
+    if (options_.raise_fd_limit) {
+      const uint64_t fds = RaiseFdLimit();
+      // shm: a connection's socket and its region's memfd; verbs: its
+      // socket. Plus room for everything else the process holds.
+      const uint64_t per_connection = provider_->name() == "shm" ? 2 : 1;
+      LOG(INFO) << "rfrpc server: file descriptor limit " << fds
+                << ": room for about "
+                << (fds > 64 ? (fds - 64) / per_connection : 0)
+                << " connections (" << per_connection
+                << " each), max_connections " << options_.max_connections;
+    }
+    const wire::BellsLayout bells{internal::BellCapacity(options_)};
     for (int i = 0; i < options_.workers; ++i) {
       transport::CompletionQueueOptions cq_options;
       cq_options.poll_mode = transport::PollMode::kBusy;
+      cq_options.remote_wake = true;  // Parked workers wake on notifies.
       RFRPC_ASSIGN_OR_RETURN(auto cq, provider_->CreateCompletionQueue(cq_options));
+      RFRPC_ASSIGN_OR_RETURN(auto area, provider_->AllocateMemory(bells.Bytes()));
       workers_.push_back(std::make_unique<ServerWorker>(
-          i, options_, &methods_, &counters_, std::move(cq)));
+          i, options_, &methods_, &counters_, std::move(cq), std::move(area)));
     }
     RFRPC_ASSIGN_OR_RETURN(listener_, provider_->Listen(options_.address));
     address_ = listener_->address();
@@ -106,6 +142,9 @@ class Server::Impl {
     s.bad_requests = counters_.bad_requests.load();
     s.rdma_writes = counters_.rdma_writes.load();
     s.batches = counters_.batches.load();
+    s.rings = counters_.rings.load();
+    s.parks = counters_.parks.load();
+    s.hot_serves = counters_.hot_serves.load();
     return s;
   }
 
@@ -180,8 +219,19 @@ class Server::Impl {
     if (worker < 0 || worker >= static_cast<int>(workers_.size())) {
       worker = static_cast<int>(next_worker_++ % workers_.size());
     }
+    ServerWorker* w = workers_[worker].get();
     RFRPC_ASSIGN_OR_RETURN(c->region,
                            provider_->AllocateMemory(c->layout.ServerRegionBytes()));
+    RFRPC_ASSIGN_OR_RETURN(c->bell, w->AllocateBell());
+    // Until Adopt, the bell goes back if anything below fails.
+    struct BellGuard {
+      ServerWorker* w;
+      uint32_t bell;
+      bool armed = true;
+      ~BellGuard() {
+        if (armed) w->ReleaseBell(bell);
+      }
+    } guard{w, c->bell};
     c->expected_seq.assign(slots, hello.first_seq() != 0 ? hello.first_seq() : 1);
     c->push_in_flight.assign(slots, 0);
     c->push_posted_ns.assign(slots, 0);
@@ -195,18 +245,35 @@ class Server::Impl {
     welcome.set_request_slot_bytes(req_bytes);
     welcome.set_response_slot_bytes(resp_bytes);
     welcome.set_large_result_bytes(options_.large_result_bytes);
+    welcome.set_hot_window_ns(static_cast<uint64_t>(
+        std::max<int64_t>(0, absl::ToInt64Nanoseconds(options_.hot_window))));
+    welcome.set_park_after_ns(
+        options_.idle_park_after == absl::InfiniteDuration()
+            ? 0
+            : static_cast<uint64_t>(std::max<int64_t>(
+                  0, absl::ToInt64Nanoseconds(options_.idle_park_after))));
 
     transport::ConnectionSetup setup;
-    setup.cq = workers_[worker]->cq();
+    setup.cq = w->cq();
+    // Region 0: the connection's slots. 1: its bell word. 2: its group's
+    // summary byte. The last two are write-only.
     setup.exposed.push_back(transport::ExposedRegion{
         c->region.get(), 0, c->region->size(), /*remote_write=*/true,
         /*remote_read=*/true});
+    const wire::BellsLayout& bl = w->bells_layout();
+    setup.exposed.push_back(transport::ExposedRegion{
+        w->bells(), bl.WordOffset(c->bell), 8, /*remote_write=*/true,
+        /*remote_read=*/false});
+    setup.exposed.push_back(transport::ExposedRegion{
+        w->bells(), wire::BellsLayout::SummaryOffset(c->bell), 1,
+        /*remote_write=*/true, /*remote_read=*/false});
     setup.user_data = welcome.SerializeAsString();
     setup.max_outstanding = 2 * slots + 16;
     setup.auth_token = options_.auth_token;
     RFRPC_ASSIGN_OR_RETURN(c->conn, in->Accept(setup));
     counters_.connections_accepted.fetch_add(1);
-    workers_[worker]->Adopt(std::move(c));
+    guard.armed = false;
+    w->Adopt(std::move(c));
     return absl::OkStatus();
   }
 

@@ -44,6 +44,12 @@ struct ServerStats {
   uint64_t bad_requests = 0;        // Malformed slots.
   uint64_t rdma_writes = 0;         // Out-bound WRITEs issued by workers.
   uint64_t batches = 0;             // Request batches served.
+  // Work discovery (docs/rpc.md): doorbell rings taken, times a worker
+  // parked (went to sleep until woken), requests answered with the hot flag
+  // (their client's next request needs no doorbell).
+  uint64_t rings = 0;
+  uint64_t parks = 0;
+  uint64_t hot_serves = 0;
 };
 
 class Server {

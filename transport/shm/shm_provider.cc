@@ -884,11 +884,26 @@ ShmConnection::ShmConnection(uint64_t id, ConnectionInfo info,
 
 ShmConnection::~ShmConnection() { core_->monitor().Remove(id(), state_->sock()); }
 
+// Providers opened with the same options in one process share one core:
+// one liveness monitor thread (and its epoll and eventfd) for all of them,
+// so a process holding thousands of channels holds one monitor, not one per
+// channel. A forked child never reuses its parent's core (the monitor
+// thread did not survive the fork).
 absl::StatusOr<std::unique_ptr<Provider>> OpenShmProvider(
     const ProviderOptions& options) {
-  RFRPC_ASSIGN_OR_RETURN(std::unique_ptr<Monitor> monitor, Monitor::Create());
-  return std::unique_ptr<Provider>(new ShmProvider(
-      std::make_shared<ProviderCore>(options, std::move(monitor))));
+  static std::mutex mu;
+  static std::weak_ptr<ProviderCore>* shared = new std::weak_ptr<ProviderCore>;
+  static pid_t shared_pid = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  std::shared_ptr<ProviderCore> core = shared->lock();
+  if (core == nullptr || shared_pid != ::getpid() ||
+      core->options().socket_dir != options.socket_dir) {
+    RFRPC_ASSIGN_OR_RETURN(std::unique_ptr<Monitor> monitor, Monitor::Create());
+    core = std::make_shared<ProviderCore>(options, std::move(monitor));
+    *shared = core;
+    shared_pid = ::getpid();
+  }
+  return std::unique_ptr<Provider>(new ShmProvider(std::move(core)));
 }
 
 namespace {

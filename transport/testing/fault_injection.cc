@@ -40,6 +40,8 @@ void FaultKnobs::Reset() {
   fail_conn_p_ = 0;
   fail_conn_at_ = 0;
   corrupt_write_next_ = 0;
+  drop_write_next_ = 0;
+  writes_dropped_ = 0;
   corrupt_write_p_ = 0;
   corrupt_read_next_ = 0;
   corrupt_read_p_ = 0;
@@ -88,6 +90,7 @@ FaultKnobs::Counters FaultKnobs::counters() const {
   c.connections_failed = connections_failed_.load();
   c.writes_corrupted = writes_corrupted_.load();
   c.reads_corrupted = reads_corrupted_.load();
+  c.writes_dropped = writes_dropped_.load();
   c.connections_made = connections_made_.load();
   return c;
 }
@@ -369,7 +372,26 @@ class FaultyConnection final : public Connection {
       }
       knobs_->writes_corrupted_.fetch_add(1);
     }
-    absl::Status s = copy.empty() ? inner_->Post(wrs) : inner_->Post(copy);
+    // Lost WRITEs: left out of the list.
+    bool modified = !copy.empty();
+    for (size_t i = wrs.size(); i-- > 0;) {
+      const WorkRequest& wr = wrs[i];
+      if (wr.opcode != Opcode::kWrite || wr.signaled ||
+          wr.length != knobs_->drop_write_length_.load()) {
+        continue;
+      }
+      int n = knobs_->drop_write_next_.load();
+      bool take = false;
+      while (n > 0 && !(take = knobs_->drop_write_next_.compare_exchange_weak(n, n - 1))) {
+      }
+      if (!take) continue;
+      if (!modified) copy.assign(wrs.begin(), wrs.end());
+      modified = true;
+      copy.erase(copy.begin() + static_cast<long>(i));
+      knobs_->writes_dropped_.fetch_add(1);
+    }
+    if (modified && copy.empty()) return absl::OkStatus();
+    absl::Status s = modified ? inner_->Post(copy) : inner_->Post(wrs);
     if (!s.ok()) {
       for (uint64_t wr_id : armed_reads) cq_->DisarmReadCorruption(id(), wr_id);
     }
