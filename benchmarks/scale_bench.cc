@@ -414,13 +414,14 @@ int ClientMain() {
       std::printf(
           "M=%-6d connect %7.0f/s  fds/conn server %.2f client %.2f  rss/conn "
           "%7.1f KiB  idle %5.2f%% core, first call %7.1f us\n"
-          "         one active %9.0f calls/s p50 %7.2f p99 %8.2f us | round "
-          "robin %9.0f calls/s p50 %7.2f | %d threads %9.0f calls/s p50 %7.2f"
-          "  failed %llu load %.2f\n",
+          "         one active %9.0f calls/s p50 %6.2f p99 %8.2f us | round "
+          "robin %9.0f calls/s p50 %6.2f p99 %8.2f | %d threads %9.0f calls/s "
+          "p50 %6.2f p99 %8.2f  failed %llu load %.2f\n",
           m, p.connects_per_s, p.server_fds_per_conn, p.client_fds_per_conn,
           p.server_rss_kib_per_conn, 100 * p.idle_core_share, p.first_call_us,
           p.one.calls_per_s, p.one.p50_us, p.one.p99_us, p.rr.calls_per_s,
-          p.rr.p50_us, FLAGS_threads, p.shared.calls_per_s, p.shared.p50_us,
+          p.rr.p50_us, p.rr.p99_us, FLAGS_threads, p.shared.calls_per_s,
+          p.shared.p50_us, p.shared.p99_us,
           static_cast<unsigned long long>(failed), bench::LoadAverage1());
     }
     std::fflush(stdout);

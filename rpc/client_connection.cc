@@ -65,12 +65,11 @@ constexpr double kDelayGrowFar = 1.0 / 256;
 constexpr double kDelayStepNs = 10.0;
 // Longest pause between fetches of a call that already needed more than R.
 constexpr double kMaxFetchBackoffNs = 20 * 1000.0;
-// An unanswered request rings again (with notify) this long after it was
-// posted, then after twice that, and so on up to kMaxReRingNs: the doorbell
-// may have been lost (a peer cleared a shared summary byte, or a hot
-// window ran out while the request was in flight), and the worker may be
-// parked. A normal call never gets here.
-constexpr int64_t kReRingNs = 1000 * 1000;
+// An unanswered request rings again (with notify) ChannelOptions::
+// rering_after after it was posted, then after twice that, and so on up to
+// kMaxReRingNs: the doorbell may have been lost (a peer cleared a shared
+// summary byte, or a hot window ran out while the request was in flight),
+// and the worker may be parked. A normal call never gets here.
 constexpr int64_t kMaxReRingNs = 64 * 1000 * 1000;
 // Check the transport's liveness every this many progress rounds.
 constexpr uint64_t kStatusCheckRounds = 256;
@@ -189,8 +188,8 @@ bool ClientConnection::PostRequest(uint32_t s, int64_t now, WorkRequest* wrs,
   }
   slot.rung = !hot;
   slot.hot_unconfirmed = hot;
-  slot.ring_backoff_ns = kReRingNs;
-  slot.next_ring_ns = now + kReRingNs;
+  slot.ring_backoff_ns = rering_after_ns_;
+  slot.next_ring_ns = now + rering_after_ns_;
   next_rering_ns_ = std::min(next_rering_ns_, slot.next_ring_ns);
   last_post_ns_ = now;
   SignalAccounting(wrs, n);
@@ -208,7 +207,8 @@ void ClientConnection::ReRingLocked(int64_t now) {
     }
     if (now >= o.next_ring_ns) {
       due = true;
-      o.ring_backoff_ns = std::min(2 * o.ring_backoff_ns, kMaxReRingNs);
+      o.ring_backoff_ns =
+          std::min(2 * o.ring_backoff_ns, std::max(kMaxReRingNs, rering_after_ns_));
       o.next_ring_ns = now + o.ring_backoff_ns;
     }
     next = std::min(next, o.next_ring_ns);

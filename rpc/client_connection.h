@@ -326,6 +326,7 @@ class ClientConnection {
   // notifies); 0: no hot slots / the server never parks.
   int64_t hot_half_window_ns_ = 0;
   int64_t notify_gap_ns_ = 0;
+  const int64_t rering_after_ns_;  // ChannelOptions::rering_after.
 
   mutable Mutex mu_;
   std::vector<Slot> slots_ ABSL_GUARDED_BY(mu_);

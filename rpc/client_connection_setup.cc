@@ -32,6 +32,9 @@ ClientConnection::ClientConnection(ChannelOptions options,
       delay_shrink_(kDelayGrow * options_.fetch_delay_miss_target /
                     (1.0 - options_.fetch_delay_miss_target)),
       counters_(counters),
+      rering_after_ns_(std::clamp<int64_t>(
+          absl::ToInt64Nanoseconds(options_.rering_after), 1000,
+          int64_t{3600} * 1000 * 1000 * 1000)),
       policy_(HybridPolicy::Params{options_.mode, options_.retries,
                                    options_.switch_after,
                                    options_.switch_back_ratio}),

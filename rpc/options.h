@@ -84,6 +84,12 @@ struct ChannelOptions {
   // Largest serialized response. Default: 65536.
   uint32_t max_response_bytes = 64 * 1024;
 
+  // A request still unanswered this long after it was posted rings the
+  // worker's doorbell again (with notify), then after twice that, up to
+  // 64 ms: a lost doorbell hint costs this much latency, never the call
+  // (docs/rpc.md "Work discovery"). Default: 1 ms.
+  absl::Duration rering_after = absl::Milliseconds(1);
+
   // Deadline of calls whose ClientContext sets none. Default: 5 s.
   absl::Duration default_timeout = absl::Seconds(5);
   // Connection set-up limit. Default: 5 s.

@@ -144,6 +144,7 @@ class Server::Impl {
     s.batches = counters_.batches.load();
     s.rings = counters_.rings.load();
     s.parks = counters_.parks.load();
+    s.park_notifies = counters_.park_notifies.load();
     s.hot_serves = counters_.hot_serves.load();
     return s;
   }

@@ -195,6 +195,8 @@ bool ServerWorker::Park() {
   absl::StatusOr<int> n = cq_->WaitArmed(absl::MakeSpan(comps), kParkedCheck);
   if (n.ok() && *n > 0) {
     TakeCompletions(absl::MakeConstSpan(comps, static_cast<size_t>(*n)));
+  } else if (n.ok()) {
+    counters_->park_notifies.fetch_add(1, std::memory_order_relaxed);
   }
   return true;
 }

@@ -60,6 +60,7 @@ struct ServerCounters {
   std::atomic<uint64_t> batches{0};
   std::atomic<uint64_t> rings{0};        // Doorbell rings taken.
   std::atomic<uint64_t> parks{0};        // Times a worker went to sleep.
+  std::atomic<uint64_t> park_notifies{0};  // Parks a client's notify ended.
   std::atomic<uint64_t> hot_serves{0};   // Requests served with the hot flag.
 };
 

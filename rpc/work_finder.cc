@@ -33,7 +33,7 @@ void WorkFinder::Add(uint32_t bell, uint32_t slots) {
   DCHECK(!b.used);
   b.used = true;
   b.slots = slots;
-  b.last_word = LoadAcquire64(bells_ + layout_.WordOffset(bell));
+  // b.last_word: what the previous owner's last ring left (0 at first).
   b.served_ns.assign(slots, INT64_MIN);
   b.hot_index.assign(slots, -1);
   added_.push_back(bell);
@@ -45,7 +45,9 @@ void WorkFinder::Remove(uint32_t bell) {
   for (uint32_t s = 0; s < b.slots; ++s) {
     if (b.hot_index[s] >= 0) DropHot(static_cast<size_t>(b.hot_index[s]));
   }
+  const uint64_t seen = b.last_word;
   b = Bell();
+  b.last_word = seen;
 }
 
 void WorkFinder::DropHot(size_t i) {
@@ -100,30 +102,33 @@ bool WorkFinder::AnyRung() const {
   return false;
 }
 
+void WorkFinder::TakeWord(uint32_t bell, uint64_t word,
+                          std::vector<Candidate>* out) {
+  Bell& b = table_[bell];
+  if (word == b.last_word) return;
+  b.last_word = word;
+  ++rings_;
+  uint32_t mask = wire::BellMask(word);
+  if (mask == 0) mask = ~0u;
+  for (uint32_t s = 0; s < b.slots; ++s) {
+    if (mask & wire::SlotBit(s)) out->push_back(Candidate{bell, s});
+  }
+}
+
 void WorkFinder::TakeGroup(uint32_t group, std::vector<Candidate>* out) {
   const uint32_t first = group * wire::BellsLayout::kGroup;
   const uint32_t end =
       std::min<uint32_t>(first + wire::BellsLayout::kGroup, layout_.capacity);
   for (uint32_t bell = first; bell < end; ++bell) {
-    Bell& b = table_[bell];
-    if (!b.used) continue;
-    const uint64_t word = LoadAcquire64(bells_ + layout_.WordOffset(bell));
-    if (word == b.last_word) continue;
-    b.last_word = word;
-    ++rings_;
-    uint32_t mask = wire::BellMask(word);
-    if (mask == 0) mask = ~0u;
-    for (uint32_t s = 0; s < b.slots; ++s) {
-      if (mask & wire::SlotBit(s)) out->push_back(Candidate{bell, s});
-    }
+    if (!table_[bell].used) continue;
+    TakeWord(bell, LoadAcquire64(bells_ + layout_.WordOffset(bell)), out);
   }
 }
 
 void WorkFinder::Collect(int64_t now, std::vector<Candidate>* out) {
   for (uint32_t bell : added_) {
-    const Bell& b = table_[bell];
-    if (!b.used) continue;  // Removed again.
-    for (uint32_t s = 0; s < b.slots; ++s) out->push_back(Candidate{bell, s});
+    if (!table_[bell].used) continue;  // Removed again.
+    TakeWord(bell, LoadAcquire64(bells_ + layout_.WordOffset(bell)), out);
   }
   added_.clear();
   for (size_t i = 0; i < hot_.size();) {

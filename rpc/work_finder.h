@@ -67,9 +67,10 @@ class WorkFinder {
 
   const wire::BellsLayout& layout() const { return layout_; }
 
-  // A connection took bell `bell` with `slots` slots (at most 64). The next
-  // Collect names every one of its slots once (its client may have rung
-  // before the worker took it on); after that only new rings count.
+  // A connection took bell `bell` with `slots` slots (at most 64). If the
+  // bell word changed since the bell's previous owner left (its client rang
+  // before the worker took it on, and Collect may have taken the summary
+  // byte then), the next Collect names the slots that ring asked for.
   // REQUIRES: bell < capacity, not in use.
   void Add(uint32_t bell, uint32_t slots);
   // The connection left; its hot slots are dropped.
@@ -107,6 +108,7 @@ class WorkFinder {
   struct Bell {
     bool used = false;
     uint32_t slots = 0;
+    // The bell word as last seen; kept while the bell is unused.
     uint64_t last_word = 0;
     // Per slot: when it was last served (INT64_MIN: never) and its index in
     // hot_ (-1: not there).
@@ -117,6 +119,8 @@ class WorkFinder {
   void MakeHot(Bell& b, uint32_t bell, uint32_t slot, int64_t until);
   void DropHot(size_t i);
   void TakeGroup(uint32_t group, std::vector<Candidate>* out);
+  // Names the slots `word` asks for, if it differs from the last one seen.
+  void TakeWord(uint32_t bell, uint64_t word, std::vector<Candidate>* out);
 
   char* const bells_;
   const wire::BellsLayout layout_;

@@ -66,7 +66,11 @@ TEST_F(DiscoveryTest, AParkedWorkerIsWokenByTheFirstCall) {
   ServerOptions so;
   so.idle_park_after = absl::Milliseconds(1);
   StartServer(so);
-  std::unique_ptr<Channel> ch = Connect();
+  // No re-ring within the test: a call after a park is answered only
+  // because its notify woke the worker, or at the worker's 100 ms check.
+  ChannelOptions co;
+  co.rering_after = absl::Seconds(30);
+  std::unique_ptr<Channel> ch = Connect(co);
   ASSERT_NE(ch, nullptr);
   Echo(ch.get(), 1);
   for (int round = 0; round < 5; ++round) {
@@ -82,16 +86,15 @@ TEST_F(DiscoveryTest, AParkedWorkerIsWokenByTheFirstCall) {
   }
   const ChannelStats st = ch->stats();
   EXPECT_GE(st.notifies, 5u) << "each call after a quiet spell notifies";
-  // Without the notify each of the 5 calls would wait for its re-ring (the
-  // parked worker sleeps 100 ms); a call may still re-ring when the woken
-  // worker is not scheduled within 1 ms on a busy host.
-  EXPECT_LE(st.rerings, 2u)
-      << "the notify woke the worker; calls did not wait for re-rings";
+  EXPECT_EQ(st.rerings, 0u);
+  // Each of those parks ended with the client's notify, not with the
+  // worker's own 100 ms check.
+  EXPECT_GE(server_->stats().park_notifies, 5u);
 }
 
 TEST_F(DiscoveryTest, AClosedLoopCallerGoesHotAndSkipsTheDoorbell) {
   ServerOptions so;
-  so.hot_window = absl::Milliseconds(5);  // Generous: a busy CI host.
+  so.hot_window = absl::Milliseconds(50);  // Generous: TCG, a busy CI host.
   StartServer(so);
   std::unique_ptr<Channel> ch = Connect();
   ASSERT_NE(ch, nullptr);
@@ -102,7 +105,9 @@ TEST_F(DiscoveryTest, AClosedLoopCallerGoesHotAndSkipsTheDoorbell) {
   // The first two calls ring (no history yet); then the slot is hot and
   // stays so while calls come within half the window of each other.
   EXPECT_GE(st.hot_posts, kCalls / 2u) << "rings " << st.rings;
-  EXPECT_EQ(st.hot_posts + st.rings - st.rerings, static_cast<uint64_t>(kCalls));
+  // Every call is either hot or rings (a hot post found late on a slow host
+  // rings too).
+  EXPECT_GE(st.hot_posts + st.rings - st.rerings, static_cast<uint64_t>(kCalls));
   EXPECT_GE(server_->stats().hot_serves, st.hot_posts);
   // Two WRITEs per ring on top of one WRITE and one READ (or more) per call.
   EXPECT_GE(st.rdma_writes, st.calls + 2 * st.rings);
@@ -123,9 +128,10 @@ TEST_F(DiscoveryTest, WithoutHotSlotsEveryCallRings) {
   EXPECT_GE(server_->stats().rings, 99u);
 }
 
+// On verbs (the Soft-RoCE VM suite) these are 256 real RC queue pairs.
 TEST_F(DiscoveryTest, ManyIdleConnectionsAndEveryOneOfThemServed) {
   StartServer();
-  constexpr int kChannels = 200;
+  constexpr int kChannels = 256;
   std::vector<std::unique_ptr<Channel>> chans;
   for (int i = 0; i < kChannels; ++i) {
     chans.push_back(Connect());

@@ -333,7 +333,10 @@ int VerbsCompletionQueue::Poll(absl::Span<Completion> out) {
           stats_.dropped.fetch_add(1, std::memory_order_relaxed);
           continue;
         }
-        if (wc[i].opcode & IBV_WC_RECV) {
+        // A receive: matched by wr_id, since wc.opcode is undefined in an
+        // error (e.g. flushed) completion; send wr_ids are sequence
+        // numbers from 1.
+        if (wc[i].wr_id == kNotifyReceiveWrId) {
           // A peer's notify (WRITE with immediate): it has woken us; the
           // user sees nothing. Flushed receives of a failed QP are dropped.
           if (wc[i].status == IBV_WC_SUCCESS) {
