@@ -233,7 +233,7 @@ void ServerWorker::Loop() {
           c->expected_seq[w.slot]) {
         continue;
       }
-      if (Serve(c, w.slot, now)) {
+      if (Serve(c, w.slot)) {
         served = true;
       } else {
         finder_.KeepPolling(w.bell, w.slot, now);  // Still landing.
@@ -275,7 +275,7 @@ void ServerWorker::Loop() {
   while (!conns_.empty()) Close(conns_.size() - 1, absl::UnavailableError("server shutting down"));
 }
 
-bool ServerWorker::Serve(ServerConnection* c, uint32_t s, int64_t now) {
+bool ServerWorker::Serve(ServerConnection* c, uint32_t s) {
   const wire::ConnectionLayout& l = c->layout;
   char* slot = c->region->data() + l.RequestSlotOffset(s);
   const uint32_t seq = c->expected_seq[s];
@@ -286,12 +286,15 @@ bool ServerWorker::Serve(ServerConnection* c, uint32_t s, int64_t now) {
   if (state == wire::SlotState::kEmpty || state == wire::SlotState::kIncomplete) {
     return false;  // Not (fully) there yet.
   }
+  const int64_t start_ns = UnixNanos();
   // Hot: served within the window of its previous request, so polled for
   // another window; the client then needs no doorbell for its next one.
+  // The window runs from now, not from the round's start: the request may
+  // have landed during this round, after the round's clock read, and the
+  // client counts its half window from when it posted.
   const uint16_t hot =
-      finder_.OnServed(c->bell, s, now) ? wire::kResponseFlagHot : 0;
+      finder_.OnServed(c->bell, s, start_ns) ? wire::kResponseFlagHot : 0;
   if (hot) counters_->hot_serves.fetch_add(1, std::memory_order_relaxed);
-  const int64_t start_ns = UnixNanos();
   char* resp = c->region->data() + l.ResponseSlotOffset(s);
   char* payload = resp + wire::kHeaderBytes;
   const size_t cap = l.ResponsePayloadCapacity();

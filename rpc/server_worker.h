@@ -125,7 +125,7 @@ class ServerWorker {
   void AdoptInbox();
   // Serves the request in slot `s` if it is complete; returns true if it
   // did (a malformed request is served too: with its error).
-  bool Serve(ServerConnection* c, uint32_t slot, int64_t now);
+  bool Serve(ServerConnection* c, uint32_t slot);
   void ServeBatch(ServerConnection* c, uint32_t slot,
                   const wire::RequestView& req, int64_t start_ns,
                   uint16_t hot_flag);
