@@ -130,9 +130,9 @@ class ChannelImpl final : public Channel {
   }
 
   absl::Status Init() {
-    RFRPC_ASSIGN_OR_RETURN(
-        provider_,
-        transport::Provider::Open(options_.provider, options_.provider_options));
+    transport::ProviderOptions po = options_.provider_options;
+    if (po.address_hint.empty()) po.address_hint = transport::AddressHost(address_);
+    RFRPC_ASSIGN_OR_RETURN(provider_, transport::Provider::Open(options_.provider, po));
     int count = options_.connections;
     std::vector<int> workers;
     if (count <= 0) {

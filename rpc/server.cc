@@ -74,9 +74,11 @@ class Server::Impl {
       return absl::InvalidArgumentError(
           absl::StrCat("workers ", options_.workers, " is outside [1, 1024]"));
     }
-    RFRPC_ASSIGN_OR_RETURN(
-        provider_,
-        transport::Provider::Open(options_.provider, options_.provider_options));
+    transport::ProviderOptions po = options_.provider_options;
+    if (po.address_hint.empty()) {
+      po.address_hint = transport::AddressHost(options_.address);
+    }
+    RFRPC_ASSIGN_OR_RETURN(provider_, transport::Provider::Open(options_.provider, po));
     if (options_.max_connections < 1) {
       return absl::InvalidArgumentError(absl::StrCat(
           "max_connections ", options_.max_connections, " must be >= 1"));
@@ -84,8 +86,9 @@ class Server::Impl {
     if (options_.raise_fd_limit) {
       const uint64_t fds = RaiseFdLimit();
       // shm: a connection's socket and its region's memfd; verbs: its
-      // socket. Plus room for everything else the process holds.
-      const uint64_t per_connection = provider_->name() == "shm" ? 2 : 1;
+      // socket and its liveness monitor's eventfd. Plus room for
+      // everything else the process holds.
+      const uint64_t per_connection = 2;
       LOG(INFO) << "rfrpc server: file descriptor limit " << fds
                 << ": room for about "
                 << (fds > 64 ? (fds - 64) / per_connection : 0)

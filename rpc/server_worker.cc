@@ -35,6 +35,9 @@ constexpr int64_t kLostCompletionNs = int64_t{2} * 1000 * 1000 * 1000;
 // Connections whose liveness is checked per round (a cursor walks them all);
 // all of them each time a parked worker wakes.
 constexpr size_t kLivenessPerRound = 4;
+// Rounds between polls of the completion queue when no push is in flight
+// (see Loop).
+constexpr uint64_t kNotifyPollRounds = 16;
 // A parked worker wakes at least this often to check liveness.
 constexpr absl::Duration kParkedCheck = absl::Milliseconds(100);
 
@@ -239,8 +242,13 @@ void ServerWorker::Loop() {
         finder_.KeepPolling(w.bell, w.slot, now);  // Still landing.
       }
     }
-    // Only pushes are signaled here: with none in flight the queue is empty.
-    if (pushes_in_flight_ > 0) {
+    // Completions of pushes (signaled WRITEs), and on verbs the receive
+    // completions of clients' notifies, which the provider consumes inside
+    // Poll and answers with a fresh receive: a queue pair whose receives
+    // ran out would hold its client's send queue in RNR retries. So poll
+    // every round while pushes are in flight, and every kNotifyPollRounds
+    // otherwise.
+    if (pushes_in_flight_ > 0 || ++rounds_ % kNotifyPollRounds == 0) {
       transport::Completion comps[16];
       const int n = cq_->Poll(absl::MakeSpan(comps));
       TakeCompletions(absl::MakeConstSpan(comps, static_cast<size_t>(n)));

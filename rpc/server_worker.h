@@ -159,6 +159,7 @@ class ServerWorker {
   std::vector<std::unique_ptr<ServerConnection>> conns_;
   std::vector<ServerConnection*> by_bell_;
   size_t liveness_cursor_ = 0;
+  uint64_t rounds_ = 0;
   ServerContext ctx_;
   // The method RunHandler ran last (null: none yet). The method table does
   // not change once the server runs.

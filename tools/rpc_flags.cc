@@ -78,12 +78,15 @@ DEFINE_int64(rfrpc_hot_window_us,
 DEFINE_string(rfrpc_auth_token, "",
               "Shared secret presented (client) or required (server) in the "
               "handshake; empty: none.");
-DEFINE_string(rfrpc_device, kChannelDefaults.provider_options.device,
-              "verbs: RDMA device name; empty picks the first.");
+DEFINE_string(rfrpc_device, "auto",
+              "verbs: RDMA device name; auto picks the first device with an "
+              "active port and a usable GID (on failure the error lists "
+              "every device, port and GID).");
 DEFINE_int32(rfrpc_ib_port, kChannelDefaults.provider_options.port,
-             "verbs: device port.");
+             "verbs: device port; 0 picks the first active one.");
 DEFINE_int32(rfrpc_gid_index, kChannelDefaults.provider_options.gid_index,
-             "verbs: GID index; -1 picks a RoCEv2 IPv4-mapped GID.");
+             "verbs: GID index; -1 picks a RoCE v2 GID of --address's family "
+             "(its own IP when the port has it).");
 DEFINE_string(rfrpc_socket_dir, kChannelDefaults.provider_options.socket_dir,
               "shm: folder for bootstrap sockets of addresses without '/'.");
 
@@ -102,7 +105,7 @@ absl::Status AtLeast(absl::string_view flag, int64_t value, int64_t min) {
 }
 
 absl::Status ApplyProviderFlags(transport::ProviderOptions* p) {
-  RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_ib_port", FLAGS_rfrpc_ib_port, 1));
+  RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_ib_port", FLAGS_rfrpc_ib_port, 0));
   RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_gid_index", FLAGS_rfrpc_gid_index, -1));
   p->device = FLAGS_rfrpc_device;
   p->port = FLAGS_rfrpc_ib_port;

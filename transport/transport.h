@@ -390,13 +390,20 @@ class Listener {
 };
 
 struct ProviderOptions {
-  // verbs: device name; empty picks the first. Default: "".
+  // verbs: device name; "" or "auto" picks one (the first device with an
+  // active port and a usable GID; transport/verbs/device_choice.h has the
+  // rules). Default: "".
   std::string device;
-  // verbs: port number. Default: 1.
-  int port = 1;
-  // verbs: GID index; -1 picks a RoCEv2 IPv4-mapped GID automatically.
+  // verbs: port number; 0 picks the first active one. Default: 0.
+  int port = 0;
+  // verbs: GID index; -1 picks a RoCE v2 GID of the address hint's family
+  // (the hint's own IP if the port has it), or index 0 on InfiniBand.
   // Default: -1.
   int gid_index = -1;
+  // verbs: the IP the provider will listen on or connect to (the host part
+  // of the address), for choosing the GID; "" or a name: none. The rpc
+  // layer fills it from the channel's or server's address. Default: "".
+  std::string address_hint;
   // shm: folder for bootstrap sockets when an address has no '/'. Default:
   // "" ($TMPDIR or /tmp).
   std::string socket_dir;
@@ -430,6 +437,11 @@ class Provider {
   virtual absl::StatusOr<std::unique_ptr<Connection>> Connect(
       const std::string& address, const ConnectionSetup& setup) = 0;
 };
+
+// The host part of a "host:port" address ("10.0.0.1:7000" -> "10.0.0.1",
+// "[fe80::1]:0" -> "fe80::1"); "" for an address without one (an shm socket
+// path). For ProviderOptions::address_hint.
+std::string AddressHost(const std::string& address);
 
 // Registry for providers (each provider's library registers itself).
 using ProviderFactory = absl::StatusOr<std::unique_ptr<Provider>> (*)(

@@ -935,19 +935,21 @@ void VerbsConnection::Fail(absl::Status reason) {
 absl::StatusOr<std::unique_ptr<Provider>> OpenVerbsProvider(
     const ProviderOptions& options) {
   auto device = std::make_shared<Device>();
-  RFRPC_ASSIGN_OR_RETURN(device->context, VerbsContext::Open(options.device));
+  RFRPC_ASSIGN_OR_RETURN(OpenedPort opened,
+                         OpenPort(options.device, options.port,
+                                  options.gid_index, options.address_hint));
+  device->context = std::move(opened.context);
+  device->port = opened.port;
   device->name = device->context->device_name();
   if (int rc = ibv_query_device(device->context->get(), &device->attr);
       rc != 0) {
     return absl::UnavailableError(absl::StrCat(
         "ibv_query_device(", device->name, "): ", ErrnoDetail(rc)));
   }
-  RFRPC_ASSIGN_OR_RETURN(device->port,
-                         QueryPort(device->context->get(), options.port,
-                                   options.gid_index));
   LOG(INFO) << "verbs provider: device " << device->name << " port "
-            << options.port << " GID " << device->port.gid_text
-            << " active MTU " << (128 << device->port.active_mtu);
+            << static_cast<int>(device->port.port) << " GID "
+            << device->port.gid_text << " active MTU "
+            << (128 << device->port.active_mtu);
   return std::unique_ptr<Provider>(new VerbsProvider(std::move(device)));
 }
 
