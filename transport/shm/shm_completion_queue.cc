@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "transport/adaptive_wait.h"
 
 namespace rfrpc {
 namespace transport {
@@ -25,9 +26,6 @@ namespace {
 inline void Bump(std::atomic<uint64_t>& c, uint64_t by = 1) {
   c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
 }
-
-// Deadline checks cost a clock read; do one every this many spins.
-constexpr int kSpinsPerClockCheck = 64;
 
 }  // namespace
 
@@ -96,7 +94,7 @@ void ShmCompletionQueue::Fill(uint64_t t, const Completion* c) {
   // Claim() saw this cell free for `t`; nothing else may write it.
   x.hole = c == nullptr;
   if (c != nullptr) x.c = *c;
-  // Sequentially consistent: pairs with Block()'s re-check (no lost wake-up).
+  // Sequentially consistent: pairs with BlockUntil's re-check (no lost wake-up).
   x.seq.store(t + 1, std::memory_order_seq_cst);
 }
 
@@ -160,11 +158,19 @@ int ShmCompletionQueue::Poll(absl::Span<Completion> out) {
   }
 }
 
-void ShmCompletionQueue::Block(absl::Time deadline) {
-  Bump(blocks_);
+void ShmCompletionQueue::ArmEvent() {
   wake_->store(1, std::memory_order_seq_cst);
-  // Re-check after arming: a producer that published before it could see
-  // the armed word must be visible here.
+}
+
+void ShmCompletionQueue::DisarmEvent() {
+  wake_->store(0, std::memory_order_seq_cst);
+}
+
+void ShmCompletionQueue::BlockUntil(absl::Time deadline) {
+  Bump(blocks_);
+  // Armed by ArmEvent and re-checked by a poll since: a producer that
+  // published before it could see the armed word was seen there; one that
+  // publishes later swaps the word to 0 and wakes us.
   while (wake_->load(std::memory_order_seq_cst) != 0 &&
          !HeadReady(std::memory_order_seq_cst) &&
          !interrupted_.load(std::memory_order_seq_cst)) {
@@ -230,36 +236,7 @@ absl::StatusOr<int> ShmCompletionQueue::WaitArmed(absl::Span<Completion> out,
 
 absl::StatusOr<int> ShmCompletionQueue::Wait(absl::Span<Completion> out,
                                              absl::Duration timeout) {
-  if (out.empty()) {
-    return absl::InvalidArgumentError("Wait() needs room for a completion");
-  }
-  const absl::Time deadline = absl::Now() + timeout;
-  int retry = 0;
-  int spins = 0;
-  for (;;) {
-    const int n = Poll(out);
-    if (n > 0) return n;
-    if (interrupted_.exchange(false, std::memory_order_acq_rel)) {
-      return absl::DeadlineExceededError("completion queue wait interrupted");
-    }
-    const bool block =
-        options_.poll_mode == PollMode::kEvent ||
-        (options_.poll_mode == PollMode::kAdaptive &&
-         ++retry >= options_.max_retry);
-    if (block) {
-      if (absl::Now() >= deadline) break;
-      Block(deadline);
-      retry = 0;
-      continue;
-    }
-    CpuRelax();
-    if (++spins % kSpinsPerClockCheck == 0 && absl::Now() >= deadline) break;
-  }
-  // One last look so a completion that raced with the deadline is not lost.
-  const int n = Poll(out);
-  if (n > 0) return n;
-  return absl::DeadlineExceededError(absl::StrCat(
-      "no completion within ", absl::FormatDuration(timeout)));
+  return AdaptiveWait(this, options_, out, timeout);
 }
 
 void ShmCompletionQueue::Interrupt() {

@@ -56,6 +56,7 @@
 #include "base/cpu_relax.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "transport/adaptive_wait.h"
 #include "transport/bootstrap.h"
 #include "transport/shm/shm_segment.h"
 #include "transport/transport.h"
@@ -131,9 +132,19 @@ class ShmCompletionQueue final : public CompletionQueue {
   bool HeadReady(std::memory_order order);
   // One poll round: takes up to min(out.size(), max_poll_wc) entries.
   int PollRound(absl::Span<Completion> out);
-  // Arms the wake word and sleeps until an entry, an interrupt or
-  // `deadline`.
-  void Block(absl::Time deadline);
+  // AdaptiveWait's hooks (transport/adaptive_wait.h).
+  template <typename Q>
+  friend absl::StatusOr<int> transport::AdaptiveWait(
+      Q* q, const CompletionQueueOptions& o, absl::Span<Completion> out,
+      absl::Duration timeout);
+  bool TakeInterrupt() {
+    return interrupted_.exchange(false, std::memory_order_acq_rel);
+  }
+  void ArmEvent();
+  void DisarmEvent();
+  // Sleeps while armed and nothing arrived, until an entry, an interrupt or
+  // `deadline`; disarms.
+  void BlockUntil(absl::Time deadline);
 
   const CompletionQueueOptions options_;
   // The wake word: in wake_segment_ (remote_wake) or local_wake_.

@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
+#include "transport/adaptive_wait.h"
 #include "transport/verbs/verbs_internal.h"
 
 namespace rfrpc {
@@ -394,9 +395,7 @@ bool VerbsCompletionQueue::Block(absl::Time deadline) {
 void VerbsCompletionQueue::ArmWake() {
   // Any completion from here on (a notify receive included) raises an event
   // on the channel; one that arrived before is found by WaitArmed's poll.
-  if (int rc = ibv_req_notify_cq(cq_->get(), 0); rc != 0) {
-    LOG_EVERY_N(ERROR, 100) << "verbs: ibv_req_notify_cq: " << strerror(rc);
-  }
+  ArmEvent();
 }
 
 void VerbsCompletionQueue::Disarm() {
@@ -432,46 +431,12 @@ absl::StatusOr<int> VerbsCompletionQueue::WaitArmed(absl::Span<Completion> out,
 
 absl::StatusOr<int> VerbsCompletionQueue::Wait(absl::Span<Completion> out,
                                                absl::Duration timeout) {
-  if (out.empty()) {
-    return absl::InvalidArgumentError("Wait: empty output span");
-  }
-  const absl::Time deadline = absl::Now() + timeout;
-  const size_t round_size = std::min<size_t>(
-      out.size(), static_cast<size_t>(std::max(1, options_.max_poll_wc)));
-  absl::Span<Completion> round = out.subspan(0, round_size);
-  int retry = 0;
-  for (;;) {
-    int n = Poll(round);
-    if (n > 0) return n;
-    if (interrupted_.exchange(false, std::memory_order_acq_rel)) {
-      return absl::DeadlineExceededError("completion queue wait interrupted");
-    }
-    const bool spin =
-        options_.poll_mode == PollMode::kBusy ||
-        (options_.poll_mode == PollMode::kAdaptive &&
-         retry < options_.max_retry);
-    if (spin) {
-      ++retry;
-      if ((retry & 31) == 0 || options_.poll_mode == PollMode::kBusy) {
-        if (absl::Now() >= deadline) {
-          return absl::DeadlineExceededError(
-              "no completion before the deadline");
-        }
-      }
-      continue;
-    }
-    // Arm, re-poll (a completion may have landed before the arm), block.
-    if (int rc = ibv_req_notify_cq(cq_->get(), 0); rc != 0) {
-      return absl::InternalError(
-          absl::StrCat("ibv_req_notify_cq: ", strerror(rc)));
-    }
-    n = Poll(round);
-    if (n > 0) return n;
-    if (absl::Now() >= deadline) {
-      return absl::DeadlineExceededError("no completion before the deadline");
-    }
-    Block(deadline);
-    retry = 0;  // Woken: poll busily again (Algorithm 3's hook).
+  return AdaptiveWait(this, options_, out, timeout);
+}
+
+void VerbsCompletionQueue::ArmEvent() {
+  if (int rc = ibv_req_notify_cq(cq_->get(), 0); rc != 0) {
+    LOG_EVERY_N(ERROR, 100) << "verbs: ibv_req_notify_cq: " << strerror(rc);
   }
 }
 

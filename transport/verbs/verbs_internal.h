@@ -30,6 +30,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "transport/bootstrap.h"
+#include "transport/adaptive_wait.h"
 #include "transport/transport.h"
 #include "transport/verbs/verbs_resources.h"
 
@@ -107,6 +108,18 @@ class VerbsCompletionQueue final : public CompletionQueue {
   // Blocks on the channel fd and the wake fd until `deadline`; acks events.
   // Returns true if the channel or the wake fd fired (false: timed out).
   bool Block(absl::Time deadline);
+
+  // AdaptiveWait's hooks (transport/adaptive_wait.h).
+  template <typename Q>
+  friend absl::StatusOr<int> transport::AdaptiveWait(
+      Q* q, const CompletionQueueOptions& o, absl::Span<Completion> out,
+      absl::Duration timeout);
+  bool TakeInterrupt() {
+    return interrupted_.exchange(false, std::memory_order_acq_rel);
+  }
+  void ArmEvent();
+  void DisarmEvent() {}  // A verbs CQ cannot be disarmed; Block acks late events.
+  void BlockUntil(absl::Time deadline) { Block(deadline); }
 
   const std::shared_ptr<Device> device_;
   const CompletionQueueOptions options_;
