@@ -40,6 +40,7 @@ TSAN_TESTS=(
   //tests:rpc_fault_injection_test
   //tests:rpc_isolation_test
   //codegen:generated_echo_e2e_test
+  //tests:rpc_discovery_test
 )
 
 configs=("$@")
