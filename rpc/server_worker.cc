@@ -199,8 +199,14 @@ bool ServerWorker::Park() {
   if (n.ok() && *n > 0) {
     TakeCompletions(absl::MakeConstSpan(comps, static_cast<size_t>(*n)));
   } else if (n.ok()) {
+    // A client's notify: its request is waiting; serve it first (the
+    // liveness walk goes on a few connections per round).
     counters_->park_notifies.fetch_add(1, std::memory_order_relaxed);
+    return true;
   }
+  // The 100 ms check (or a new connection, or shutdown): look at every
+  // connection's liveness while nobody is waiting.
+  CheckLiveness(conns_.size(), UnixNanos());
   return true;
 }
 
@@ -267,7 +273,6 @@ void ServerWorker::Loop() {
                        finder_.hot() == 0 && pushes_in_flight_ == 0;
     if (quiet) {
       if (Park()) {
-        CheckLiveness(conns_.size(), UnixNanos());
         parked_idle = !finder_.AnyRung();
         if (!parked_idle) last_work = UnixNanos();
       }
