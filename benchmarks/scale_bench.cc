@@ -27,6 +27,7 @@
 
 #include <dirent.h>
 #include <signal.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -35,6 +36,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cerrno>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -62,11 +64,22 @@ DEFINE_string(ms, "1,16,128,1024,4096", "Connected-client counts M.");
 DEFINE_double(seconds, 1.0, "Measured seconds per load point.");
 DEFINE_double(idle_seconds, 1.0, "Idle span over which server CPU is read.");
 DEFINE_int32(threads, 8, "Client threads of the shared-connections point.");
+DEFINE_string(phases, "one,rr,shared",
+              "Load points to run per M: one (1 active, M - 1 idle), rr (round "
+              "robin over all M from one thread), shared (--threads threads).");
 DEFINE_int32(slots, 0, "Slots per connection; 0 keeps the library default.");
 DEFINE_int32(cycles, 0, "Connect/close cycles after the sweep.");
 DEFINE_int32(kills, 0, "Client processes SIGKILLed after connecting.");
 DEFINE_bool(pin, true, "Pin the server to CPU 0 and client threads to CPU 1.");
+DEFINE_bool(progress_thread, true,
+            "ChannelOptions::progress_thread of every channel (the default "
+            "true; the calls here are sync).");
 DEFINE_bool(csv, false, "CSV rows instead of a table.");
+DEFINE_int32(rt_priority, 0,
+             "If > 0, run the benchmark and its server under SCHED_FIFO at "
+             "this priority (root): on a host shared with other work, the "
+             "figures then measure rfrpc rather than the scheduler (the "
+             "kernel still keeps 5% of each second for everything else).");
 
 namespace rfrpc {
 namespace {
@@ -229,6 +242,7 @@ uint64_t CpuNs(int pid) {
 ChannelOptions ClientOptions() {
   ChannelOptions o;
   o.provider = FLAGS_provider;
+  o.progress_thread = FLAGS_progress_thread;
   if (FLAGS_slots > 0) o.slots_per_connection = FLAGS_slots;
   return o;
 }
@@ -305,6 +319,16 @@ struct Point {
 
 int ClientMain() {
   const long fd_limit = RaiseFdLimit();
+  if (FLAGS_rt_priority > 0) {
+    // Inherited by the threads started later and by the server child.
+    sched_param sp{};
+    sp.sched_priority = FLAGS_rt_priority;
+    if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0) {
+      std::fprintf(stderr, "scale_bench: SCHED_FIFO %d: %s\n", FLAGS_rt_priority,
+                   std::strerror(errno));
+      return 2;
+    }
+  }
   ServerProcess server;
   if (!server.Start()) {
     std::fprintf(stderr, "scale_bench: the server did not start\n");
@@ -316,9 +340,10 @@ int ClientMain() {
   const long server_rss0 = RssKib(spid);
   const int client_fds0 = CountFds(self);
   std::printf("# scale_bench provider=%s workers=%d threads=%d seconds=%.1f "
-              "fd_limit=%ld load=%.2f (same-host figures on shm)\n",
+              "fd_limit=%ld rt_priority=%d load=%.2f (same-host figures on "
+              "shm)\n",
               FLAGS_provider.c_str(), FLAGS_workers, FLAGS_threads,
-              FLAGS_seconds, fd_limit, bench::LoadAverage1());
+              FLAGS_seconds, fd_limit, FLAGS_rt_priority, bench::LoadAverage1());
   if (FLAGS_csv) {
     std::printf("m,connects_per_s,server_fds_per_conn,client_fds_per_conn,"
                 "server_rss_kib_per_conn,idle_core_share,first_call_us,"
@@ -373,9 +398,14 @@ int ClientMain() {
     }
     p.server_rss_kib_per_conn =
         static_cast<double>(RssKib(spid) - server_rss0) / m;
-    p.one = RunLoad(stubs, 1, 1);
-    p.rr = RunLoad(stubs, channels.size(), 1);
-    p.shared = RunLoad(stubs, channels.size(), FLAGS_threads);
+    const std::string phases = "," + FLAGS_phases + ",";
+    if (phases.find(",one,") != std::string::npos) p.one = RunLoad(stubs, 1, 1);
+    if (phases.find(",rr,") != std::string::npos) {
+      p.rr = RunLoad(stubs, channels.size(), 1);
+    }
+    if (phases.find(",shared,") != std::string::npos) {
+      p.shared = RunLoad(stubs, channels.size(), FLAGS_threads);
+    }
     points.push_back(p);
     const uint64_t failed = p.one.failed + p.rr.failed + p.shared.failed;
     {

@@ -65,6 +65,10 @@ constexpr double kDelayGrowFar = 1.0 / 256;
 constexpr double kDelayStepNs = 10.0;
 // Longest pause between fetches of a call that already needed more than R.
 constexpr double kMaxFetchBackoffNs = 20 * 1000.0;
+// The same for a call that woke a parked worker (its doorbell carried a
+// notify): the result comes one wake-up (tens of microseconds) later, and
+// a 20 us pause would add up to 20 us to it.
+constexpr double kMaxNotifiedBackoffNs = 2 * 1000.0;
 // An unanswered request rings again (with notify) ChannelOptions::
 // rering_after after it was posted, then after twice that, and so on up to
 // kMaxReRingNs: the doorbell may have been lost (a peer cleared a shared
@@ -185,7 +189,9 @@ bool ClientConnection::PostRequest(uint32_t s, int64_t now, WorkRequest* wrs,
         notify_gap_ns_ > 0 && now - last_post_ns_ > notify_gap_ns_;
     BellWrites(s, /*all=*/false, notify, wrs + n);
     n += 2;
+    slot.notified = notify;
   }
+  if (hot) slot.notified = false;
   slot.rung = !hot;
   slot.hot_unconfirmed = hot;
   slot.ring_backoff_ns = rering_after_ns_;
@@ -911,7 +917,9 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
   } else {
     const int over = std::min(slot.fetches - retries_, 16);
     const double backoff = std::max(rtt_ns_, 50.0) * static_cast<double>(1 << over);
-    slot.next_fetch_ns = now + static_cast<int64_t>(std::min(backoff, kMaxFetchBackoffNs));
+    slot.next_fetch_ns =
+        now + static_cast<int64_t>(std::min(
+                  backoff, slot.notified ? kMaxNotifiedBackoffNs : kMaxFetchBackoffNs));
   }
   if (slot.fetches > retries_ && !slot.counted_slow) {
     slot.counted_slow = true;

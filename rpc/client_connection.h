@@ -212,6 +212,8 @@ class ClientConnection {
     // hot_until_ns (the poster was descheduled between its clock read and
     // the post) and rings if it did.
     bool hot_unconfirmed = false;
+    // Its doorbell carried a notify (the worker may have been parked).
+    bool notified = false;
     int64_t next_ring_ns = 0;
     int64_t ring_backoff_ns = 0;
   };

@@ -94,11 +94,14 @@ absl::StatusOr<std::unique_ptr<ClientConnection>> ClientConnection::Connect(
       wire::FramedBytes(options.max_response_bytes)));
 
   // Local memory: staging slots, fetch buffers, the mode word.
-  c->staging_offset_ = 0;
-  c->fetch_offset_ = size_t{slots} * req_bytes;
-  c->mode_word_offset_ = c->fetch_offset_ + size_t{slots} * resp_bytes;
-  RFRPC_ASSIGN_OR_RETURN(c->local_,
-                         provider->AllocateMemory(c->mode_word_offset_ + 64));
+  // The mode word and the doorbell sources first, on the page of slot 0's
+  // staging buffer: a call on slot 0 that rings touches one page for both.
+  c->mode_word_offset_ = 0;
+  c->staging_offset_ = 64;
+  c->fetch_offset_ = c->staging_offset_ + size_t{slots} * req_bytes;
+  RFRPC_ASSIGN_OR_RETURN(
+      c->local_,
+      provider->AllocateMemory(c->fetch_offset_ + size_t{slots} * resp_bytes));
   RFRPC_ASSIGN_OR_RETURN(c->reply_,
                          provider->AllocateMemory(size_t{slots} * resp_bytes));
   transport::CompletionQueueOptions cq_options;

@@ -32,9 +32,13 @@ namespace {
 // lost: its slot would never be served again, so the connection is closed
 // (the client sees UNAVAILABLE and reconnects).
 constexpr int64_t kLostCompletionNs = int64_t{2} * 1000 * 1000 * 1000;
-// Connections whose liveness is checked per round (a cursor walks them all);
-// all of them each time a parked worker wakes.
+// Every kLivenessRounds rounds the liveness of kLivenessPerRound connections
+// is checked (a cursor walks them all); all of them when a parked worker
+// wakes at its timeout.
+constexpr uint64_t kLivenessRounds = 16;
 constexpr size_t kLivenessPerRound = 4;
+// Rounds between clock reads when nothing needs a fresh time (see Loop).
+constexpr uint64_t kClockRounds = 64;
 // Rounds between polls of the completion queue when no push is in flight
 // (see Loop).
 constexpr uint64_t kNotifyPollRounds = 16;
@@ -218,8 +222,16 @@ void ServerWorker::Loop() {
   int empty_rounds = 0;
   bool parked_idle = false;  // The last park ended with nothing to do.
   while (!stop_.load(std::memory_order_acquire)) {
+    ++rounds_;
     if (inbox_nonempty_.load(std::memory_order_acquire)) AdoptInbox();
-    const int64_t now = UnixNanos();
+    // The clock costs about as much as an idle round: read it when hot
+    // slots' windows need it, after work, and every kClockRounds otherwise
+    // (what else uses `now` tolerates microseconds of staleness).
+    if (finder_.hot() > 0 || clock_stale_ || rounds_ % kClockRounds == 0) {
+      now_ = UnixNanos();
+      clock_stale_ = false;
+    }
+    const int64_t now = now_;
     candidates_.clear();
     const uint64_t rings_before = finder_.rings();
     finder_.Collect(now, &candidates_);
@@ -254,13 +266,14 @@ void ServerWorker::Loop() {
     // ran out would hold its client's send queue in RNR retries. So poll
     // every round while pushes are in flight, and every kNotifyPollRounds
     // otherwise.
-    if (pushes_in_flight_ > 0 || ++rounds_ % kNotifyPollRounds == 0) {
+    if (pushes_in_flight_ > 0 || rounds_ % kNotifyPollRounds == 0) {
       transport::Completion comps[16];
       const int n = cq_->Poll(absl::MakeSpan(comps));
       TakeCompletions(absl::MakeConstSpan(comps, static_cast<size_t>(n)));
     }
-    CheckLiveness(kLivenessPerRound, now);
+    if (rounds_ % kLivenessRounds == 0) CheckLiveness(kLivenessPerRound, now);
     if (served) {
+      clock_stale_ = true;
       last_work = now;
       empty_rounds = 0;
       parked_idle = false;

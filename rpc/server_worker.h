@@ -86,8 +86,7 @@ inline constexpr size_t kMaxHotSlots = 128;
 // worker may be asked for every connection).
 inline uint32_t BellCapacity(const ServerOptions& o) {
   const uint32_t n = static_cast<uint32_t>(std::max(1, o.max_connections));
-  return (n + wire::BellsLayout::kGroup - 1) / wire::BellsLayout::kGroup *
-         wire::BellsLayout::kGroup;
+  return (n + 63) / 64 * 64;
 }
 
 class ServerWorker {
@@ -160,6 +159,8 @@ class ServerWorker {
   std::vector<ServerConnection*> by_bell_;
   size_t liveness_cursor_ = 0;
   uint64_t rounds_ = 0;
+  int64_t now_ = 0;           // The loop's clock, read as Loop says.
+  bool clock_stale_ = true;
   ServerContext ctx_;
   // The method RunHandler ran last (null: none yet). The method table does
   // not change once the server runs.

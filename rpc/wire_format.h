@@ -190,13 +190,14 @@ inline constexpr uint32_t kRpcVersion = 2;
 // to look at, so that the worker's work discovery costs what arrived, not
 // what is connected (docs/wire_formats.md section 7). One region per worker,
 // allocated by the server; connection i of the worker (its "bell") owns the
-// word at WordOffset(i) and shares the summary byte of its group of 64,
-// SummaryOffset(i). Each is exposed to the connection as a region of its
+// word at WordOffset(i) and shares the summary byte of its group of 8,
+// SummaryOffset(i): a group's 8 bell words fill one cache line, which is all
+// the worker reads for a ring. Each is exposed to the connection as a region of its
 // own (verbs: registered over exactly those bytes).
 //
 //   [0, SummaryBytes())          summary: byte g != 0 means "some bell of
-//                                group g rang"; clients store 1, the worker
-//                                swaps whole words to 0
+//                                group g (bells 8g .. 8g + 7) rang"; clients
+//                                store 1, the worker swaps whole words to 0
 //   WordOffset(i), 8 bytes       bell word of connection i:
 //                                (ring count << 32) | slot mask
 //
@@ -205,8 +206,8 @@ inline constexpr uint32_t kRpcVersion = 2;
 // Bit (s % 32) of the mask asks the worker to look at slot s; a mask of 0
 // means every slot. The ring count makes every ring a new value.
 struct BellsLayout {
-  static constexpr uint32_t kGroup = 64;
-  uint32_t capacity = 0;  // Bells; a multiple of kGroup.
+  static constexpr uint32_t kGroup = 8;
+  uint32_t capacity = 0;  // Bells; a multiple of 64.
 
   size_t SummaryBytes() const { return Align64(capacity / kGroup); }
   static size_t SummaryOffset(uint32_t bell) { return bell / kGroup; }
@@ -215,7 +216,8 @@ struct BellsLayout {
   }
   size_t Bytes() const { return WordOffset(capacity); }
 };
-static_assert(BellsLayout::kGroup == 64, "a summary word covers 8 groups");
+static_assert(BellsLayout::kGroup * 8 == 64,
+              "a group's bell words fill one cache line");
 
 constexpr uint64_t BellWord(uint32_t ring_count, uint32_t slot_mask) {
   return (uint64_t{ring_count} << 32) | slot_mask;

@@ -3,6 +3,7 @@
 #include "rpc/work_finder.h"
 
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 
 #include "glog/logging.h"
@@ -22,7 +23,7 @@ WorkFinder::WorkFinder(char* bells, const Options& options)
       layout_(wire::BellsLayout{options.capacity}),
       options_(options),
       table_(options.capacity) {
-  CHECK_EQ(options.capacity % wire::BellsLayout::kGroup, 0u);
+  CHECK_EQ(options.capacity % 64, 0u);
   CHECK_EQ(reinterpret_cast<uintptr_t>(bells) % 8, 0u);
 }
 
@@ -37,6 +38,8 @@ void WorkFinder::Add(uint32_t bell, uint32_t slots) {
   b.served_ns.assign(slots, INT64_MIN);
   b.hot_index.assign(slots, -1);
   added_.push_back(bell);
+  summary_words_ = std::max<size_t>(
+      summary_words_, wire::BellsLayout::SummaryOffset(bell) / 8 + 1);
 }
 
 void WorkFinder::Remove(uint32_t bell) {
@@ -95,7 +98,7 @@ void WorkFinder::KeepPolling(uint32_t bell, uint32_t slot, int64_t now) {
 }
 
 bool WorkFinder::AnyRung() const {
-  const size_t words = layout_.SummaryBytes() / 8;
+  const size_t words = summary_words_;
   for (size_t w = 0; w < words; ++w) {
     if (LoadAcquire64(bells_ + 8 * w) != 0) return true;
   }
@@ -140,7 +143,7 @@ void WorkFinder::Collect(int64_t now, std::vector<Candidate>* out) {
       ++i;
     }
   }
-  const size_t words = layout_.SummaryBytes() / 8;
+  const size_t words = summary_words_;
   for (size_t w = 0; w < words; ++w) {
     char* p = bells_ + 8 * w;
     if (LoadAcquire64(p) == 0) continue;

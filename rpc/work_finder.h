@@ -10,9 +10,10 @@
 //     byte. Collect() reads the summary a word (8 groups) at a time, swaps
 //     the non-zero words to 0 (an atomic exchange: no ring between the load
 //     and the clear is lost, and it fences the loads of the bell words that
-//     follow), and for each group that rang reads its 64 bell words; a word
-//     that differs from the last one seen names the slots to look at. An
-//     idle worker with C bells reads C / 512 summary words.
+//     follow), and for each group that rang reads its 8 bell words (one
+//     cache line); a word that differs from the last one seen names the
+//     slots to look at. An idle worker with N connections reads N / 64
+//     summary words.
 //   - Hot slots. A slot served twice within the hot window is kept in a
 //     short list and looked at every round for `hot_window` after each
 //     request (OnServed says so, and the response carries
@@ -128,6 +129,10 @@ class WorkFinder {
   std::vector<Bell> table_;
   std::vector<Hot> hot_;
   std::vector<uint32_t> added_;  // Bells whose slots Collect names once.
+  // Summary words that can hold a ring of a bell in use: bells are handed
+  // out lowest first, so with N connections Collect reads about N / 64
+  // words, not capacity / 64. Only grows (a freed bell may be rung late).
+  size_t summary_words_ = 0;
   uint64_t rings_ = 0;
 };
 
