@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <stddef.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -196,7 +197,17 @@ absl::Status RecvFds(int sock, size_t want, absl::Time deadline,
       for (size_t i = 0; i < n; ++i) fds->emplace_back(in[i]);
       got += n;
     }
-    if (byte != kFdMarker || got == 0 || (msg.msg_flags & MSG_CTRUNC) != 0) {
+    if ((msg.msg_flags & MSG_CTRUNC) != 0) {
+      // The kernel drops passed fds it cannot install: almost always this
+      // process's RLIMIT_NOFILE.
+      rlimit lim{};
+      getrlimit(RLIMIT_NOFILE, &lim);
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "could not receive the peer's segment fds (out of file "
+          "descriptors? RLIMIT_NOFILE is ",
+          static_cast<uint64_t>(lim.rlim_cur), ")"));
+    }
+    if (byte != kFdMarker || got == 0) {
       return absl::InvalidArgumentError(
           "malformed segment-fd message after the handshake frame");
     }
