@@ -21,6 +21,8 @@
 #include "rpc/batch_policy.h"
 #include "rpc/client_connection.h"
 #include "rpc/clock.h"
+#include "rpc/method_counters.h"
+#include "rpc/stats_registry.h"
 #include "rpc/status_macros.h"
 #include "rpc/wire_format.h"
 #include "rpc/mutex.h"
@@ -113,7 +115,8 @@ class ChannelImpl final : public Channel {
         default_timeout_ns_(
             absl::ToInt64Nanoseconds(options_.default_timeout)),
         retries_(options_.retries),
-        fetch_size_(options_.fetch_size) {}
+        fetch_size_(options_.fetch_size),
+        call_counters_(options_.method_stats) {}
 
   ~ChannelImpl() override {
     {
@@ -131,6 +134,8 @@ class ChannelImpl final : public Channel {
       if (c) c->Abort(absl::CancelledError("channel destroyed"), &finished);
     }
     RunCallbacks(nullptr, &finished);
+    // Its counts, cancellations included, stay in the address's totals.
+    internal::RetireChannel(this);
   }
 
   absl::Status Init() {
@@ -158,6 +163,7 @@ class ChannelImpl final : public Channel {
     if (options_.progress_thread) {
       driver_ = std::thread([this] { DriverLoop(); });
     }
+    internal::RegisterChannel(this, address_);
     return absl::OkStatus();
   }
 
@@ -196,6 +202,7 @@ class ChannelImpl final : public Channel {
       }
       RunCallbacks(conn.get(), &finished);
     }
+    CountSyncFinish(call);
     return call.status;
   }
 
@@ -310,6 +317,7 @@ class ChannelImpl final : public Channel {
     st.batch_size = counters_.batch_size.load();
     st.sizer_k = counters_.sizer_k.load();
     st.sizer_adjustments = counters_.sizer_adjustments.load();
+    st.fetched_call_fetches = counters_.fetched_call_fetches.load();
     int n = 0;
     for (const auto& slot : conns_) {
       std::shared_ptr<ClientConnection> c = Get(slot.get());
@@ -323,6 +331,10 @@ class ChannelImpl final : public Channel {
       st.fetch_delay_ns /= n;
     }
     return st;
+  }
+
+  std::vector<MethodStats> method_stats() const override {
+    return call_counters_.Snapshot();
   }
 
  private:
@@ -355,6 +367,7 @@ class ChannelImpl final : public Channel {
     call->response = response;
     call->ctx = ctx;
     call->start_ns = internal::UnixNanos();
+    call_counters_.Started(method_id);
     if (ctx != nullptr && ctx->deadline() != absl::InfiniteFuture()) {
       call->deadline_ns = UnixNanosSaturated(ctx->deadline());
     } else if (ctx != nullptr && ctx->timeout() != absl::InfiniteDuration()) {
@@ -372,7 +385,17 @@ class ChannelImpl final : public Channel {
     if (call->ctx != nullptr) {
       call->ctx->SetResult(options_.mode, 0, 0, absl::ZeroDuration());
     }
+    // Async: counted with its callback (RunCallbacks).
+    if (call->sync) CountSyncFinish(*call);
     return s;
+  }
+
+  // Per-method counts of a sync call that is returning.
+  void CountSyncFinish(const PendingCall& call) {
+    if (!call_counters_.enabled()) return;
+    call_counters_.Finished(
+        call.method_id, call.status.ok() ? 0 : static_cast<int>(call.status.code()),
+        internal::UnixNanos() - call.start_ns);
   }
 
   // Picks the call's connection, reconnecting a failed one if it is time.
@@ -450,9 +473,13 @@ class ChannelImpl final : public Channel {
   // linearly (LatenciesToCallbackStart), since a clock read costs about as
   // much as a short callback (a batch of 128 takes 17 reads, not 128). A
   // failed call's callback, untimed, counts in its group's span.
-  static void RunCallbacks(ClientConnection* conn,
-                           std::vector<PendingCall*>* finished) {
+  void RunCallbacks(ClientConnection* conn,
+                    std::vector<PendingCall*>* finished) {
     const bool timed = conn != nullptr && conn->auto_sizing();
+    // Per-method counts: one clock read for the round.
+    const int64_t round_ns = call_counters_.enabled() && !finished->empty()
+                                 ? internal::UnixNanos()
+                                 : 0;
     // Each timed call's start, made its latency at the end.
     absl::InlinedVector<int64_t, 128> latencies;
     // stamps[m]: the clock before timed callback m * kClockEvery.
@@ -460,6 +487,11 @@ class ChannelImpl final : public Channel {
     for (PendingCall* call : *finished) {
       std::function<void(absl::Status)> done = std::move(call->done);
       absl::Status s = std::move(call->status);
+      if (round_ns != 0) {
+        call_counters_.Finished(call->method_id,
+                                s.ok() ? 0 : static_cast<int>(s.code()),
+                                round_ns - call->start_ns);
+      }
       if (timed && s.ok()) {
         if (latencies.size() % kClockEvery == 0) {
           stamps.push_back(internal::UnixNanos());
@@ -580,6 +612,8 @@ class ChannelImpl final : public Channel {
   std::atomic<uint64_t> next_{0};
   std::atomic<int> retries_{0};
   std::atomic<uint32_t> fetch_size_{0};
+  // Per-method counts, kept per calling thread.
+  internal::ClientMethodCounters call_counters_;
 
   Mutex driver_mu_;
   std::condition_variable driver_cv_;

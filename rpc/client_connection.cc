@@ -546,6 +546,8 @@ void ClientConnection::CountResults(uint64_t n, RpcMode via, int fetches,
     counters_->calls_remote_fetch.fetch_add(n, std::memory_order_relaxed);
     const int b = std::min(std::max(fetches, 1), 16) - 1;
     counters_->fetch_histogram[b].fetch_add(n, std::memory_order_relaxed);
+    counters_->fetched_call_fetches.fetch_add(
+        n * static_cast<uint64_t>(std::max(fetches, 1)), std::memory_order_relaxed);
   } else {
     counters_->calls_server_reply.fetch_add(n, std::memory_order_relaxed);
   }

@@ -79,6 +79,7 @@ struct ChannelCounters {
   std::atomic<uint64_t> switches_to_server_reply{0};
   std::atomic<uint64_t> switches_to_remote_fetch{0};
   std::atomic<uint64_t> fetch_histogram[16] = {};
+  std::atomic<uint64_t> fetched_call_fetches{0};
   std::atomic<uint64_t> server_time_ns{0};
   std::atomic<uint64_t> batches{0};
   std::atomic<uint64_t> batched_calls{0};

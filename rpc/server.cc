@@ -5,6 +5,7 @@
 
 #include "rpc/server.h"
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <thread>
@@ -13,7 +14,9 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 #include "rpc/rpc_handshake.pb.h"
+#include "rpc/method_counters.h"
 #include "rpc/server_worker.h"
+#include "rpc/stats_registry.h"
 #include "rpc/status_macros.h"
 #include "rpc/wire_format.h"
 #include "rpc/mutex.h"
@@ -59,12 +62,20 @@ class Server::Impl {
     RFRPC_ASSIGN_OR_RETURN(
         provider_,
         transport::Provider::Open(options_.provider, options_.provider_options));
+    std::vector<const MethodEntry*> methods;
+    for (const auto& [id, m] : methods_) methods.push_back(m);
     for (int i = 0; i < options_.workers; ++i) {
       transport::CompletionQueueOptions cq_options;
       cq_options.poll_mode = transport::PollMode::kBusy;
       RFRPC_ASSIGN_OR_RETURN(auto cq, provider_->CreateCompletionQueue(cq_options));
+      internal::WorkerMethodCounters* mc = nullptr;
+      if (options_.method_stats) {
+        method_counters_.push_back(
+            std::make_unique<internal::WorkerMethodCounters>(methods));
+        mc = method_counters_.back().get();
+      }
       workers_.push_back(std::make_unique<ServerWorker>(
-          i, options_, &methods_, &counters_, std::move(cq)));
+          i, options_, &methods_, &counters_, mc, std::move(cq)));
     }
     RFRPC_ASSIGN_OR_RETURN(listener_, provider_->Listen(options_.address));
     address_ = listener_->address();
@@ -93,6 +104,9 @@ class Server::Impl {
     for (auto& w : workers_) w->Stop();
     workers_.clear();
     listener_.reset();
+    // Every connection is gone, including any a worker had not taken yet.
+    counters_.connections_open.store(0);
+    counters_.connection_slots.store(0);
   }
 
   ServerStats stats() const {
@@ -106,7 +120,21 @@ class Server::Impl {
     s.bad_requests = counters_.bad_requests.load();
     s.rdma_writes = counters_.rdma_writes.load();
     s.batches = counters_.batches.load();
+    s.connections = counters_.connections_open.load();
+    s.connection_slots = counters_.connection_slots.load();
     return s;
+  }
+
+  std::vector<MethodStats> method_stats() const {
+    // Built by Start under mu_ and never changed after.
+    MutexLock lock(&mu_);
+    std::vector<MethodStats> out;
+    for (const auto& mc : method_counters_) mc->AddTo(&out);
+    std::sort(out.begin(), out.end(),
+              [](const MethodStats& a, const MethodStats& b) {
+                return a.method < b.method;
+              });
+    return out;
   }
 
  private:
@@ -206,6 +234,8 @@ class Server::Impl {
     setup.auth_token = options_.auth_token;
     RFRPC_ASSIGN_OR_RETURN(c->conn, in->Accept(setup));
     counters_.connections_accepted.fetch_add(1);
+    counters_.connections_open.fetch_add(1);
+    counters_.connection_slots.fetch_add(slots);
     workers_[worker]->Adopt(std::move(c));
     return absl::OkStatus();
   }
@@ -217,6 +247,9 @@ class Server::Impl {
   std::string address_ ABSL_GUARDED_BY(mu_);
   internal::MethodTable methods_;
   internal::ServerCounters counters_;
+  // Per worker, when ServerOptions::method_stats; outlive the workers.
+  std::vector<std::unique_ptr<internal::WorkerMethodCounters>> method_counters_
+      ABSL_GUARDED_BY(mu_);
   std::unique_ptr<transport::Provider> provider_;
   std::unique_ptr<transport::Listener> listener_;
   std::vector<std::unique_ptr<ServerWorker>> workers_;
@@ -227,13 +260,25 @@ class Server::Impl {
 
 Server::Server(ServerOptions options)
     : impl_(std::make_unique<Impl>(std::move(options))) {}
-Server::~Server() = default;
+Server::~Server() {
+  impl_->Shutdown();
+  // Its counts stay in its address's totals (rpc/stats.h).
+  internal::RetireServer(this);
+}
 absl::Status Server::RegisterService(Service* service) {
   return impl_->RegisterService(service);
 }
-absl::Status Server::Start() { return impl_->Start(); }
+absl::Status Server::Start() {
+  RFRPC_RETURN_IF_ERROR(impl_->Start());
+  // Not under the server's lock: snapshots take the registry's, then it.
+  internal::RegisterServer(this, impl_->address());
+  return absl::OkStatus();
+}
 std::string Server::address() const { return impl_->address(); }
 void Server::Shutdown() { impl_->Shutdown(); }
 ServerStats Server::stats() const { return impl_->stats(); }
+std::vector<MethodStats> Server::method_stats() const {
+  return impl_->method_stats();
+}
 
 }  // namespace rfrpc

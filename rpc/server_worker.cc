@@ -44,12 +44,14 @@ inline void CpuRelax() {
 
 ServerWorker::ServerWorker(int index, const ServerOptions& options,
                            const MethodTable* methods, ServerCounters* counters,
+                           WorkerMethodCounters* method_counters,
                            std::unique_ptr<transport::CompletionQueue> cq)
     : index_(index),
       options_(options),
       methods_(methods),
       counters_(counters),
-      cq_(std::move(cq)) {}
+      cq_(std::move(cq)),
+      method_counters_(method_counters) {}
 
 ServerWorker::~ServerWorker() { Stop(); }
 
@@ -87,6 +89,8 @@ void ServerWorker::Close(size_t i, const absl::Status& why) {
   conns_.pop_back();
   connections_.fetch_sub(1);
   counters_->connections_closed.fetch_add(1, std::memory_order_relaxed);
+  counters_->connections_open.fetch_sub(1, std::memory_order_relaxed);
+  counters_->connection_slots.fetch_sub(c->layout.slots, std::memory_order_relaxed);
 }
 
 void ServerWorker::Idle(int* empty_rounds) {
@@ -236,11 +240,16 @@ absl::Status ServerWorker::RunHandler(ServerConnection* c, uint32_t method_id,
   if (m == nullptr || m->id != method_id) {
     auto it = methods_->find(method_id);
     if (it == methods_->end()) {
+      if (method_counters_ != nullptr) {
+        method_counters_->unknown()->Served(
+            static_cast<int>(absl::StatusCode::kUnimplemented), 0, 0);
+      }
       return absl::UnimplementedError(absl::StrFormat(
           "no method with id 0x%08x on this server", method_id));
     }
     m = it->second;
     last_method_ = m;
+    if (method_counters_ != nullptr) last_counters_ = method_counters_->For(m->id);
   }
   ctx_.Reset(m->full_name, c->peer, index_, absl::FromUnixNanos(start_ns));
   absl::Status status;
@@ -259,6 +268,13 @@ absl::Status ServerWorker::RunHandler(ServerConnection* c, uint32_t method_id,
         "response of ", *len, " bytes exceeds the ", cap,
         " bytes left in the connection's response slot (raise "
         "ChannelOptions::max_response_bytes)"));
+  }
+  if (method_counters_ != nullptr) {
+    // A batch's calls share start_ns: each is timed from the previous end.
+    const int64_t end = UnixNanos();
+    last_counters_->Served(status.ok() ? 0 : static_cast<int>(status.code()),
+                           end - std::max(start_ns, last_handler_end_ns_), *len);
+    last_handler_end_ns_ = end;
   }
   return status;
 }

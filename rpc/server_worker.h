@@ -24,6 +24,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "rpc/method_counters.h"
 #include "rpc/options.h"
 #include "rpc/service.h"
 #include "rpc/slot_codec.h"
@@ -46,6 +47,9 @@ struct ServerCounters {
   std::atomic<uint64_t> bad_requests{0};
   std::atomic<uint64_t> rdma_writes{0};
   std::atomic<uint64_t> batches{0};
+  // Gauges: open connections and their slots (reset by Shutdown).
+  std::atomic<uint64_t> connections_open{0};
+  std::atomic<uint64_t> connection_slots{0};
 };
 
 // One accepted client connection and its memory.
@@ -63,9 +67,12 @@ struct ServerConnection {
 
 class ServerWorker {
  public:
-  // `methods` and `counters` are not owned and must outlive the worker.
+  // `methods`, `counters` and `method_counters` are not owned and must
+  // outlive the worker; `method_counters` may be null (per-method counts
+  // off) and is written only by this worker.
   ServerWorker(int index, const ServerOptions& options,
                const MethodTable* methods, ServerCounters* counters,
+               WorkerMethodCounters* method_counters,
                std::unique_ptr<transport::CompletionQueue> cq);
   ~ServerWorker();
 
@@ -108,6 +115,11 @@ class ServerWorker {
   // The method RunHandler ran last (null: none yet). The method table does
   // not change once the server runs.
   const MethodEntry* last_method_ = nullptr;
+  // Per-method counts (null: off), those of last_method_, and when the last
+  // handler ended (a batch's next call is timed from there).
+  WorkerMethodCounters* const method_counters_;
+  MethodCounters* last_counters_ = nullptr;
+  int64_t last_handler_end_ns_ = 0;
   // Signaled WRITEs (pushes) posted on any connection, less completions
   // taken (never below 0); the loop polls the completion queue only while
   // > 0, as nothing else posts to it. Counts failed posts too, so it may
