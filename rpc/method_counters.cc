@@ -211,6 +211,7 @@ std::vector<MethodStats> ClientMethodCounters::Snapshot() const {
     for (const auto& b : shared_->blocks) add(*b);
     add(shared_->fallback);
   }
+  for (MethodStats& m : out) m.result_bytes = HistogramStats();  // Not kept.
   std::sort(out.begin(), out.end(),
             [](const MethodStats& a, const MethodStats& b) {
               return a.method_id < b.method_id;
