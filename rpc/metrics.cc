@@ -120,32 +120,42 @@ void GaugeFold::Sweep() {
 void HistogramFold::Set(const prometheus::Labels& labels,
                         const HistogramStats& h) {
   if (h.counts.size() < 2) return;
+  std::vector<double> bounds;
+  for (size_t i = 0; i + 1 < h.counts.size(); ++i) bounds.push_back(h.UpperBound(i));
+  SetBuckets(labels, bounds, h.counts, h.sum);
+}
+
+void HistogramFold::SetBuckets(const prometheus::Labels& labels,
+                               const std::vector<double>& bounds,
+                               const std::vector<uint64_t>& counts,
+                               uint64_t sum) {
+  if (counts.size() != bounds.size() + 1) return;
   auto it = series_.find(labels);
   if (it == series_.end()) {
-    prometheus::Histogram::BucketBoundaries bounds;
-    for (size_t i = 0; i + 1 < h.counts.size(); ++i) {
-      bounds.push_back(h.UpperBound(i) * scale_);
-    }
+    prometheus::Histogram::BucketBoundaries scaled;
+    for (double b : bounds) scaled.push_back(b * scale_);
     Series s;
-    s.histogram = &family_->Add(labels, bounds);
-    s.shown.first_log2 = h.first_log2;
-    s.shown.counts.assign(h.counts.size(), 0);
+    s.histogram = &family_->Add(labels, scaled);
+    s.shown.assign(counts.size(), 0);
     it = series_.emplace(labels, std::move(s)).first;
   }
   Series& s = it->second;
-  if (s.shown.counts.size() != h.counts.size()) return;
-  std::vector<double> increments(h.counts.size(), 0);
+  if (s.shown.size() != counts.size()) return;
+  std::vector<double> increments(counts.size(), 0);
   bool any = false;
-  for (size_t i = 0; i < h.counts.size(); ++i) {
-    if (h.counts[i] > s.shown.counts[i]) {
-      increments[i] = static_cast<double>(h.counts[i] - s.shown.counts[i]);
-      s.shown.counts[i] = h.counts[i];
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] > s.shown[i]) {
+      increments[i] = static_cast<double>(counts[i] - s.shown[i]);
+      s.shown[i] = counts[i];
       any = true;
     }
   }
-  const double sum = h.sum > s.shown.sum ? static_cast<double>(h.sum - s.shown.sum) : 0;
-  if (sum > 0) s.shown.sum = h.sum;
-  if (any || sum > 0) s.histogram->ObserveMultiple(increments, sum * scale_);
+  double added = 0;
+  if (sum > s.shown_sum) {
+    added = static_cast<double>(sum - s.shown_sum);
+    s.shown_sum = sum;
+  }
+  if (any || added > 0) s.histogram->ObserveMultiple(increments, added * scale_);
 }
 
 // ---------------------------------------------------------------------------
@@ -405,10 +415,12 @@ void RpcMetrics::State::FoldChannels(
     c_fetches->Set(server, static_cast<double>(st.fetches));
     c_server_time->Set(server, static_cast<double>(st.server_time_ns) * kNs);
     // Calls completed after i + 1 fetches, the last bucket 16 or more.
-    HistogramStats fetches;
-    fetches.counts.assign(st.fetch_histogram, st.fetch_histogram + 16);
-    fetches.sum = st.fetched_call_fetches;
-    c_fetches_per_call->Set(server, fetches);
+    static const auto* const kFetchBounds = new std::vector<double>{
+        1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    c_fetches_per_call->SetBuckets(
+        server, *kFetchBounds,
+        std::vector<uint64_t>(st.fetch_histogram, st.fetch_histogram + 16),
+        st.fetched_call_fetches);
     c_batches->Set(server, static_cast<double>(st.batches));
     c_batched->Set(server, static_cast<double>(st.batched_calls));
     c_flushes->Set(with("reason", "full"), static_cast<double>(st.flushes_full));

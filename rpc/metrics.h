@@ -39,6 +39,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -104,21 +105,29 @@ class GaugeFold {
   std::map<prometheus::Labels, std::pair<prometheus::Gauge*, bool>> series_;
 };
 
-// A histogram family set from cumulative HistogramStats: each series takes
-// the bucket layout of its first snapshot (bounds scaled by `scale`, e.g.
-// 1e-9 for ns shown in seconds) and is advanced by the differences.
+// A histogram family set from cumulative bucket counts: each series takes
+// the bucket bounds of its first update and is advanced by the differences.
+// Values (bounds and sums) are multiplied by `scale`, e.g. 1e-9 for ns shown
+// in seconds.
 class HistogramFold {
  public:
   HistogramFold(prometheus::Family<prometheus::Histogram>* family, double scale)
       : family_(family), scale_(scale) {}
 
-  // REQUIRES: every snapshot of one series has the same layout.
+  // A power-of-two HistogramStats. REQUIRES: the same layout every time.
   void Set(const prometheus::Labels& labels, const HistogramStats& h);
+  // Any buckets: counts[i] values at most bounds[i] (and above bounds[i-1]),
+  // counts.back() the rest (+Inf); `sum` their sum. REQUIRES:
+  // counts.size() == bounds.size() + 1, the same bounds every time.
+  void SetBuckets(const prometheus::Labels& labels,
+                  const std::vector<double>& bounds,
+                  const std::vector<uint64_t>& counts, uint64_t sum);
 
  private:
   struct Series {
     prometheus::Histogram* histogram;
-    HistogramStats shown;
+    std::vector<uint64_t> shown;
+    uint64_t shown_sum = 0;
   };
   prometheus::Family<prometheus::Histogram>* const family_;
   const double scale_;

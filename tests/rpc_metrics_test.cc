@@ -323,6 +323,12 @@ TEST_F(RpcMetricsTest, PrometheusTextShowsTheCountsAndKeepsThemAfterTheChannel) 
       Value(s, "rfrpc_client_results_total", with(server, "mode", "server_reply"));
   EXPECT_EQ(fetched + replied, ch->stats().calls);
   EXPECT_EQ(Value(s, "rfrpc_client_fetches_per_call_count", server), fetched);
+  EXPECT_EQ(Value(s, "rfrpc_client_fetches_per_call_sum", server),
+            ch->stats().fetched_call_fetches);
+  EXPECT_EQ(Value(s, "rfrpc_client_fetches_per_call_bucket", with(server, "le", "1")),
+            ch->stats().fetch_histogram[0]);
+  EXPECT_EQ(Value(s, "rfrpc_client_fetches_per_call_bucket", with(server, "le", "15")),
+            fetched - ch->stats().fetch_histogram[15]);
   EXPECT_EQ(Value(s, "rfrpc_client_rdma_ops_total", with(server, "opcode", "read")),
             ch->stats().rdma_reads);
 

@@ -71,6 +71,9 @@ DEFINE_int64(rfrpc_idle_sleep_us,
              "Idle worker: then sleep this long between rounds.");
 
 // Both.
+DEFINE_bool(rfrpc_method_stats, kServerDefaults.method_stats,
+            "Keep per-method call counts and latency histograms (what "
+            "--rfrpc_metrics_port serves per method).");
 DEFINE_string(rfrpc_auth_token, "",
               "Shared secret presented (client) or required (server) in the "
               "handshake; empty: none.");
@@ -145,6 +148,7 @@ absl::Status ApplyChannelFlags(ChannelOptions* o) {
   o->slots_per_connection = FLAGS_rfrpc_slots;
   o->default_timeout = absl::Milliseconds(FLAGS_rfrpc_timeout_ms);
   o->auth_token = FLAGS_rfrpc_auth_token;
+  o->method_stats = FLAGS_rfrpc_method_stats;
   return absl::OkStatus();
 }
 
@@ -171,6 +175,7 @@ absl::Status ApplyServerFlags(ServerOptions* o) {
   o->idle_yield_rounds = FLAGS_rfrpc_idle_yield_rounds;
   o->idle_sleep = absl::Microseconds(FLAGS_rfrpc_idle_sleep_us);
   o->auth_token = FLAGS_rfrpc_auth_token;
+  o->method_stats = FLAGS_rfrpc_method_stats;
   return absl::OkStatus();
 }
 
