@@ -13,11 +13,25 @@
 // --workers=2 gives C/2 connections per server thread and --workers=C one.
 // --cdf_csv=FILE appends each point's latency CDF (Fig. 8).
 //
+// Metrics overhead (docs/observability.md): --metrics=on keeps per-method
+// counters on both sides (ServerOptions/ChannelOptions::method_stats) and
+// serves /metrics, scraped over HTTP every --scrape_ms; off (the default,
+// as before metrics existed) keeps none. --metrics=ab runs each point
+// --ab_rounds times in each setting, alternating (off, on, on, off, ...), each
+// run with a fresh server and channels, and prints the medians:
+//
+//   bazel run -c opt //benchmarks:rpc_bench -- --modes=rf --metrics=ab
+//       --ab_rounds=7 --seconds=2
+//
 // Figures from the shm provider are same-host figures; figures from the
 // Soft-RoCE VM show correctness, not hardware speed.
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -34,6 +48,8 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "rpc/channel.h"
+#include "rpc/metrics.h"
+#include "rpc/metrics_endpoint.h"
 #include "rpc/server.h"
 #include "tests/test_service.h"
 
@@ -63,6 +79,14 @@ DEFINE_int32(repeats, 1,
              "Measure each point this many times and keep the best by ops/s "
              "(other work on a shared machine only slows runs down).");
 DEFINE_bool(csv, false, "Print CSV rows instead of a table.");
+DEFINE_string(metrics, "off",
+              "off: no per-method counters; on: counters on and /metrics "
+              "served, scraped every --scrape_ms; ab: each point in both "
+              "settings, alternating, --ab_rounds times, medians printed.");
+DEFINE_int32(ab_rounds, 5, "--metrics=ab: runs of each point per setting.");
+DEFINE_int32(scrape_ms, 100,
+             "--metrics=on/ab: scrape /metrics this often (Prometheus' "
+             "default is every 15 s).");
 
 namespace rfrpc {
 namespace {
@@ -95,7 +119,8 @@ struct Point {
   std::vector<double> sorted_us;  // Every measured latency, ascending.
 };
 
-Point Run(const std::string& address, RpcMode mode, int size, int server_us) {
+Point Run(const std::string& address, RpcMode mode, int size, int server_us,
+          bool method_stats) {
   std::atomic<bool> measure{false}, stop{false};
   std::vector<std::vector<double>> lat(FLAGS_threads);
   std::vector<ChannelStats> before(FLAGS_threads), after(FLAGS_threads);
@@ -113,6 +138,7 @@ Point Run(const std::string& address, RpcMode mode, int size, int server_us) {
       opts.switch_after = FLAGS_rfrpc_switch_after;
       opts.connections = FLAGS_connections;
       opts.adaptive_fetch_delay = FLAGS_adaptive_fetch_delay;
+      opts.method_stats = method_stats;
       opts.max_request_bytes = std::max(4096, size + 64);
       opts.max_response_bytes = std::max(64 * 1024, size + 64);
       absl::StatusOr<std::unique_ptr<Channel>> ch = Channel::Create(address, opts);
@@ -189,14 +215,149 @@ Point Run(const std::string& address, RpcMode mode, int size, int server_us) {
   return p;
 }
 
-int Main() {
+ServerOptions BenchServerOptions(bool method_stats) {
   ServerOptions so;
   so.provider = FLAGS_provider;
   so.address = FLAGS_address;
   so.workers = FLAGS_workers;
   so.pin_first_cpu = FLAGS_pin ? 0 : -1;
   so.max_request_bytes = 1 << 20;
-  Server server(so);
+  so.method_stats = method_stats;
+  return so;
+}
+
+// GET /metrics from 127.0.0.1:`port`; the bytes received (0 on error).
+size_t Scrape(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  size_t got = 0;
+  static const char kGet[] = "GET /metrics HTTP/1.0\r\n\r\n";
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      write(fd, kGet, sizeof(kGet) - 1) == sizeof(kGet) - 1) {
+    char buf[8192];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof(buf))) > 0) got += n;
+  }
+  close(fd);
+  return got;
+}
+
+// /metrics served and scraped every --scrape_ms while it lives.
+class Scraper {
+ public:
+  explicit Scraper(metrics::RpcMetrics* m) {
+    auto e = metrics::MetricsEndpoint::Start("127.0.0.1", 0, m->collectable());
+    CHECK(e.ok()) << e.status();
+    endpoint_ = std::move(*e);
+    thread_ = std::thread([this] {
+      while (!stop_.load()) {
+        bytes_ = Scrape(endpoint_->port());
+        CHECK_GT(bytes_, 0u) << "scrape of " << endpoint_->url() << " failed";
+        ++scrapes_;
+        absl::SleepFor(absl::Milliseconds(FLAGS_scrape_ms));
+      }
+    });
+  }
+  ~Scraper() {
+    stop_ = true;
+    thread_.join();
+  }
+  int scrapes() const { return scrapes_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  std::unique_ptr<metrics::MetricsEndpoint> endpoint_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> scrapes_{0};
+  std::atomic<size_t> bytes_{0};
+  std::thread thread_;
+};
+
+// One point with a server of its own, metrics on or off.
+Point RunFresh(metrics::RpcMetrics* m, bool on, RpcMode mode, int size,
+               int server_us, int* scrapes) {
+  Server server(BenchServerOptions(on));
+  testing::TestService service;
+  CHECK(server.RegisterService(&service).ok());
+  absl::Status s = server.Start();
+  CHECK(s.ok()) << s;
+  std::unique_ptr<Scraper> scraper;
+  if (on) scraper = std::make_unique<Scraper>(m);
+  Point p = Run(server.address(), mode, size, server_us, on);
+  if (scraper != nullptr) *scrapes += scraper->scrapes();
+  scraper.reset();
+  server.Shutdown();
+  return p;
+}
+
+// --metrics=ab: each point, off and on alternately, medians.
+int MainAb(metrics::RpcMetrics* m) {
+  std::printf("# rpc_bench metrics A/B provider=%s workers=%d client_threads=%d "
+              "rounds=%d seconds=%.1f scrape_ms=%d latency clock=%s%s\n",
+              FLAGS_provider.c_str(), FLAGS_workers, FLAGS_threads,
+              FLAGS_ab_rounds, FLAGS_seconds, FLAGS_scrape_ms,
+              bench::ProcessTicks().source(),
+              FLAGS_provider == "shm" ? " (same-host shm figures)" : "");
+  std::printf("%-8s %-12s %6s %6s %5s | %9s %9s %9s | %9s %9s %9s | %7s %7s\n",
+              "provider", "mode", "size", "srv_us", "round", "off_p50", "off_p99",
+              "off_kops", "on_p50", "on_p99", "on_kops", "p50_on%", "scrapes");
+  for (const std::string& ms : std::vector<std::string>(absl::StrSplit(FLAGS_modes, ','))) {
+    absl::StatusOr<RpcMode> mode = ParseRpcMode(ms);
+    CHECK(mode.ok()) << mode.status();
+    for (int us : ParseInts(FLAGS_server_time_us)) {
+      for (int size : ParseInts(FLAGS_sizes)) {
+        std::vector<double> p50[2], p99[2], ops[2];
+        int scrapes = 0;
+        for (int r = 0; r < FLAGS_ab_rounds; ++r) {
+          // Alternate which goes first, so neither always runs on a
+          // warmer (or busier) machine.
+          for (int k = 0; k < 2; ++k) {
+            const bool on = (r % 2 == 0) == (k == 1);
+            Point p = RunFresh(m, on, *mode, size, us, &scrapes);
+            p50[on].push_back(p.p50_us);
+            p99[on].push_back(p.p99_us);
+            ops[on].push_back(p.ops / 1000);
+            CHECK_EQ(p.failed, 0u) << "calls failed";
+          }
+          std::printf("%-8s %-12s %6d %6d %5d | %9.3f %9.3f %9.1f | %9.3f %9.3f %9.1f | %+6.1f%%\n",
+                      FLAGS_provider.c_str(), ms.c_str(), size, us, r + 1,
+                      p50[0].back(), p99[0].back(), ops[0].back(), p50[1].back(),
+                      p99[1].back(), ops[1].back(),
+                      100 * (p50[1].back() / p50[0].back() - 1));
+          std::fflush(stdout);
+        }
+        const double off50 = bench::Median(p50[0]), on50 = bench::Median(p50[1]);
+        std::printf("%-8s %-12s %6d %6d %5s | %9.3f %9.3f %9.1f | %9.3f %9.3f %9.1f | %+6.1f%% %7d\n",
+                    FLAGS_provider.c_str(), ms.c_str(), size, us, "median", off50,
+                    bench::Median(p99[0]), bench::Median(ops[0]), on50,
+                    bench::Median(p99[1]), bench::Median(ops[1]),
+                    100 * (on50 / off50 - 1), scrapes);
+        std::fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}
+
+int Main() {
+  if (FLAGS_metrics != "off" && FLAGS_metrics != "on" && FLAGS_metrics != "ab") {
+    std::fprintf(stderr, "rpc_bench: --metrics must be off, on or ab\n");
+    return 2;
+  }
+  std::unique_ptr<metrics::RpcMetrics> m;
+  if (FLAGS_metrics != "off") {
+    auto created = metrics::RpcMetrics::Create(
+        std::make_shared<prometheus::Registry>());
+    CHECK(created.ok()) << created.status();
+    m = std::move(*created);
+    m->NameMethod(MethodId(testing::kEchoMethod), testing::kEchoMethod);
+  }
+  if (FLAGS_metrics == "ab") return MainAb(m.get());
+  const bool on = FLAGS_metrics == "on";
+  Server server(BenchServerOptions(on));
   testing::TestService service;
   CHECK(server.RegisterService(&service).ok());
   absl::Status s = server.Start();
@@ -205,6 +366,8 @@ int Main() {
                  s.ToString().c_str());
     return 1;
   }
+  std::unique_ptr<Scraper> scraper;
+  if (on) scraper = std::make_unique<Scraper>(m.get());
   std::printf("# rpc_bench provider=%s workers=%d client_threads=%d R=%d F=%d K=%d "
               "latency clock=%s%s\n",
               FLAGS_provider.c_str(), FLAGS_workers, FLAGS_threads,
@@ -226,9 +389,9 @@ int Main() {
     CHECK(mode.ok()) << mode.status();
     for (int us : ParseInts(FLAGS_server_time_us)) {
       for (int size : ParseInts(FLAGS_sizes)) {
-        Point p = Run(server.address(), *mode, size, us);
+        Point p = Run(server.address(), *mode, size, us, on);
         for (int rep = 1; rep < FLAGS_repeats; ++rep) {
-          Point q = Run(server.address(), *mode, size, us);
+          Point q = Run(server.address(), *mode, size, us, on);
           if (q.ops > p.ops) p = std::move(q);
         }
         if (!FLAGS_cdf_csv.empty()) {
@@ -260,6 +423,11 @@ int Main() {
       }
     }
   }
+  if (scraper != nullptr) {
+    std::printf("# metrics: %d scrapes of /metrics, last %zu bytes\n",
+                scraper->scrapes(), scraper->bytes());
+  }
+  scraper.reset();
   server.Shutdown();
   return 0;
 }

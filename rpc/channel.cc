@@ -395,7 +395,13 @@ class ChannelImpl final : public Channel {
     if (!call_counters_.enabled()) return;
     call_counters_.Finished(
         call.method_id, call.status.ok() ? 0 : static_cast<int>(call.status.code()),
-        internal::UnixNanos() - call.start_ns);
+        FinishNs(call) - call.start_ns);
+  }
+
+  // When `call` finished: as its connection's progress round saw it, or
+  // now if it never reached a connection.
+  static int64_t FinishNs(const PendingCall& call) {
+    return call.finish_ns != 0 ? call.finish_ns : internal::UnixNanos();
   }
 
   // Picks the call's connection, reconnecting a failed one if it is time.
@@ -476,10 +482,7 @@ class ChannelImpl final : public Channel {
   void RunCallbacks(ClientConnection* conn,
                     std::vector<PendingCall*>* finished) {
     const bool timed = conn != nullptr && conn->auto_sizing();
-    // Per-method counts: one clock read for the round.
-    const int64_t round_ns = call_counters_.enabled() && !finished->empty()
-                                 ? internal::UnixNanos()
-                                 : 0;
+
     // Each timed call's start, made its latency at the end.
     absl::InlinedVector<int64_t, 128> latencies;
     // stamps[m]: the clock before timed callback m * kClockEvery.
@@ -487,10 +490,10 @@ class ChannelImpl final : public Channel {
     for (PendingCall* call : *finished) {
       std::function<void(absl::Status)> done = std::move(call->done);
       absl::Status s = std::move(call->status);
-      if (round_ns != 0) {
+      if (call_counters_.enabled()) {
         call_counters_.Finished(call->method_id,
                                 s.ok() ? 0 : static_cast<int>(s.code()),
-                                round_ns - call->start_ns);
+                                FinishNs(*call) - call->start_ns);
       }
       if (timed && s.ok()) {
         if (latencies.size() % kClockEvery == 0) {

@@ -524,6 +524,7 @@ void ClientConnection::FinishCall(PendingCall* call, absl::Status status,
     RecordLatenciesLocked(absl::MakeConstSpan(&latency, 1), now);
   }
   call->status = std::move(status);
+  call->finish_ns = now_ns_;
   if (call->ctx != nullptr) {
     call->ctx->SetResult(call->mode_used, call->fetches, call->reads,
                          absl::Nanoseconds(call->server_time_ns));
@@ -933,6 +934,7 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
     }
   }
   int64_t now = NowNs();
+  now_ns_ = now;
 
   // 0. The open batch goes when T has passed.
   if (open_ >= 0) {
@@ -961,7 +963,7 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
   // 2. Take completions.
   transport::Completion comps[16];
   int n = cq_->Poll(absl::MakeSpan(comps));
-  if (n > 0) now = NowNs();
+  if (n > 0) now_ns_ = now = NowNs();
   for (int i = 0; i < n; ++i) {
     const transport::Completion& c = comps[i];
     if (!c.ok()) {

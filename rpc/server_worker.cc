@@ -222,7 +222,12 @@ void ServerWorker::Serve(ServerConnection* c, uint32_t s) {
     counters_->calls_failed.fetch_add(1, std::memory_order_relaxed);
   }
   const bool large = len > options_.large_result_bytes;
-  const int64_t elapsed = UnixNanos() - start_ns;
+  // With per-method stats RunHandler read the clock as this call's handler
+  // ended (an earlier call's end is before start_ns): no second read.
+  const int64_t end_ns = method_counters_ != nullptr && last_handler_end_ns_ >= start_ns
+                             ? last_handler_end_ns_
+                             : UnixNanos();
+  const int64_t elapsed = end_ns - start_ns;
   c->expected_seq[s] = wire::NextSeq(seq);
   const size_t framed = wire::PublishResponse(
       resp, static_cast<uint32_t>(len), seq, wire::EncodeServerTime(elapsed),

@@ -227,6 +227,10 @@ TEST_F(RpcMetricsTest, ChannelMethodStatsCountWhatTheCallerSaw) {
   EXPECT_EQ(echo.failures[kNotFound], uint64_t{kNotFoundCalls});
   EXPECT_EQ(echo.failures[kDeadline], 1u);
   EXPECT_EQ(echo.latency_ns.count(), uint64_t{kEcho});
+  // The timed-out call waited its 30 ms; nothing took a minute.
+  EXPECT_GE(echo.latency_ns.sum, 30u * 1000 * 1000);
+  EXPECT_LT(echo.latency_ns.sum, 60ull * 1000 * 1000 * 1000);
+  EXPECT_GE(echo.latency_ns.Quantile(1.0), 30e6);
   EXPECT_TRUE(echo.result_bytes.counts.empty());
 }
 
