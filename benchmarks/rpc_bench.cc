@@ -42,6 +42,8 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "benchmarks/bench_util.h"
@@ -86,7 +88,7 @@ DEFINE_string(metrics, "off",
 DEFINE_int32(ab_rounds, 5, "--metrics=ab: runs of each point per setting.");
 DEFINE_int32(scrape_ms, 100,
              "--metrics=on/ab: scrape /metrics this often (Prometheus' "
-             "default is every 15 s).");
+             "default is every 15 s); 0: serve it, never scrape.");
 
 namespace rfrpc {
 namespace {
@@ -252,34 +254,45 @@ class Scraper {
     auto e = metrics::MetricsEndpoint::Start("127.0.0.1", 0, m->collectable());
     CHECK(e.ok()) << e.status();
     endpoint_ = std::move(*e);
+    if (FLAGS_scrape_ms <= 0) return;  // Served, never scraped.
     thread_ = std::thread([this] {
-      while (!stop_.load()) {
+      do {
+        const absl::Time t0 = absl::Now();
         bytes_ = Scrape(endpoint_->port());
         CHECK_GT(bytes_, 0u) << "scrape of " << endpoint_->url() << " failed";
+        scrape_us_ += absl::ToInt64Microseconds(absl::Now() - t0);
         ++scrapes_;
-        absl::SleepFor(absl::Milliseconds(FLAGS_scrape_ms));
-      }
+      } while (!stop_.WaitForNotificationWithTimeout(
+          absl::Milliseconds(FLAGS_scrape_ms)));
     });
   }
   ~Scraper() {
-    stop_ = true;
-    thread_.join();
+    stop_.Notify();
+    if (thread_.joinable()) thread_.join();
   }
   int scrapes() const { return scrapes_; }
   size_t bytes() const { return bytes_; }
+  int64_t scrape_us() const { return scrape_us_; }
 
  private:
   std::unique_ptr<metrics::MetricsEndpoint> endpoint_;
-  std::atomic<bool> stop_{false};
+  absl::Notification stop_;
   std::atomic<int> scrapes_{0};
   std::atomic<size_t> bytes_{0};
+  std::atomic<int64_t> scrape_us_{0};
   std::thread thread_;
 };
 
 // One point with a server of its own, metrics on or off.
 Point RunFresh(metrics::RpcMetrics* m, bool on, RpcMode mode, int size,
-               int server_us, int* scrapes) {
-  Server server(BenchServerOptions(on));
+               int server_us, int* scrapes, int64_t* scrape_us, size_t* bytes) {
+  ServerOptions so = BenchServerOptions(on);
+  // One address for every run, as a long-lived server would have: the
+  // metrics keep one set of series, not one per run.
+  if (so.address.empty() && so.provider == "shm") {
+    so.address = absl::StrCat("@rpc_bench-", getpid());
+  }
+  Server server(so);
   testing::TestService service;
   CHECK(server.RegisterService(&service).ok());
   absl::Status s = server.Start();
@@ -287,7 +300,11 @@ Point RunFresh(metrics::RpcMetrics* m, bool on, RpcMode mode, int size,
   std::unique_ptr<Scraper> scraper;
   if (on) scraper = std::make_unique<Scraper>(m);
   Point p = Run(server.address(), mode, size, server_us, on);
-  if (scraper != nullptr) *scrapes += scraper->scrapes();
+  if (scraper != nullptr) {
+    *scrapes += scraper->scrapes();
+    *scrape_us += scraper->scrape_us();
+    *bytes = scraper->bytes();
+  }
   scraper.reset();
   server.Shutdown();
   return p;
@@ -309,19 +326,22 @@ int MainAb(metrics::RpcMetrics* m) {
     CHECK(mode.ok()) << mode.status();
     for (int us : ParseInts(FLAGS_server_time_us)) {
       for (int size : ParseInts(FLAGS_sizes)) {
-        std::vector<double> p50[2], p99[2], ops[2];
+        std::vector<double> p50[2], p99[2], ops[2], paired;
         int scrapes = 0;
+        int64_t scrape_us = 0;
+        size_t bytes = 0;
         for (int r = 0; r < FLAGS_ab_rounds; ++r) {
           // Alternate which goes first, so neither always runs on a
           // warmer (or busier) machine.
           for (int k = 0; k < 2; ++k) {
             const bool on = (r % 2 == 0) == (k == 1);
-            Point p = RunFresh(m, on, *mode, size, us, &scrapes);
+            Point p = RunFresh(m, on, *mode, size, us, &scrapes, &scrape_us, &bytes);
             p50[on].push_back(p.p50_us);
             p99[on].push_back(p.p99_us);
             ops[on].push_back(p.ops / 1000);
             CHECK_EQ(p.failed, 0u) << "calls failed";
           }
+          paired.push_back(p50[1].back() / p50[0].back() - 1);
           std::printf("%-8s %-12s %6d %6d %5d | %9.3f %9.3f %9.1f | %9.3f %9.3f %9.1f | %+6.1f%%\n",
                       FLAGS_provider.c_str(), ms.c_str(), size, us, r + 1,
                       p50[0].back(), p99[0].back(), ops[0].back(), p50[1].back(),
@@ -335,6 +355,17 @@ int MainAb(metrics::RpcMetrics* m) {
                     bench::Median(p99[0]), bench::Median(ops[0]), on50,
                     bench::Median(p99[1]), bench::Median(ops[1]),
                     100 * (on50 / off50 - 1), scrapes);
+        std::printf("# %s size=%d srv_us=%d: p50 with metrics on is %+.1f%% of off "
+                    "(medians of %d runs each); median of the rounds' paired "
+                    "differences %+.1f%%; provider %s\n",
+                    ms.c_str(), size, us, 100 * (on50 / off50 - 1),
+                    FLAGS_ab_rounds, 100 * bench::Median(paired),
+                    FLAGS_provider.c_str());
+        if (scrapes > 0) {
+          std::printf("# %d scrapes of /metrics, %.2f ms each on average, the "
+                      "last %zu bytes\n",
+                      scrapes, scrape_us / 1000.0 / scrapes, bytes);
+        }
         std::fflush(stdout);
       }
     }
@@ -423,9 +454,11 @@ int Main() {
       }
     }
   }
-  if (scraper != nullptr) {
-    std::printf("# metrics: %d scrapes of /metrics, last %zu bytes\n",
-                scraper->scrapes(), scraper->bytes());
+  if (scraper != nullptr && scraper->scrapes() > 0) {
+    std::printf("# %d scrapes of /metrics, %.2f ms each on average, the last "
+                "%zu bytes\n",
+                scraper->scrapes(), scraper->scrape_us() / 1000.0 / scraper->scrapes(),
+                scraper->bytes());
   }
   scraper.reset();
   server.Shutdown();

@@ -61,7 +61,6 @@ uint64_t MethodStats::failed() const {
 
 void MethodStats::Merge(const MethodStats& other) {
   calls += other.calls;
-  started += other.started;
   for (int i = 0; i < kStatusCodes; ++i) failures[i] += other.failures[i];
   latency_ns.Merge(other.latency_ns);
   result_bytes.Merge(other.result_bytes);

@@ -56,9 +56,6 @@ struct MethodStats {
   std::string method;
   // Calls that finished, OK or not.
   uint64_t calls = 0;
-  // Channel: calls started (started - calls are in flight). Server: equal to
-  // calls.
-  uint64_t started = 0;
   // Finished calls by status code (failures[0], OK, stays 0).
   std::array<uint64_t, kStatusCodes> failures{};
   // Server: handler time, ns, from the call's arrival (for the calls of a

@@ -324,6 +324,7 @@ class ChannelImpl final : public Channel {
       if (!c) continue;
       st.fetch_rtt_ns += absl::ToDoubleNanoseconds(c->fetch_rtt());
       st.fetch_delay_ns += absl::ToDoubleNanoseconds(c->fetch_delay());
+      st.slots_in_use += c->busy_slots();
       ++n;
     }
     if (n > 0) {
@@ -367,7 +368,6 @@ class ChannelImpl final : public Channel {
     call->response = response;
     call->ctx = ctx;
     call->start_ns = internal::UnixNanos();
-    call_counters_.Started(method_id);
     if (ctx != nullptr && ctx->deadline() != absl::InfiniteFuture()) {
       call->deadline_ns = UnixNanosSaturated(ctx->deadline());
     } else if (ctx != nullptr && ctx->timeout() != absl::InfiniteDuration()) {

@@ -118,6 +118,8 @@ struct ChannelStats {
   // trip and the learned delay before a call's first fetch.
   double fetch_rtt_ns = 0;
   double fetch_delay_ns = 0;
+  // Now: slots (calls in flight, or batches) in use, over connections.
+  int slots_in_use = 0;
 
   // Batching.
   uint64_t batches = 0;               // Request batches sent.

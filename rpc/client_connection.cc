@@ -108,6 +108,11 @@ absl::Duration ClientConnection::fetch_delay() const {
   return absl::Nanoseconds(fetch_delay_ns_);
 }
 
+int ClientConnection::busy_slots() const {
+  MutexLock lock(&mu_);
+  return busy_slots_;
+}
+
 bool ClientConnection::Post(const WorkRequest& wr) {
   return PostList(absl::MakeConstSpan(&wr, 1));
 }

@@ -153,6 +153,8 @@ class ClientConnection {
   const wire::ConnectionLayout& layout() const { return layout_; }
   absl::Duration fetch_rtt() const;
   absl::Duration fetch_delay() const;
+  // Slots holding a call or a batch now.
+  int busy_slots() const;
 
  private:
   enum class Phase : uint8_t {

@@ -22,13 +22,11 @@ void MethodCounters::Finish(int code, int64_t latency) {
 }
 
 void MethodCounters::Served(int code, int64_t handler_ns, uint64_t bytes) {
-  started.Add(1);
   Finish(code, handler_ns);
   if (code == 0) result_bytes.Record(bytes);
 }
 
 void MethodCounters::AddTo(MethodStats* out) const {
-  out->started += started.Read();
   out->calls += calls.Read();
   for (int i = 0; i < kStatusCodes; ++i) out->failures[i] += failures[i].Read();
   latency_ns.AddTo(&out->latency_ns);
@@ -65,7 +63,7 @@ void WorkerMethodCounters::AddTo(std::vector<MethodStats>* out) const {
     m.counters->AddTo(FindOrAdd(out, m.id, m.name));
   }
   // Unknown ids: shown only once there were any.
-  if (unknown_.calls.Read() > 0 || unknown_.started.Read() > 0) {
+  if (unknown_.calls.Read() > 0) {
     unknown_.AddTo(FindOrAdd(out, 0, ""));
   }
 }

@@ -96,16 +96,14 @@ using BytesHistogram = Log2Histogram<4, 17>;
 // One method's counters. `code` arguments are absl::StatusCode values
 // (0 = OK); out-of-range codes count as UNKNOWN (2).
 struct MethodCounters {
-  SingleWriterCounter started;
   SingleWriterCounter calls;
   SingleWriterCounter failures[kStatusCodes];
   LatencyHistogram latency_ns;
   BytesHistogram result_bytes;
 
-  void Start() { started.Add(1); }
   // A call that finished with `code` after `latency_ns`.
   void Finish(int code, int64_t latency_ns);
-  // A server call: as Finish, and counted as started; an OK result's size.
+  // A server call: as Finish, and an OK result's size.
   void Served(int code, int64_t handler_ns, uint64_t result_bytes);
   // Adds the counts to `*out` (not null).
   void AddTo(MethodStats* out) const;
@@ -157,9 +155,6 @@ class ClientMethodCounters {
   ClientMethodCounters& operator=(const ClientMethodCounters&) = delete;
 
   bool enabled() const { return enabled_; }
-  void Started(uint32_t method_id) {
-    if (enabled_) ForThisThread(method_id, [](MethodCounters* m) { m->Start(); });
-  }
   void Finished(uint32_t method_id, int code, int64_t latency_ns) {
     if (enabled_) {
       ForThisThread(method_id, [code, latency_ns](MethodCounters* m) {

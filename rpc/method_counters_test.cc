@@ -70,7 +70,6 @@ TEST(MethodCountersTest, ServedCountsCodesTimeAndOkResultSizes) {
   MethodStats s;
   m.AddTo(&s);
   EXPECT_EQ(s.calls, 3u);
-  EXPECT_EQ(s.started, 3u);
   EXPECT_EQ(s.failures[kNotFound], 1u);
   EXPECT_EQ(s.failures[static_cast<int>(absl::StatusCode::kUnknown)], 1u);
   EXPECT_EQ(s.failures[0], 0u);
@@ -116,7 +115,6 @@ TEST(WorkerMethodCountersTest, NoUnknownEntryWithoutUnknownCalls) {
 
 TEST(ClientMethodCountersTest, DisabledKeepsNothing) {
   ClientMethodCounters c(/*enabled=*/false);
-  c.Started(1);
   c.Finished(1, 0, 100);
   EXPECT_TRUE(c.Snapshot().empty());
 }
@@ -130,7 +128,6 @@ TEST(ClientMethodCountersTest, SumsThreadsAndKeepsCountsOfExitedThreads) {
       threads.emplace_back([&c, t] {
         for (int i = 0; i < kCalls; ++i) {
           const uint32_t id = 1 + (i % 2);
-          c.Started(id);
           c.Finished(id, t == 0 && i < 10 ? kDeadline : 0, 1000);
         }
       });
@@ -145,7 +142,6 @@ TEST(ClientMethodCountersTest, SumsThreadsAndKeepsCountsOfExitedThreads) {
   EXPECT_EQ(s[1].method_id, 2u);
   const uint64_t per_method = 2ull * kThreads * kCalls / 2;
   EXPECT_EQ(s[0].calls, per_method);
-  EXPECT_EQ(s[0].started, per_method);
   EXPECT_EQ(s[1].calls, per_method);
   EXPECT_EQ(s[0].failures[kDeadline] + s[1].failures[kDeadline], 20u);
   EXPECT_EQ(s[0].latency_ns.count(), per_method);

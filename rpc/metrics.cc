@@ -207,7 +207,7 @@ struct RpcMetrics::State {
       c_results, c_switches, c_rdma, c_fetches, c_server_time, c_batches,
       c_batched, c_flushes, c_parts, c_delayed, c_adjust, c_queued;
   std::unique_ptr<HistogramFold> c_duration, c_fetches_per_call;
-  std::unique_ptr<GaugeFold> c_channels, c_connections, c_in_flight,
+  std::unique_ptr<GaugeFold> c_channels, c_connections, c_slots,
       c_fetch_delay, c_fetch_rtt, c_batch_size, c_sizer_k;
 };
 
@@ -288,8 +288,8 @@ absl::Status RpcMetrics::State::Build() {
           "Calls cancelled (code CANCELLED: channel destroyed), by method.");
   histogram(&c_duration, "rfrpc_client_call_duration_seconds",
             "Call latency a client saw, by method.", kNs);
-  gauge(&c_in_flight, "rfrpc_client_calls_in_flight",
-        "Calls started and not finished.");
+  gauge(&c_slots, "rfrpc_client_slots_in_use",
+        "Connection slots holding a call (or a batch) now.");
   // Client: modes.
   counter(&c_results, "rfrpc_client_results_total",
           "Results that arrived, by how: remote_fetch (the client READ them) "
@@ -382,12 +382,9 @@ void RpcMetrics::State::FoldChannels(
       return prometheus::Labels{{"server", c.address}, {name, std::move(value)}};
     };
     const ChannelStats& st = c.stats;
-    uint64_t started = 0, finished = 0;
     for (const MethodStats& m : c.methods) {
       const std::string method = ClientMethodName(m.method_id);
       const prometheus::Labels l{{"server", c.address}, {"method", method}};
-      started += m.started;
-      finished += m.calls;
       c_calls->Set(l, static_cast<double>(m.calls));
       for (int code = 1; code < kStatusCodes; ++code) {
         c_failures->SetIfAny({{"server", c.address},
@@ -435,16 +432,14 @@ void RpcMetrics::State::FoldChannels(
       c_channels->Set(server, c.live);
       c_connections->Set(with("mode", "remote_fetch"), c.connections_remote_fetch);
       c_connections->Set(with("mode", "server_reply"), c.connections_server_reply);
-      c_in_flight->Set(server, started > finished
-                                   ? static_cast<double>(started - finished)
-                                   : 0.0);
+      c_slots->Set(server, st.slots_in_use);
       c_fetch_delay->Set(server, st.fetch_delay_ns * kNs);
       c_fetch_rtt->Set(server, st.fetch_rtt_ns * kNs);
       c_batch_size->Set(server, st.batch_size);
       c_sizer_k->Set(server, st.sizer_k);
     }
   }
-  for (GaugeFold* g : {c_channels.get(), c_connections.get(), c_in_flight.get(),
+  for (GaugeFold* g : {c_channels.get(), c_connections.get(), c_slots.get(),
                        c_fetch_delay.get(), c_fetch_rtt.get(),
                        c_batch_size.get(), c_sizer_k.get()}) {
     g->Sweep();

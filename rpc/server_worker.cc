@@ -234,6 +234,7 @@ void ServerWorker::Serve(ServerConnection* c, uint32_t s) {
       code, large ? wire::kResponseFlagPushed : 0);
   counters_->calls.fetch_add(1, std::memory_order_relaxed);
   FinishPublish(c, s, 0, framed, large);
+  FlushMethodStats();
 }
 
 absl::Status ServerWorker::RunHandler(ServerConnection* c, uint32_t method_id,
@@ -277,8 +278,10 @@ absl::Status ServerWorker::RunHandler(ServerConnection* c, uint32_t method_id,
   if (method_counters_ != nullptr) {
     // A batch's calls share start_ns: each is timed from the previous end.
     const int64_t end = UnixNanos();
-    last_counters_->Served(status.ok() ? 0 : static_cast<int>(status.code()),
-                           end - std::max(start_ns, last_handler_end_ns_), *len);
+    FlushMethodStats();  // A batch's previous call.
+    pending_served_ = {last_counters_,
+                       status.ok() ? 0 : static_cast<int>(status.code()),
+                       end - std::max(start_ns, last_handler_end_ns_), *len};
     last_handler_end_ns_ = end;
   }
   return status;
@@ -390,6 +393,7 @@ void ServerWorker::ServeBatch(ServerConnection* c, uint32_t s,
     ++done;
   }
   if (part_entries > 0) publish();
+  FlushMethodStats();
 }
 
 void ServerWorker::FinishPublish(ServerConnection* c, uint32_t s,

@@ -120,6 +120,22 @@ class ServerWorker {
   WorkerMethodCounters* const method_counters_;
   MethodCounters* last_counters_ = nullptr;
   int64_t last_handler_end_ns_ = 0;
+  // The last call's figures, recorded once its result is published
+  // (FlushMethodStats), off the reply's path.
+  struct PendingServed {
+    MethodCounters* counters = nullptr;
+    int code = 0;
+    int64_t handler_ns = 0;
+    uint64_t result_bytes = 0;
+  };
+  PendingServed pending_served_;
+  void FlushMethodStats() {
+    if (pending_served_.counters == nullptr) return;
+    pending_served_.counters->Served(pending_served_.code,
+                                     pending_served_.handler_ns,
+                                     pending_served_.result_bytes);
+    pending_served_.counters = nullptr;
+  }
   // Signaled WRITEs (pushes) posted on any connection, less completions
   // taken (never below 0); the loop polls the completion queue only while
   // > 0, as nothing else posts to it. Counts failed posts too, so it may

@@ -50,8 +50,8 @@ struct ChannelSnapshot {
   // Channels to it that exist now.
   int live = 0;
   // Counters summed over every channel to the address; the gauges
-  // (fetch_rtt_ns, fetch_delay_ns, batch_size, sizer_k) averaged over the
-  // live ones.
+  // averaged (fetch_rtt_ns, fetch_delay_ns, batch_size, sizer_k) or summed
+  // (slots_in_use) over the live ones.
   ChannelStats stats;
   std::vector<MethodStats> methods;  // Sorted by method id.
   // Live channels' connections by the mode they use now.

@@ -172,6 +172,7 @@ class Registry {
         snap.stats.fetch_rtt_ns += st.fetch_rtt_ns / snap.live;
         snap.stats.fetch_delay_ns += st.fetch_delay_ns / snap.live;
         snap.stats.sizer_k += st.sizer_k / snap.live;
+        snap.stats.slots_in_use += st.slots_in_use;
         batch_size += static_cast<double>(c->batch_size()) / snap.live;
         MergeMethods(c->method_stats(), &snap.methods, kById);
         for (int i = 0; i < c->connections(); ++i) {
