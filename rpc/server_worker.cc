@@ -85,12 +85,12 @@ void ServerWorker::Close(size_t i, const absl::Status& why) {
   VLOG(1) << "worker " << index_ << ": closing connection from " << c->peer
           << ": " << why;
   c->conn->Fail(why);
+  counters_->connections_open.fetch_sub(1, std::memory_order_relaxed);
+  counters_->connection_slots.fetch_sub(c->layout.slots, std::memory_order_relaxed);
   conns_[i] = std::move(conns_.back());
   conns_.pop_back();
   connections_.fetch_sub(1);
   counters_->connections_closed.fetch_add(1, std::memory_order_relaxed);
-  counters_->connections_open.fetch_sub(1, std::memory_order_relaxed);
-  counters_->connection_slots.fetch_sub(c->layout.slots, std::memory_order_relaxed);
 }
 
 void ServerWorker::Idle(int* empty_rounds) {
