@@ -15,13 +15,15 @@
 //
 // Metrics overhead (docs/observability.md): --metrics=on keeps per-method
 // counters on both sides (ServerOptions/ChannelOptions::method_stats) and
-// serves /metrics, scraped over HTTP every --scrape_ms; off (the default,
-// as before metrics existed) keeps none. --metrics=ab runs each point
-// --ab_rounds times in each setting, alternating (off, on, on, off, ...), each
-// run with a fresh server and channels, and prints the medians:
+// serves /metrics, scraped over HTTP every --scrape_ms (default 1 s); off
+// (the default, as before metrics existed) keeps none. --metrics=ab runs
+// each point --ab_rounds times in each setting, alternating (off, on, on,
+// off, ...), each run with a fresh server (at one address) and fresh
+// channels, and prints the medians of the runs' p50s and the median of the
+// rounds' paired differences:
 //
-//   bazel run -c opt //benchmarks:rpc_bench -- --modes=rf --metrics=ab
-//       --ab_rounds=7 --seconds=2
+//   bazel run //benchmarks:rpc_bench -- --modes=rf,server_reply --metrics=ab
+//       --ab_rounds=21 --seconds=0.3
 //
 // Figures from the shm provider are same-host figures; figures from the
 // Soft-RoCE VM show correctness, not hardware speed.
@@ -86,9 +88,11 @@ DEFINE_string(metrics, "off",
               "served, scraped every --scrape_ms; ab: each point in both "
               "settings, alternating, --ab_rounds times, medians printed.");
 DEFINE_int32(ab_rounds, 5, "--metrics=ab: runs of each point per setting.");
-DEFINE_int32(scrape_ms, 100,
-             "--metrics=on/ab: scrape /metrics this often (Prometheus' "
-             "default is every 15 s); 0: serve it, never scrape.");
+DEFINE_int32(scrape_ms, 1000,
+             "--metrics=on/ab: scrape /metrics this often (15x Prometheus' "
+             "usual 15 s; on a host whose cores all busy-poll, each scrape "
+             "takes a core from a poller for about a millisecond); 0: serve "
+             "it, never scrape.");
 
 namespace rfrpc {
 namespace {
