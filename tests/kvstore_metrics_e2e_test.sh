@@ -13,7 +13,9 @@
 #
 # The client side (ycsb --rfrpc_metrics_file, written when the run ends) must
 # pass promtool and count the same calls. Ports are ephemeral
-# (--rfrpc_metrics_port=-1: the server prints where it serves).
+# (--rfrpc_metrics_port=-1: the server prints where it serves). First, the
+# example alert rules of docs/observability.md must pass `promtool check
+# rules` and fire (only) when the server-reply share rises.
 #
 #   RFRPC_TEST_BIN  folder holding kvstore/server/kvstore_server and
 #                   kvstore/ycsb/ycsb (default: the runfiles root).
@@ -23,6 +25,7 @@ BIN="${RFRPC_TEST_BIN:-.}"
 SERVER="$BIN/kvstore/server/kvstore_server"
 YCSB="$BIN/kvstore/ycsb/ycsb"
 W="$BIN/kvstore/workloads"
+DOC="${RFRPC_TEST_DOC:-docs/observability.md}"
 TMP="$(mktemp -d "${TEST_TMPDIR:-/tmp}/kvstore_metrics.XXXXXX")"
 R=2000        # Records of the key space; half are loaded.
 OPS=4000      # Reads in step 2.
@@ -88,6 +91,42 @@ scrape() {  # scrape FILE: GET /metrics, then promtool must accept it.
 [ -x "$YCSB" ] || fail "no $YCSB"
 command -v promtool >/dev/null || fail "no promtool (Debian package prometheus; tools/setup.sh)"
 command -v curl >/dev/null || fail "no curl (tools/setup.sh)"
+
+# 0. The documented alert: the yaml block that holds "groups:".
+[ -f "$DOC" ] || fail "no $DOC"
+awk '/^```yaml$/ { inb = 1; buf = ""; next }
+     /^```$/ && inb { inb = 0; if (buf ~ /groups:/) printf "%s", buf; next }
+     inb { buf = buf $0 "\n" }' "$DOC" >"$TMP/rules.yml"
+grep -q "alert: RfrpcServerReplyShareRising" "$TMP/rules.yml" ||
+  fail "no RfrpcServerReplyShareRising rule in $DOC"
+promtool check rules "$TMP/rules.yml" >"$TMP/rules.out" 2>&1 || {
+  cat "$TMP/rules.out"; fail "promtool check rules rejected the documented rules"; }
+# A day at 10% server-reply, then 90%: silent before, firing 30 min after.
+cat >"$TMP/rules_test.yml" <<'YAML'
+rule_files: [rules.yml]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      - series: 'rfrpc_client_results_total{mode="server_reply",server="kv1"}'
+        values: '0+10x1500 15090+90x60'
+      - series: 'rfrpc_client_results_total{mode="remote_fetch",server="kv1"}'
+        values: '0+90x1500 135010+10x60'
+    alert_rule_test:
+      - eval_time: 1500m
+        alertname: RfrpcServerReplyShareRising
+        exp_alerts: []
+      - eval_time: 1530m
+        alertname: RfrpcServerReplyShareRising
+        exp_alerts:
+          - exp_labels: {severity: warning, server: kv1}
+            exp_annotations:
+              summary: "kv1: 90% of results by server-reply"
+              description: "Clients of kv1 fall back to server-reply: results take longer than R fetches. Check rfrpc_server_handler_seconds and the server's CPU."
+YAML
+(cd "$TMP" && promtool test rules rules_test.yml) >"$TMP/rules_test.out" 2>&1 || {
+  cat "$TMP/rules_test.out"; fail "the documented alert does not fire as it should"; }
+echo "ok: the documented alert rules pass promtool check and test rules"
 
 timeout -k 5 300 "$SERVER" --workers=2 --kv_memory_mb=16 \
   --kv_max_value_bytes="$MAX_VALUE" --address_file="$TMP/addr" \
