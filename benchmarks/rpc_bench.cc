@@ -25,6 +25,9 @@
 //   bazel run //benchmarks:rpc_bench -- --modes=rf,server_reply --metrics=ab
 //       --ab_rounds=21 --seconds=0.3
 //
+// --rfrpc_metrics_port / --rfrpc_metrics_file (//tools:metrics_flags) serve
+// or write the process's metrics as kvstore_server's do.
+//
 // Figures from the shm provider are same-host figures; figures from the
 // Soft-RoCE VM show correctness, not hardware speed.
 
@@ -56,6 +59,7 @@
 #include "rpc/metrics_endpoint.h"
 #include "rpc/server.h"
 #include "tests/test_service.h"
+#include "tools/metrics_flags.h"
 
 DEFINE_string(provider, "shm", "Transport provider: shm, verbs or auto.");
 DEFINE_string(address, "", "Listen address (verbs: ip:0).");
@@ -475,5 +479,30 @@ int Main() {
 int main(int argc, char** argv) {
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
-  return rfrpc::Main();
+  // --rfrpc_metrics_port / --rfrpc_metrics_file: watch a long run from
+  // Prometheus, or keep its final counts (whatever --metrics says).
+  absl::StatusOr<std::unique_ptr<rfrpc::tools::FlagMetrics>> flag_metrics =
+      rfrpc::tools::FlagMetrics::Create();
+  if (!flag_metrics.ok()) {
+    std::fprintf(stderr, "rpc_bench: %s\n", flag_metrics.status().ToString().c_str());
+    return 2;
+  }
+  if (*flag_metrics != nullptr) {
+    (*flag_metrics)->metrics()->NameMethod(rfrpc::MethodId(rfrpc::testing::kEchoMethod),
+                                           rfrpc::testing::kEchoMethod);
+    absl::Status s = (*flag_metrics)->Serve();
+    if (!s.ok()) {
+      std::fprintf(stderr, "rpc_bench: %s\n", s.ToString().c_str());
+      return 1;
+    }
+    if ((*flag_metrics)->serving()) {
+      std::printf("# metrics on %s\n", (*flag_metrics)->url().c_str());
+    }
+  }
+  const int rc = rfrpc::Main();
+  if (*flag_metrics != nullptr) {
+    absl::Status s = (*flag_metrics)->WriteFile();
+    if (!s.ok()) std::fprintf(stderr, "rpc_bench: %s\n", s.ToString().c_str());
+  }
+  return rc;
 }
