@@ -482,7 +482,6 @@ class ChannelImpl final : public Channel {
   void RunCallbacks(ClientConnection* conn,
                     std::vector<PendingCall*>* finished) {
     const bool timed = conn != nullptr && conn->auto_sizing();
-
     // Each timed call's start, made its latency at the end.
     absl::InlinedVector<int64_t, 128> latencies;
     // stamps[m]: the clock before timed callback m * kClockEvery.
