@@ -16,6 +16,10 @@
 #    client threads, the same proto/echo.proto
 # 7. YCSB A and C: Jakiro vs memcached and Redis (benchmarks/kv_compare.sh,
 #    when present; it starts and stops memcached and redis-server itself)
+# 8. server cost vs connected clients (scale_bench, shm): latency and calls/s
+#    with 1 active and M - 1 idle clients, round robin over all M, 8 threads;
+#    idle server CPU, first call after idle, fds and RSS per connection,
+#    connect/close cycles and SIGKILLed clients
 #
 # Writes benchmarks/results/<date>_<time>-<provider>/: expN_*.csv, expN_*.png,
 # summary.md, logs/. --quick takes under 5 minutes on a 2-core machine once
@@ -192,6 +196,16 @@ if [ -x benchmarks/kv_compare.sh ]; then
 else
   progress "exp7: benchmarks/kv_compare.sh not available yet (branch jakiro); skipped"
   echo "not available: benchmarks/kv_compare.sh (branch jakiro) is not merged yet" > "$OUT/exp7_unavailable.txt"
+fi
+
+# --- Experiment 8: server cost vs connected clients (issue 15) -------------
+if [ "$PROVIDER" = shm ]; then
+  if [ "$MODE" = quick ]; then SC_MS=1,128,1024; SC_SEC=0.5; else SC_MS=1,16,128,1024,4096; SC_SEC=1; fi
+  progress "exp8: scale_bench, M = $SC_MS connected clients, one server worker (${SC_SEC}s per point)"
+  run_group "$OUT/exp8_scale.txt" "$OUT/logs/exp8.err" ""     "$BIN/scale_bench" --ms="$SC_MS" --seconds="$SC_SEC" --cycles=1000 --kills=50 ||
+    progress "  scale_bench failed (exit $?; logs/exp8.err)"
+  run_group "$OUT/exp8_scale.csv" "$OUT/logs/exp8_csv.err" ""     "$BIN/scale_bench" --ms="$SC_MS" --seconds="$SC_SEC" --csv ||
+    progress "  scale_bench --csv failed (exit $?; logs/exp8_csv.err)"
 fi
 
 echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/meta.txt"

@@ -34,6 +34,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/cpu_relax.h"
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
@@ -90,12 +91,6 @@ double NsSince(Clock::time_point t0) {
   return std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
 }
 
-inline void Relax() {
-#if defined(__x86_64__)
-  __builtin_ia32_pause();
-#endif
-}
-
 // Spins until pred(); gives up (returns false) after about `limit_s`
 // seconds. The clock is first read after 4096 spins, not on entry: a round
 // trip spins far less than that, so the loops measured below pay no clock
@@ -105,7 +100,7 @@ bool BoundedSpin(Pred pred, double limit_s = 10) {
   Clock::time_point t0;
   for (uint64_t i = 1;; ++i) {
     if (pred()) return true;
-    Relax();
+    CpuRelax();
     if ((i & 0xfff) == 0) {
       if (i == 0x1000) {
         t0 = Clock::now();
@@ -241,7 +236,7 @@ void LatencyAndRate(Setup* s, const std::vector<uint32_t>& sizes) {
         const uint64_t t0 = ticks.Now();
         Check(c->Post({&wr, 1}), "post");
         Completion done;
-        while (s->client_cq->Poll({&done, 1}) == 0) Relax();
+        while (s->client_cq->Poll({&done, 1}) == 0) CpuRelax();
         lat.push_back(ticks.NsBetween(t0, ticks.Now()));
         Check(done.ToStatus(), "completion");
       }

@@ -34,7 +34,6 @@ class Served {
     ServerOptions server_options;
     server_options.provider = "shm";
     server_options.idle_spin_rounds = 200;
-    server_options.idle_yield_rounds = 200;
     server_ = std::make_unique<Server>(server_options);
     for (Service* service : services) {
       absl::Status s = server_->RegisterService(service);

@@ -35,7 +35,6 @@ class GeneratedEchoE2eTest : public ::testing::Test {
     ServerOptions server_options;
     server_options.provider = "shm";
     server_options.idle_spin_rounds = 200;
-    server_options.idle_yield_rounds = 200;
     server_ = std::make_unique<Server>(server_options);
     ASSERT_TRUE(server_->RegisterService(&impl_).ok());
     absl::Status s = server_->Start();

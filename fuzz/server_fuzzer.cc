@@ -67,7 +67,7 @@ class Harness {
     // instead of spinning: on a busy 2-core machine a spinning worker holds
     // its core until preempted while the harness thread waits for a slice.
     so.idle_spin_rounds = 64;
-    so.idle_yield_rounds = 1 << 30;
+    so.idle_park_after = absl::InfiniteDuration();
     server_ = std::make_unique<Server>(so);
     if (!server_->RegisterService(&service_).ok()) Die("register");
     if (!server_->Start().ok()) Die("start");
@@ -77,7 +77,7 @@ class Harness {
     local_ = *provider_->AllocateMemory(kRequestSlotBytes + kResponseSlotBytes + 64);
     reply_ = *provider_->AllocateMemory(kResponseSlotBytes);
     rpc::RpcHello hello;
-    hello.set_version(1);
+    hello.set_version(wire::kRpcVersion);
     hello.set_worker(-1);
     hello.set_slots(1);
     hello.set_request_slot_bytes(kRequestSlotBytes);
@@ -106,6 +106,9 @@ class Harness {
       Die("layout");
     }
     server_region_ = conn_->peer().regions.at(0);
+    bell_word_ = conn_->peer().regions.at(1);
+    bell_summary_ = conn_->peer().regions.at(2);
+    local_->data()[kBellOffset + 8] = 1;  // The summary byte's value.
   }
 
   void Run(const uint8_t* data, size_t size);
@@ -134,6 +137,19 @@ class Harness {
                                   layout_.ResponseSlotOffset(0) + offset));
     return local_->data() + kRequestSlotBytes + offset;
   }
+  // Rings the worker's doorbell for slot 0, as a client does after its
+  // request WRITE (docs/wire_formats.md section 7).
+  void Ring() {
+    const uint64_t word = wire::BellWord(++rings_, wire::SlotBit(0));
+    std::memcpy(local_->data() + kBellOffset, &word, 8);
+    WorkRequest wrs[2] = {
+        WorkRequest::Write(4, local_.get(), kBellOffset, 8, bell_word_, 0),
+        WorkRequest::Write(5, local_.get(), kBellOffset + 8, 1, bell_summary_, 0)};
+    wrs[0].signaled = false;
+    if (!conn_->Post(absl::MakeConstSpan(wrs, 2)).ok()) Die("ring failed");
+    transport::Completion c;
+    if (!cq_->Wait(&c, absl::Seconds(5)).ok() || !c.ok()) Die("ring completion");
+  }
   // Waits for the part at `offset`; returns its view and payload.
   void WaitPart(uint32_t offset, wire::ResponseView* view, const char** payload);
 
@@ -143,7 +159,10 @@ class Harness {
   std::unique_ptr<transport::CompletionQueue> cq_;
   std::unique_ptr<transport::MemoryRegion> local_, reply_;
   std::unique_ptr<transport::Connection> conn_;
-  transport::RemoteRegion server_region_;
+  transport::RemoteRegion server_region_, bell_word_, bell_summary_;
+  // Where the doorbell WRITEs' sources sit in local_ (after the mode word).
+  static constexpr uint64_t kBellOffset = kRequestSlotBytes + kResponseSlotBytes + 16;
+  uint32_t rings_ = 0;
   wire::ConnectionLayout layout_;
   uint32_t seq_ = 0;
   uint64_t mode_ = wire::kModeRemoteFetch;
@@ -235,6 +254,7 @@ void Harness::Run(const uint8_t* data, size_t size) {
   PostAndWait(WorkRequest::Write(3, local_.get(), 0,
                                  static_cast<uint32_t>(framed), server_region_,
                                  layout_.RequestSlotOffset(0)));
+  Ring();
 
   // What the answer must look like.
   uint32_t expected = 1;

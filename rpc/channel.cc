@@ -3,6 +3,7 @@
 // Channel set-up, call routing, the progress thread for async calls, and
 // reconnection after a lost server.
 
+#include "base/cpu_relax.h"
 #include "rpc/channel.h"
 
 #include <sched.h>
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <thread>
 #include <vector>
@@ -20,12 +22,12 @@
 #include "glog/logging.h"
 #include "rpc/batch_policy.h"
 #include "rpc/client_connection.h"
-#include "rpc/clock.h"
+#include "base/clock.h"
+#include "base/status_macros.h"
 #include "rpc/method_counters.h"
 #include "rpc/stats_registry.h"
-#include "rpc/status_macros.h"
 #include "rpc/wire_format.h"
-#include "rpc/mutex.h"
+#include "base/mutex.h"
 
 namespace rfrpc {
 namespace {
@@ -101,12 +103,6 @@ void RecycleAsyncCall(PendingCall* call) {
   recycled_calls.calls.push_back(call);
 }
 
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
 class ChannelImpl final : public Channel {
  public:
   ChannelImpl(std::string address, ChannelOptions options)
@@ -139,9 +135,9 @@ class ChannelImpl final : public Channel {
   }
 
   absl::Status Init() {
-    RFRPC_ASSIGN_OR_RETURN(
-        provider_,
-        transport::Provider::Open(options_.provider, options_.provider_options));
+    transport::ProviderOptions po = options_.provider_options;
+    if (po.address_hint.empty()) po.address_hint = transport::AddressHost(address_);
+    RFRPC_ASSIGN_OR_RETURN(provider_, transport::Provider::Open(options_.provider, po));
     int count = options_.connections;
     std::vector<int> workers;
     if (count <= 0) {
@@ -160,9 +156,6 @@ class ChannelImpl final : public Channel {
       }
     }
     server_workers_ = Get(conns_[0].get())->server_workers();
-    if (options_.progress_thread) {
-      driver_ = std::thread([this] { DriverLoop(); });
-    }
     internal::RegisterChannel(this, address_);
     return absl::OkStatus();
   }
@@ -239,7 +232,14 @@ class ChannelImpl final : public Channel {
       RunCallbacks(nullptr, &one);
       return;
     }
-    if (options_.progress_thread) WakeDriver();
+    if (options_.progress_thread) {
+      // Started with the first async call: a channel used only for sync
+      // calls (its callers drive their own connections) never has one, so a
+      // process may hold thousands of channels without thousands of threads.
+      std::call_once(driver_started_,
+                     [this] { driver_ = std::thread([this] { DriverLoop(); }); });
+      WakeDriver();
+    }
   }
 
   bool Poll() override {
@@ -318,6 +318,10 @@ class ChannelImpl final : public Channel {
     st.sizer_k = counters_.sizer_k.load();
     st.sizer_adjustments = counters_.sizer_adjustments.load();
     st.fetched_call_fetches = counters_.fetched_call_fetches.load();
+    st.rings = counters_.rings.load();
+    st.rerings = counters_.rerings.load();
+    st.notifies = counters_.notifies.load();
+    st.hot_posts = counters_.hot_posts.load();
     int n = 0;
     for (const auto& slot : conns_) {
       std::shared_ptr<ClientConnection> c = Get(slot.get());
@@ -624,6 +628,7 @@ class ChannelImpl final : public Channel {
   // Bumped after Route replaces a connection: the driver's snapshot is old.
   std::atomic<uint64_t> generation_{0};
   uint64_t wakeups_ ABSL_GUARDED_BY(driver_mu_) = 0;
+  std::once_flag driver_started_;
   std::thread driver_;
 };
 

@@ -136,6 +136,15 @@ struct ChannelStats {
   double sizer_k = 0;                 // Auto: last window's fraction over.
   uint64_t sizer_adjustments = 0;
 
+  // Work discovery (docs/rpc.md): doorbell rings (each two WRITEs, counted
+  // in rdma_writes), of them re-rings of unanswered requests and rings with
+  // a notify (the worker may be parked), and requests posted without a ring
+  // because the worker was polling their slot (hot).
+  uint64_t rings = 0;
+  uint64_t rerings = 0;
+  uint64_t notifies = 0;
+  uint64_t hot_posts = 0;
+
   double CallsPerBatch() const {
     return batches == 0 ? 0.0 : static_cast<double>(batched_calls) / batches;
   }

@@ -14,10 +14,10 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 #include "rpc/batch_format.h"
-#include "rpc/clock.h"
+#include "base/clock.h"
 #include "rpc/slot_codec.h"
-#include "rpc/status_macros.h"
-#include "rpc/mutex.h"
+#include "base/status_macros.h"
+#include "base/mutex.h"
 
 namespace rfrpc {
 namespace internal {
@@ -32,6 +32,7 @@ enum WrKind : uint64_t {
   kRequestWrite = 3,
   kModeWrite = 4,
   kPublishWrite = 5,  // Adaptive batching: the header WRITE of a batch.
+  kBellWrite = 6,     // A doorbell WRITE (bell word or summary byte).
 };
 constexpr uint64_t WrId(uint32_t slot, WrKind kind) {
   return (uint64_t{slot} << 4) | kind;
@@ -64,6 +65,12 @@ constexpr double kDelayGrowFar = 1.0 / 256;
 constexpr double kDelayStepNs = 10.0;
 // Longest pause between fetches of a call that already needed more than R.
 constexpr double kMaxFetchBackoffNs = 20 * 1000.0;
+// An unanswered request rings again (with notify) ChannelOptions::
+// rering_after after it was posted, then after twice that, and so on up to
+// kMaxReRingNs: the doorbell may have been lost (a peer cleared a shared
+// summary byte, or a hot window ran out while the request was in flight),
+// and the worker may be parked. A normal call never gets here.
+constexpr int64_t kMaxReRingNs = 64 * 1000 * 1000;
 // Check the transport's liveness every this many progress rounds.
 constexpr uint64_t kStatusCheckRounds = 256;
 // A READ or publish WRITE whose completion has not arrived after this long
@@ -134,6 +141,92 @@ bool ClientConnection::PostList(absl::Span<const WorkRequest> wrs) {
   return true;
 }
 
+void ClientConnection::SignalAccounting(WorkRequest* wrs, int n) {
+  unsignaled_ += static_cast<uint32_t>(n);
+  if (unsignaled_ >= kSignalEvery) {
+    wrs[n - 1].signaled = true;
+    unsignaled_ = 0;
+  }
+}
+
+void ClientConnection::BellWrites(uint32_t s, bool all, bool notify,
+                                  WorkRequest* wrs) {
+  uint32_t mask = wire::SlotBit(s);
+  for (uint32_t i = 0; i < used_slots_; ++i) {
+    const Slot& o = slots_[i];
+    const bool outstanding = o.phase != Phase::kFree &&
+                             o.phase != Phase::kFilling &&
+                             o.phase != Phase::kDraining;
+    if (outstanding && (all || o.rung)) mask |= wire::SlotBit(i);
+  }
+  const uint64_t word = wire::BellWord(++ring_count_, mask);
+  // The WRITE's source. A later ring may overwrite it before a NIC reads
+  // it: the worker then sees the newer word, which names a superset of what
+  // is unanswered.
+  std::memcpy(local_->data() + bell_src_offset_, &word, sizeof(word));
+  wrs[0] = WorkRequest::Write(WrId(0, kBellWrite), local_.get(),
+                              bell_src_offset_, sizeof(word), bell_word_region_,
+                              0);
+  wrs[0].signaled = false;
+  wrs[1] = WorkRequest::Write(WrId(0, kBellWrite), local_.get(),
+                              bell_src_offset_ + 8, 1, bell_summary_region_, 0);
+  wrs[1].signaled = false;
+  wrs[1].notify = notify;
+  counters_->rings.fetch_add(1, std::memory_order_relaxed);
+  if (notify) counters_->notifies.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool ClientConnection::PostRequest(uint32_t s, int64_t now, WorkRequest* wrs,
+                                   int n) {
+  Slot& slot = slots_[s];
+  // A hot slot's worker polls it until hot_until_ns (posted within half its
+  // window of the previous request): no doorbell. Otherwise ring, with a
+  // notify if the worker may have parked since our last request.
+  const bool hot = slot.hot_until_ns != 0 && now < slot.hot_until_ns;
+  if (hot) {
+    counters_->hot_posts.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    const bool notify =
+        notify_gap_ns_ > 0 && now - last_post_ns_ > notify_gap_ns_;
+    BellWrites(s, /*all=*/false, notify, wrs + n);
+    n += 2;
+  }
+  slot.rung = !hot;
+  slot.hot_unconfirmed = hot;
+  slot.ring_backoff_ns = rering_after_ns_;
+  slot.next_ring_ns = now + rering_after_ns_;
+  next_rering_ns_ = std::min(next_rering_ns_, slot.next_ring_ns);
+  last_post_ns_ = now;
+  SignalAccounting(wrs, n);
+  return PostList(absl::MakeConstSpan(wrs, static_cast<size_t>(n)));
+}
+
+void ClientConnection::ReRingLocked(int64_t now) {
+  int64_t next = INT64_MAX;
+  bool due = false;
+  for (uint32_t i = 0; i < used_slots_; ++i) {
+    Slot& o = slots_[i];
+    if (o.phase == Phase::kFree || o.phase == Phase::kFilling ||
+        o.phase == Phase::kDraining) {
+      continue;
+    }
+    if (now >= o.next_ring_ns) {
+      due = true;
+      o.ring_backoff_ns =
+          std::min(2 * o.ring_backoff_ns, std::max(kMaxReRingNs, rering_after_ns_));
+      o.next_ring_ns = now + o.ring_backoff_ns;
+    }
+    next = std::min(next, o.next_ring_ns);
+  }
+  next_rering_ns_ = next;
+  if (!due) return;
+  WorkRequest wrs[2];
+  BellWrites(0, /*all=*/true, /*notify=*/true, wrs);
+  SignalAccounting(wrs, 2);
+  counters_->rerings.fetch_add(1, std::memory_order_relaxed);
+  PostList(absl::MakeConstSpan(wrs, 2));
+}
+
 absl::Status ClientConnection::Start(
     PendingCall* call, const google::protobuf::MessageLite& request) {
   const size_t size = request.ByteSizeLong();
@@ -192,13 +285,13 @@ absl::Status ClientConnection::StartLocked(
   const size_t framed = wire::FinishRequest(
       buf, static_cast<uint32_t>(size), slot.seq, call->method_id, 0, 0);
 
-  WorkRequest wr = WorkRequest::Write(
+  WorkRequest wrs[3];
+  wrs[0] = WorkRequest::Write(
       WrId(s, kRequestWrite), local_.get(),
       staging_offset_ + size_t{s} * layout_.request_slot_bytes,
       static_cast<uint32_t>(framed), server_region_,
       layout_.RequestSlotOffset(s));
-  wr.signaled = ++unsignaled_ >= kSignalEvery;
-  if (wr.signaled) unsignaled_ = 0;
+  wrs[0].signaled = false;
   const int64_t now = NowNs();
   slot.batch = false;
   slot.call = call;
@@ -223,7 +316,7 @@ absl::Status ClientConnection::StartLocked(
         now + (options_.adaptive_fetch_delay ? static_cast<int64_t>(fetch_delay_ns_) : 0);
   }
   UpdateNeedsDriver();
-  if (!Post(wr)) {
+  if (!PostRequest(s, now, wrs, 1)) {
     absl::Status st = status_;
     // The call never left: undo and report.
     slot.call = nullptr;
@@ -386,11 +479,15 @@ void ClientConnection::PublishLocked(uint32_t s) {
   const uint64_t base = staging_offset_ + size_t{s} * layout_.request_slot_bytes;
   const uint64_t rbase = layout_.RequestSlotOffset(s);
   bool ok;
+  const int64_t now = NowNs();
+  // The phase first: the doorbell names the slot only if it is outstanding.
+  slot.phase = policy_.current() == RpcMode::kServerReply ? Phase::kWaitReply
+                                                          : Phase::kFetchHeader;
   if (options_.batch == BatchMode::kAdaptive) {
     // Entries already sent ahead; now the rest and the tail, then the header
-    // (WRITEs apply in order, so the header lands last).
+    // (WRITEs apply in order, so the header lands last), then the doorbell.
     const uint32_t from = wire::kHeaderBytes + slot.transmitted;
-    WorkRequest wrs[2];
+    WorkRequest wrs[4];
     wrs[0] = WorkRequest::Write(WrId(s, kRequestWrite), local_.get(), base + from,
                                 static_cast<uint32_t>(framed - from),
                                 server_region_, rbase + from);
@@ -398,22 +495,21 @@ void ClientConnection::PublishLocked(uint32_t s) {
     wrs[1] = WorkRequest::Write(WrId(s, kPublishWrite), local_.get(), base,
                                 wire::kHeaderBytes, server_region_, rbase);
     wrs[1].signaled = true;
-    ok = PostList(absl::MakeConstSpan(wrs, 2));
+    ok = PostRequest(s, now, wrs, 2);
     if (ok) {
       publish_in_flight_ = true;
-      publish_posted_ns_ = NowNs();
+      publish_posted_ns_ = now;
     }
   } else {
-    WorkRequest wr = WorkRequest::Write(WrId(s, kRequestWrite), local_.get(),
-                                        base, static_cast<uint32_t>(framed),
-                                        server_region_, rbase);
-    wr.signaled = ++unsignaled_ >= kSignalEvery;
-    if (wr.signaled) unsignaled_ = 0;
-    ok = Post(wr);
+    WorkRequest wrs[3];
+    wrs[0] = WorkRequest::Write(WrId(s, kRequestWrite), local_.get(), base,
+                                static_cast<uint32_t>(framed), server_region_,
+                                rbase);
+    wrs[0].signaled = false;
+    ok = PostRequest(s, now, wrs, 1);
   }
   counters_->batches.fetch_add(1, std::memory_order_relaxed);
   counters_->batched_calls.fetch_add(slot.calls.size(), std::memory_order_relaxed);
-  const int64_t now = NowNs();
   slot.fetches = 0;
   slot.reads = 0;
   slot.counted_slow = false;
@@ -424,10 +520,7 @@ void ClientConnection::PublishLocked(uint32_t s) {
   slot.part_offset = 0;
   slot.suspect_offset = Slot::kNoOffset;
   slot.results_done = 0;
-  if (policy_.current() == RpcMode::kServerReply) {
-    slot.phase = Phase::kWaitReply;
-  } else {
-    slot.phase = Phase::kFetchHeader;
+  if (slot.phase == Phase::kFetchHeader) {
     slot.next_fetch_ns =
         now + (options_.adaptive_fetch_delay ? static_cast<int64_t>(fetch_delay_ns_) : 0);
   }
@@ -603,6 +696,12 @@ void ClientConnection::Complete(uint32_t s, const char* payload,
                                 const wire::ResponseView& view, RpcMode via,
                                 std::vector<PendingCall*>* finished) {
   Slot& slot = slots_[s];
+  // Answered: the slot's next request may skip the doorbell if the worker
+  // keeps polling it (kResponseFlagHot), within half its window of this one.
+  slot.hot_until_ns = (view.flags & wire::kResponseFlagHot) != 0 &&
+                              hot_half_window_ns_ > 0
+                          ? slot.posted_ns + hot_half_window_ns_
+                          : 0;
   const int64_t server_ns = wire::DecodeServerTimeNs(view.server_time);
   // The 16-bit field saturates at 6.5 ms: a saturated time is "very slow".
   const int64_t policy_server_ns =
@@ -955,6 +1054,22 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
   // 1. Post the header READs that are due.
   for (uint32_t s = 0; s < used_slots_; ++s) {
     Slot& slot = slots_[s];
+    if (slot.hot_unconfirmed) {
+      // Posted without a doorbell on a hot slot. `now` is after that post:
+      // if the slot's window had run out by now, the post may have come
+      // after the worker stopped polling it (the poster was descheduled
+      // between its clock read and its post): ring, so it is not left for
+      // the re-ring.
+      slot.hot_unconfirmed = false;
+      if (now >= slot.hot_until_ns && slot.phase != Phase::kFree &&
+          slot.phase != Phase::kDraining && slot.phase != Phase::kFilling) {
+        WorkRequest wrs[2];
+        BellWrites(s, /*all=*/false, /*notify=*/true, wrs);
+        SignalAccounting(wrs, 2);
+        slot.rung = true;
+        PostList(absl::MakeConstSpan(wrs, 2));
+      }
+    }
     if ((slot.phase == Phase::kFetchHeader || slot.phase == Phase::kSwitchCheck) &&
         !slot.read_outstanding && now >= slot.next_fetch_ns) {
       PostHeaderRead(s, now);
@@ -985,7 +1100,9 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
       progressed = true;
       continue;
     }
-    if (kind == kRequestWrite || kind == kModeWrite) continue;
+    if (kind == kRequestWrite || kind == kModeWrite || kind == kBellWrite) {
+      continue;
+    }
     if (s >= slots_.size()) continue;
     Slot& slot = slots_[s];
     slot.read_outstanding = false;
@@ -1036,7 +1153,9 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
     }
   }
 
-  // 3. Lost completions, server-reply slots, deadlines, probes.
+  // 3. Doorbells that may have been lost, lost completions, server-reply
+  // slots, deadlines, probes.
+  if (now >= next_rering_ns_) ReRingLocked(now);
   if (publish_in_flight_ && now - publish_posted_ns_ > kLostCompletionNs) {
     FailLocked(absl::UnavailableError(
                    "no completion for a batch publish WRITE within 2 s; "

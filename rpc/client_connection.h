@@ -30,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "base/mutex.h"
 #include "google/protobuf/message_lite.h"
 #include "rpc/batch_policy.h"
 #include "rpc/channel.h"
@@ -38,7 +39,6 @@
 #include "rpc/slot_codec.h"
 #include "rpc/wire_format.h"
 #include "transport/transport.h"
-#include "rpc/mutex.h"
 
 namespace rfrpc {
 namespace internal {
@@ -96,6 +96,10 @@ struct ChannelCounters {
   std::atomic<int> batch_size{0};
   std::atomic<double> sizer_k{0};
   std::atomic<uint64_t> sizer_adjustments{0};
+  std::atomic<uint64_t> rings{0};
+  std::atomic<uint64_t> rerings{0};
+  std::atomic<uint64_t> notifies{0};
+  std::atomic<uint64_t> hot_posts{0};
 };
 
 class ClientConnection {
@@ -202,6 +206,21 @@ class ClientConnection {
     // have set it, and it is recomputed when ExpireCalls runs.
     int64_t earliest_deadline_ns = INT64_MAX;
     bool publish_pending = false;     // Adaptive: held by the elastic rule.
+    // Work discovery. hot_until_ns: the server polls this slot for its next
+    // request if it is posted before then (its last result carried
+    // kResponseFlagHot); 0: it must ring. rung: the outstanding request
+    // rang (its bit goes into every ring until its result arrives).
+    // next_ring_ns / ring_backoff_ns: when an unanswered request rings again
+    // (with notify), in case its doorbell was lost.
+    int64_t hot_until_ns = 0;
+    bool rung = false;
+    // Posted without a doorbell, and no clock has been read since the post:
+    // the first Progress round checks that the post did not come after
+    // hot_until_ns (the poster was descheduled between its clock read and
+    // the post) and rings if it did.
+    bool hot_unconfirmed = false;
+    int64_t next_ring_ns = 0;
+    int64_t ring_backoff_ns = 0;
   };
 
   // A near miss grows the adaptive first-fetch delay by this fraction (see
@@ -246,6 +265,22 @@ class ClientConnection {
   void SetMode(RpcMode mode) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FailLocked(absl::Status status, std::vector<PendingCall*>* finished)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Posts a request (or batch) WRITE list for slot `s` at `now`, with the
+  // doorbell WRITEs after it unless the slot is hot (docs/rpc.md "Work
+  // discovery"). `wrs` has room for two more entries past `n`.
+  bool PostRequest(uint32_t s, int64_t now, transport::WorkRequest* wrs, int n)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Fills two WorkRequests (bell word, summary byte) naming slot `s` and
+  // every other slot whose request rang and is unanswered; the mask of all
+  // outstanding slots when `all` (a re-ring).
+  void BellWrites(uint32_t s, bool all, bool notify, transport::WorkRequest* wrs)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Rings again for unanswered requests whose ring time came (at most one
+  // ring per call, covering them all).
+  void ReRingLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sets `signaled` on the last of `wrs` when the unsignaled count says so.
+  void SignalAccounting(transport::WorkRequest* wrs, int n)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Post(const transport::WorkRequest& wr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool PostList(absl::Span<const transport::WorkRequest> wrs)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -286,7 +321,19 @@ class ClientConnection {
   std::unique_ptr<transport::CompletionQueue> cq_;
   std::unique_ptr<transport::Connection> conn_;
   transport::RemoteRegion server_region_;
+  // The worker's doorbell area pieces exposed to this connection: our bell
+  // word and our group's summary byte.
+  transport::RemoteRegion bell_word_region_, bell_summary_region_;
   size_t staging_offset_ = 0, fetch_offset_ = 0, mode_word_offset_ = 0;
+  // Sources of the doorbell WRITEs in local_: the bell word, then a byte 1.
+  size_t bell_src_offset_ = 0;
+  // Half the server's hot window (a request posted within it of the
+  // previous one on a hot slot skips the doorbell) and half its park delay
+  // (a request posted longer than it after the connection's previous one
+  // notifies); 0: no hot slots / the server never parks.
+  int64_t hot_half_window_ns_ = 0;
+  int64_t notify_gap_ns_ = 0;
+  const int64_t rering_after_ns_;  // ChannelOptions::rering_after.
 
   mutable Mutex mu_;
   std::vector<Slot> slots_ ABSL_GUARDED_BY(mu_);
@@ -316,6 +363,9 @@ class ClientConnection {
   int busy_slots_ ABSL_GUARDED_BY(mu_) = 0;
   int async_slots_ ABSL_GUARDED_BY(mu_) = 0;
   int abandoned_slots_ ABSL_GUARDED_BY(mu_) = 0;  // As of the last scan.
+  uint32_t ring_count_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t last_post_ns_ ABSL_GUARDED_BY(mu_) = 0;   // Last request posted.
+  int64_t next_rering_ns_ ABSL_GUARDED_BY(mu_) = INT64_MAX;
   std::atomic<int> needs_driver_{0};
   std::atomic<bool> failed_{false};
 };

@@ -14,13 +14,13 @@
 #include "absl/strings/str_cat.h"
 #include "rpc/client_connection.h"
 #include "rpc/rpc_handshake.pb.h"
-#include "rpc/status_macros.h"
+#include "base/status_macros.h"
 
 namespace rfrpc {
 namespace internal {
 namespace {
 
-constexpr uint32_t kRpcVersion = 1;
+using wire::kRpcVersion;
 
 uint32_t RoundUp64(uint32_t n) { return (n + 63u) & ~63u; }
 
@@ -32,6 +32,9 @@ ClientConnection::ClientConnection(ChannelOptions options,
       delay_shrink_(kDelayGrow * options_.fetch_delay_miss_target /
                     (1.0 - options_.fetch_delay_miss_target)),
       counters_(counters),
+      rering_after_ns_(std::clamp<int64_t>(
+          absl::ToInt64Nanoseconds(options_.rering_after), 1000,
+          int64_t{3600} * 1000 * 1000 * 1000)),
       policy_(HybridPolicy::Params{options_.mode, options_.retries,
                                    options_.switch_after,
                                    options_.switch_back_ratio}),
@@ -164,12 +167,24 @@ absl::StatusOr<std::unique_ptr<ClientConnection>> ClientConnection::Connect(
         "); lower max_request_bytes/max_response_bytes to at most the "
         "server's limits"));
   }
-  if (c->conn_->peer().regions.empty() ||
-      c->conn_->peer().regions[0].length < c->layout_.ServerRegionBytes()) {
-    return absl::InvalidArgumentError(
-        "server exposed no region large enough for the granted layout");
+  const std::vector<transport::RemoteRegion>& regions = c->conn_->peer().regions;
+  if (regions.size() < 3 ||
+      regions[0].length < c->layout_.ServerRegionBytes() ||
+      regions[1].length < 8 || regions[2].length < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "server exposed ", regions.size(),
+        " regions; need its connection region (large enough for the granted "
+        "layout), a bell word and a summary byte"));
   }
-  c->server_region_ = c->conn_->peer().regions[0];
+  c->server_region_ = regions[0];
+  c->bell_word_region_ = regions[1];
+  c->bell_summary_region_ = regions[2];
+  c->hot_half_window_ns_ = static_cast<int64_t>(
+      std::min<uint64_t>(welcome.hot_window_ns(), uint64_t{1} << 40) / 2);
+  c->notify_gap_ns_ = static_cast<int64_t>(
+      std::min<uint64_t>(welcome.park_after_ns(), uint64_t{1} << 40) / 2);
+  c->bell_src_offset_ = c->mode_word_offset_ + 8;
+  c->local_->data()[c->bell_src_offset_ + 8] = 1;  // The summary byte's value.
 
   MutexLock lock(&c->mu_);
   c->slots_.resize(c->layout_.slots);

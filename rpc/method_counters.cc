@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "rpc/mutex.h"
+#include "base/mutex.h"
 
 namespace rfrpc {
 namespace internal {

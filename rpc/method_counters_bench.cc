@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "rpc/clock.h"
+#include "base/clock.h"
 #include "rpc/method_counters.h"
 
 namespace rfrpc {

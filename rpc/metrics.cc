@@ -19,7 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "prometheus/check_names.h"
 #include "prometheus/text_serializer.h"
-#include "rpc/mutex.h"
+#include "base/mutex.h"
 #include "rpc/stats.h"
 
 namespace rfrpc {
@@ -199,13 +199,15 @@ struct RpcMetrics::State {
 
   // Server side.
   std::unique_ptr<CounterFold> s_calls, s_failures, s_accepted, s_rejected,
-      s_closed, s_bad, s_batches, s_reply_writes, s_rdma;
+      s_closed, s_bad, s_batches, s_reply_writes, s_rdma, s_rings, s_parks,
+      s_park_notifies, s_hot_serves;
   std::unique_ptr<HistogramFold> s_handler, s_result;
   std::unique_ptr<GaugeFold> s_connections, s_slots;
   // Client side.
   std::unique_ptr<CounterFold> c_calls, c_failures, c_timeouts, c_cancels,
       c_results, c_switches, c_rdma, c_fetches, c_server_time, c_batches,
-      c_batched, c_flushes, c_parts, c_delayed, c_adjust, c_queued;
+      c_batched, c_flushes, c_parts, c_delayed, c_adjust, c_queued, c_rings,
+      c_rerings, c_notifies, c_hot_posts;
   std::unique_ptr<HistogramFold> c_duration, c_fetches_per_call;
   std::unique_ptr<GaugeFold> c_channels, c_connections, c_slots,
       c_fetch_delay, c_fetch_rtt, c_batch_size, c_sizer_k;
@@ -275,6 +277,16 @@ absl::Status RpcMetrics::State::Build() {
           "(server-reply mode, or results above large_result_bytes).");
   counter(&s_rdma, "rfrpc_server_rdma_ops_total",
           "RDMA operations a server posted, by opcode.");
+  // Server: work discovery.
+  counter(&s_rings, "rfrpc_server_doorbell_rings_total",
+          "Doorbell rings a server's workers took.");
+  counter(&s_parks, "rfrpc_server_parks_total",
+          "Times an idle worker parked (slept until woken).");
+  counter(&s_park_notifies, "rfrpc_server_park_notifies_total",
+          "Parks a client's notify ended.");
+  counter(&s_hot_serves, "rfrpc_server_hot_serves_total",
+          "Requests answered with the hot flag (the client's next request "
+          "needs no doorbell).");
 
   // Client: per method.
   counter(&c_calls, "rfrpc_client_calls_total",
@@ -331,6 +343,15 @@ absl::Status RpcMetrics::State::Build() {
         "Auto batching: share of the last window's calls above the latency "
         "limit (mean over channels).");
   gauge(&c_channels, "rfrpc_client_channels", "Channels that exist now.");
+  // Client: work discovery.
+  counter(&c_rings, "rfrpc_client_doorbell_rings_total",
+          "Doorbell rings a client posted (two WRITEs each).");
+  counter(&c_rerings, "rfrpc_client_doorbell_rerings_total",
+          "Rings repeated for requests left unanswered.");
+  counter(&c_notifies, "rfrpc_client_notifies_total",
+          "Rings with a notify to wake a parked worker.");
+  counter(&c_hot_posts, "rfrpc_client_hot_posts_total",
+          "Requests posted to a hot slot without a doorbell.");
   return status;
 }
 
@@ -365,6 +386,10 @@ void RpcMetrics::State::FoldServers(const std::vector<ServerSnapshot>& servers) 
     s_reply_writes->Set(server, static_cast<double>(st.calls_server_reply));
     s_rdma->Set({{"server", s.address}, {"opcode", "write"}},
                 static_cast<double>(st.rdma_writes));
+    s_rings->Set(server, static_cast<double>(st.rings));
+    s_parks->Set(server, static_cast<double>(st.parks));
+    s_park_notifies->Set(server, static_cast<double>(st.park_notifies));
+    s_hot_serves->Set(server, static_cast<double>(st.hot_serves));
     if (s.live > 0) {
       s_connections->Set(server, static_cast<double>(st.connections));
       s_slots->Set(server, static_cast<double>(st.connection_slots));
@@ -428,6 +453,10 @@ void RpcMetrics::State::FoldChannels(
     c_delayed->Set(server, static_cast<double>(st.publishes_delayed));
     c_adjust->Set(server, static_cast<double>(st.sizer_adjustments));
     c_queued->Set(server, static_cast<double>(st.calls_queued));
+    c_rings->Set(server, static_cast<double>(st.rings));
+    c_rerings->Set(server, static_cast<double>(st.rerings));
+    c_notifies->Set(server, static_cast<double>(st.notifies));
+    c_hot_posts->Set(server, static_cast<double>(st.hot_posts));
     if (c.live > 0) {
       c_channels->Set(server, c.live);
       c_connections->Set(with("mode", "remote_fetch"), c.connections_remote_fetch);

@@ -84,6 +84,12 @@ struct ChannelOptions {
   // Largest serialized response. Default: 65536.
   uint32_t max_response_bytes = 64 * 1024;
 
+  // A request still unanswered this long after it was posted rings the
+  // worker's doorbell again (with notify), then after twice that, up to
+  // 64 ms: a lost doorbell hint costs this much latency, never the call
+  // (docs/rpc.md "Work discovery"). Default: 1 ms.
+  absl::Duration rering_after = absl::Milliseconds(1);
+
   // Deadline of calls whose ClientContext sets none. Default: 5 s.
   absl::Duration default_timeout = absl::Seconds(5);
   // Connection set-up limit. Default: 5 s.
@@ -148,8 +154,8 @@ struct ChannelOptions {
   // lookups sometimes miss the cache). In (0, 0.5]. Default: 1/129 (~0.8%).
   double fetch_delay_miss_target = 1.0 / 129;
 
-  // true: the channel starts a progress thread that advances async calls
-  // (and runs their callbacks). false: no such thread; async calls advance
+  // true: the channel starts a progress thread, with its first async call,
+  // that advances async calls (and runs their callbacks). false: no such thread; async calls advance
   // only while some thread calls Channel::Poll() or makes a sync call on the
   // same connection. For a client that keeps calls in flight from one thread
   // and polls itself, as eRPC's event loop: no second spinning thread on its
@@ -197,15 +203,29 @@ struct ServerOptions {
   // entry is larger) and at most the client's batch size in entries.
   // Default: 2048.
   uint32_t result_batch_bytes = 2048;
-  // Connections accepted at most. Default: 1024.
-  int max_connections = 1024;
+  // Connections accepted at most (all workers together); beyond it a client
+  // gets RESOURCE_EXHAUSTED at connect. A worker's work discovery does not
+  // grow with connections (docs/rpc.md "Work discovery"); each costs the
+  // server 2 file descriptors on shm (see raise_fd_limit) and memory for
+  // the slots its client touches. Default: 16384.
+  int max_connections = 16384;
   // Idle policy of a worker with nothing to do: spin this many empty rounds,
-  // then yield this many, then sleep `idle_sleep` between rounds. Sleeping
-  // adds up to idle_sleep to the first call after a quiet spell.
-  // Defaults: 2000, 2000, 50 us.
+  // then yield, and once `idle_park_after` has passed without work, park:
+  // sleep until a client's notify, a new connection or every 100 ms. A
+  // client whose previous call on the connection is older than half of
+  // idle_park_after sends a notify with its doorbell, so the first call
+  // after a quiet spell pays one wake-up (tens of microseconds).
+  // InfiniteDuration() never parks. Defaults: 2000, 1 ms.
   int idle_spin_rounds = 2000;
-  int idle_yield_rounds = 2000;
-  absl::Duration idle_sleep = absl::Microseconds(50);
+  absl::Duration idle_park_after = absl::Milliseconds(1);
+  // How long a worker keeps polling a hot slot (one served twice within
+  // this window) after each of its requests: a client calling in a loop
+  // then skips the doorbell WRITE. 0 turns hot slots off (every request
+  // rings). Default: 20 us.
+  absl::Duration hot_window = absl::Microseconds(20);
+  // At Start, raise the process's soft RLIMIT_NOFILE to its hard limit and
+  // log how many connections that allows. Default: true.
+  bool raise_fd_limit = true;
   // Shared secret clients must present; "" accepts everyone. Default: "".
   std::string auth_token;
   // Keep per-method counts, a handler-time histogram and a result-size

@@ -5,6 +5,8 @@
 
 #include "rpc/server.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <memory>
@@ -16,10 +18,10 @@
 #include "rpc/rpc_handshake.pb.h"
 #include "rpc/method_counters.h"
 #include "rpc/server_worker.h"
+#include "base/status_macros.h"
 #include "rpc/stats_registry.h"
-#include "rpc/status_macros.h"
 #include "rpc/wire_format.h"
-#include "rpc/mutex.h"
+#include "base/mutex.h"
 
 namespace rfrpc {
 
@@ -27,7 +29,22 @@ using internal::ServerConnection;
 using internal::ServerWorker;
 
 namespace {
-constexpr uint32_t kRpcVersion = 1;
+
+using wire::kRpcVersion;
+
+// Raises the soft RLIMIT_NOFILE to the hard limit; returns the soft limit in
+// force afterwards.
+uint64_t RaiseFdLimit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return 0;
+  if (lim.rlim_cur < lim.rlim_max) {
+    rlimit want = lim;
+    want.rlim_cur = lim.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &want) == 0) lim = want;
+  }
+  return lim.rlim_cur;
+}
+
 }  // namespace
 
 class Server::Impl {
@@ -59,15 +76,36 @@ class Server::Impl {
       return absl::InvalidArgumentError(
           absl::StrCat("workers ", options_.workers, " is outside [1, 1024]"));
     }
-    RFRPC_ASSIGN_OR_RETURN(
-        provider_,
-        transport::Provider::Open(options_.provider, options_.provider_options));
+    transport::ProviderOptions po = options_.provider_options;
+    if (po.address_hint.empty()) {
+      po.address_hint = transport::AddressHost(options_.address);
+    }
+    RFRPC_ASSIGN_OR_RETURN(provider_, transport::Provider::Open(options_.provider, po));
+    if (options_.max_connections < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "max_connections ", options_.max_connections, " must be >= 1"));
+    }
+    if (options_.raise_fd_limit) {
+      const uint64_t fds = RaiseFdLimit();
+      // shm: a connection's socket and its region's memfd; verbs: its
+      // socket and its liveness monitor's eventfd. Plus room for
+      // everything else the process holds.
+      const uint64_t per_connection = 2;
+      LOG(INFO) << "rfrpc server: file descriptor limit " << fds
+                << ": room for about "
+                << (fds > 64 ? (fds - 64) / per_connection : 0)
+                << " connections (" << per_connection
+                << " each), max_connections " << options_.max_connections;
+    }
+    const wire::BellsLayout bells{internal::BellCapacity(options_)};
     std::vector<const MethodEntry*> methods;
     for (const auto& [id, m] : methods_) methods.push_back(m);
     for (int i = 0; i < options_.workers; ++i) {
       transport::CompletionQueueOptions cq_options;
       cq_options.poll_mode = transport::PollMode::kBusy;
+      cq_options.remote_wake = true;  // Parked workers wake on notifies.
       RFRPC_ASSIGN_OR_RETURN(auto cq, provider_->CreateCompletionQueue(cq_options));
+      RFRPC_ASSIGN_OR_RETURN(auto area, provider_->AllocateMemory(bells.Bytes()));
       internal::WorkerMethodCounters* mc = nullptr;
       if (options_.method_stats) {
         method_counters_.push_back(
@@ -75,7 +113,8 @@ class Server::Impl {
         mc = method_counters_.back().get();
       }
       workers_.push_back(std::make_unique<ServerWorker>(
-          i, options_, &methods_, &counters_, mc, std::move(cq)));
+          i, options_, &methods_, &counters_, std::move(cq), std::move(area),
+          mc));
     }
     RFRPC_ASSIGN_OR_RETURN(listener_, provider_->Listen(options_.address));
     address_ = listener_->address();
@@ -120,6 +159,10 @@ class Server::Impl {
     s.bad_requests = counters_.bad_requests.load();
     s.rdma_writes = counters_.rdma_writes.load();
     s.batches = counters_.batches.load();
+    s.rings = counters_.rings.load();
+    s.parks = counters_.parks.load();
+    s.park_notifies = counters_.park_notifies.load();
+    s.hot_serves = counters_.hot_serves.load();
     s.connections = counters_.connections_open.load();
     s.connection_slots = counters_.connection_slots.load();
     return s;
@@ -208,8 +251,19 @@ class Server::Impl {
     if (worker < 0 || worker >= static_cast<int>(workers_.size())) {
       worker = static_cast<int>(next_worker_++ % workers_.size());
     }
+    ServerWorker* w = workers_[worker].get();
     RFRPC_ASSIGN_OR_RETURN(c->region,
                            provider_->AllocateMemory(c->layout.ServerRegionBytes()));
+    RFRPC_ASSIGN_OR_RETURN(c->bell, w->AllocateBell());
+    // Until Adopt, the bell goes back if anything below fails.
+    struct BellGuard {
+      ServerWorker* w;
+      uint32_t bell;
+      bool armed = true;
+      ~BellGuard() {
+        if (armed) w->ReleaseBell(bell);
+      }
+    } guard{w, c->bell};
     c->expected_seq.assign(slots, hello.first_seq() != 0 ? hello.first_seq() : 1);
     c->push_in_flight.assign(slots, 0);
     c->push_posted_ns.assign(slots, 0);
@@ -223,12 +277,28 @@ class Server::Impl {
     welcome.set_request_slot_bytes(req_bytes);
     welcome.set_response_slot_bytes(resp_bytes);
     welcome.set_large_result_bytes(options_.large_result_bytes);
+    welcome.set_hot_window_ns(static_cast<uint64_t>(
+        std::max<int64_t>(0, absl::ToInt64Nanoseconds(options_.hot_window))));
+    welcome.set_park_after_ns(
+        options_.idle_park_after == absl::InfiniteDuration()
+            ? 0
+            : static_cast<uint64_t>(std::max<int64_t>(
+                  0, absl::ToInt64Nanoseconds(options_.idle_park_after))));
 
     transport::ConnectionSetup setup;
-    setup.cq = workers_[worker]->cq();
+    setup.cq = w->cq();
+    // Region 0: the connection's slots. 1: its bell word. 2: its group's
+    // summary byte. The last two are write-only.
     setup.exposed.push_back(transport::ExposedRegion{
         c->region.get(), 0, c->region->size(), /*remote_write=*/true,
         /*remote_read=*/true});
+    const wire::BellsLayout& bl = w->bells_layout();
+    setup.exposed.push_back(transport::ExposedRegion{
+        w->bells(), bl.WordOffset(c->bell), 8, /*remote_write=*/true,
+        /*remote_read=*/false});
+    setup.exposed.push_back(transport::ExposedRegion{
+        w->bells(), wire::BellsLayout::SummaryOffset(c->bell), 1,
+        /*remote_write=*/true, /*remote_read=*/false});
     setup.user_data = welcome.SerializeAsString();
     setup.max_outstanding = 2 * slots + 16;
     setup.auth_token = options_.auth_token;
@@ -236,7 +306,8 @@ class Server::Impl {
     counters_.connections_accepted.fetch_add(1);
     counters_.connections_open.fetch_add(1);
     counters_.connection_slots.fetch_add(slots);
-    workers_[worker]->Adopt(std::move(c));
+    guard.armed = false;
+    w->Adopt(std::move(c));
     return absl::OkStatus();
   }
 

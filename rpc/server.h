@@ -49,6 +49,15 @@ struct ServerStats {
   uint64_t bad_requests = 0;        // Malformed slots.
   uint64_t rdma_writes = 0;         // Out-bound WRITEs issued by workers.
   uint64_t batches = 0;             // Request batches served.
+  // Work discovery (docs/rpc.md): doorbell rings taken, times a worker
+  // parked (went to sleep until woken) and of those the parks a client's
+  // notify ended (the others ended at the 100 ms liveness check, a new
+  // connection or shutdown), requests answered with the hot flag (their
+  // client's next request needs no doorbell).
+  uint64_t rings = 0;
+  uint64_t parks = 0;
+  uint64_t park_notifies = 0;
+  uint64_t hot_serves = 0;
   // Now: open connections, and the request slots they hold.
   uint64_t connections = 0;
   uint64_t connection_slots = 0;

@@ -17,41 +17,60 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "base/clock.h"
+#include "base/cpu_relax.h"
+#include "base/mutex.h"
 #include "glog/logging.h"
 #include "rpc/batch_format.h"
-#include "rpc/clock.h"
 #include "rpc/slot_codec.h"
-#include "rpc/mutex.h"
 
 namespace rfrpc {
 namespace internal {
 namespace {
 
-// Check connections' liveness every this many rounds.
-constexpr uint64_t kLivenessRounds = 4096;
 // A server-reply WRITE whose completion has not arrived after this long is
 // lost: its slot would never be served again, so the connection is closed
 // (the client sees UNAVAILABLE and reconnects).
 constexpr int64_t kLostCompletionNs = int64_t{2} * 1000 * 1000 * 1000;
+// Connections whose liveness is checked per round (a cursor walks them all);
+// all of them each time a parked worker wakes.
+constexpr size_t kLivenessPerRound = 4;
+// Rounds between polls of the completion queue when no push is in flight
+// (see Loop).
+constexpr uint64_t kNotifyPollRounds = 16;
+// A parked worker wakes at least this often to check liveness.
+constexpr absl::Duration kParkedCheck = absl::Milliseconds(100);
 
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
+// wr_id of a push: the bell and the slot (slots < 256), checked against the
+// connection's id on completion (a bell may have a new owner by then).
+constexpr uint64_t PushId(uint32_t bell, uint32_t slot) {
+  return (uint64_t{bell} << 8) | slot;
 }
 
 }  // namespace
 
 ServerWorker::ServerWorker(int index, const ServerOptions& options,
                            const MethodTable* methods, ServerCounters* counters,
-                           WorkerMethodCounters* method_counters,
-                           std::unique_ptr<transport::CompletionQueue> cq)
+                           std::unique_ptr<transport::CompletionQueue> cq,
+                           std::unique_ptr<transport::MemoryRegion> bells,
+                           WorkerMethodCounters* method_counters)
     : index_(index),
       options_(options),
       methods_(methods),
       counters_(counters),
       cq_(std::move(cq)),
-      method_counters_(method_counters) {}
+      bells_(std::move(bells)),
+      finder_(bells_->data(),
+              WorkFinder::Options{BellCapacity(options),
+                                  absl::ToInt64Nanoseconds(options.hot_window),
+                                  kMaxHotSlots}),
+      by_bell_(BellCapacity(options), nullptr),
+      method_counters_(method_counters) {
+  MutexLock lock(&bells_mu_);
+  for (uint32_t b = BellCapacity(options); b > 0; --b) {
+    free_bells_.push_back(b - 1);
+  }
+}
 
 ServerWorker::~ServerWorker() { Stop(); }
 
@@ -67,17 +86,49 @@ void ServerWorker::Start() {
 }
 
 void ServerWorker::Stop() {
-  stop_.store(true, std::memory_order_release);
+  stop_.store(true, std::memory_order_seq_cst);
+  cq_->Interrupt();  // A parked worker wakes.
   if (thread_.joinable()) thread_.join();
   MutexLock lock(&inbox_mu_);
   inbox_.clear();
 }
 
+absl::StatusOr<uint32_t> ServerWorker::AllocateBell() {
+  MutexLock lock(&bells_mu_);
+  if (free_bells_.empty()) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "server worker ", index_, " has no free doorbell (max_connections ",
+        options_.max_connections, ")"));
+  }
+  const uint32_t b = free_bells_.back();
+  free_bells_.pop_back();
+  return b;
+}
+
+void ServerWorker::ReleaseBell(uint32_t bell) {
+  MutexLock lock(&bells_mu_);
+  free_bells_.push_back(bell);
+}
+
 void ServerWorker::Adopt(std::unique_ptr<ServerConnection> c) {
   connections_.fetch_add(1);
+  {
+    MutexLock lock(&inbox_mu_);
+    inbox_.push_back(std::move(c));
+    inbox_nonempty_.store(true, std::memory_order_seq_cst);
+  }
+  cq_->Interrupt();  // Wakes the worker if it is parked.
+}
+
+void ServerWorker::AdoptInbox() {
   MutexLock lock(&inbox_mu_);
-  inbox_.push_back(std::move(c));
-  inbox_nonempty_.store(true, std::memory_order_release);
+  for (auto& c : inbox_) {
+    finder_.Add(c->bell, c->layout.slots);
+    by_bell_[c->bell] = c.get();
+    conns_.push_back(std::move(c));
+  }
+  inbox_.clear();
+  inbox_nonempty_.store(false, std::memory_order_release);
 }
 
 void ServerWorker::Close(size_t i, const absl::Status& why) {
@@ -85,6 +136,9 @@ void ServerWorker::Close(size_t i, const absl::Status& why) {
   VLOG(1) << "worker " << index_ << ": closing connection from " << c->peer
           << ": " << why;
   c->conn->Fail(why);
+  finder_.Remove(c->bell);
+  by_bell_[c->bell] = nullptr;
+  ReleaseBell(c->bell);
   counters_->connections_open.fetch_sub(1, std::memory_order_relaxed);
   counters_->connection_slots.fetch_sub(c->layout.slots, std::memory_order_relaxed);
   conns_[i] = std::move(conns_.back());
@@ -93,97 +147,152 @@ void ServerWorker::Close(size_t i, const absl::Status& why) {
   counters_->connections_closed.fetch_add(1, std::memory_order_relaxed);
 }
 
-void ServerWorker::Idle(int* empty_rounds) {
-  const int n = ++*empty_rounds;
-  if (n < options_.idle_spin_rounds) {
-    CpuRelax();
-  } else if (n < options_.idle_spin_rounds + options_.idle_yield_rounds) {
-    sched_yield();
-  } else {
-    absl::SleepFor(options_.idle_sleep);
+void ServerWorker::TakeCompletions(
+    absl::Span<const transport::Completion> comps) {
+  pushes_in_flight_ -= std::min<uint64_t>(pushes_in_flight_, comps.size());
+  for (const transport::Completion& wc : comps) {
+    const uint64_t bell = wc.wr_id >> 8;
+    const uint32_t slot = static_cast<uint32_t>(wc.wr_id & 0xff);
+    if (bell >= by_bell_.size()) continue;
+    ServerConnection* c = by_bell_[bell];
+    if (c == nullptr || c->conn->id() != wc.connection_id) continue;  // Gone.
+    if (!wc.ok()) {
+      c->conn->Fail(wc.ToStatus());  // The liveness check closes it.
+      continue;
+    }
+    if (slot < c->push_in_flight.size() && c->push_in_flight[slot] > 0) {
+      --c->push_in_flight[slot];
+      --c->pushes;
+    }
   }
 }
 
-void ServerWorker::TakeCompletions() {
-  transport::Completion comps[16];
-  const int n = cq_->Poll(absl::MakeSpan(comps));
-  pushes_in_flight_ -= std::min<uint64_t>(pushes_in_flight_, n);
-  for (int i = 0; i < n; ++i) {
-    const transport::Completion& wc = comps[i];
-    for (size_t k = 0; k < conns_.size(); ++k) {
-      ServerConnection* c = conns_[k].get();
-      if (c->conn->id() != wc.connection_id) continue;
-      if (!wc.ok()) {
-        Close(k, wc.ToStatus());
-      } else {
-        const uint64_t slot = wc.wr_id;
-        if (slot < c->push_in_flight.size() && c->push_in_flight[slot] > 0) {
-          --c->push_in_flight[slot];
-        }
+void ServerWorker::CheckLiveness(size_t n, int64_t now) {
+  n = std::min(n, conns_.size());
+  for (size_t k = 0; k < n && !conns_.empty(); ++k) {
+    if (liveness_cursor_ >= conns_.size()) liveness_cursor_ = 0;
+    const ServerConnection& sc = *conns_[liveness_cursor_];
+    absl::Status s = sc.conn->status();
+    for (size_t i = 0; s.ok() && sc.pushes > 0 && i < sc.push_in_flight.size();
+         ++i) {
+      if (sc.push_in_flight[i] > 0 &&
+          now - sc.push_posted_ns[i] > kLostCompletionNs) {
+        s = absl::UnavailableError(absl::StrCat(
+            "no completion for a server-reply WRITE on slot ", i,
+            " within 2 s"));
       }
-      break;
+    }
+    if (!s.ok()) {
+      Close(liveness_cursor_, s);  // The last one moved here: look at it next.
+    } else {
+      ++liveness_cursor_;
     }
   }
+}
+
+bool ServerWorker::Park() {
+  cq_->ArmWake();  // A full fence before the checks below.
+  if (finder_.AnyRung() || inbox_nonempty_.load(std::memory_order_seq_cst) ||
+      stop_.load(std::memory_order_seq_cst)) {
+    cq_->Disarm();
+    return false;
+  }
+  counters_->parks.fetch_add(1, std::memory_order_relaxed);
+  transport::Completion comps[16];
+  absl::StatusOr<int> n = cq_->WaitArmed(absl::MakeSpan(comps), kParkedCheck);
+  if (n.ok() && *n > 0) {
+    TakeCompletions(absl::MakeConstSpan(comps, static_cast<size_t>(*n)));
+  } else if (n.ok()) {
+    // A client's notify: its request is waiting; serve it first (the
+    // liveness walk goes on a few connections per round).
+    counters_->park_notifies.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  // The 100 ms check (or a new connection, or shutdown): look at every
+  // connection's liveness while nobody is waiting.
+  CheckLiveness(conns_.size(), UnixNanos());
+  return true;
 }
 
 void ServerWorker::Loop() {
+  int64_t last_work = UnixNanos();
+  const int64_t park_after = options_.idle_park_after == absl::InfiniteDuration()
+                                 ? INT64_MAX
+                                 : absl::ToInt64Nanoseconds(options_.idle_park_after);
   int empty_rounds = 0;
-  uint64_t rounds = 0;
+  bool parked_idle = false;  // The last park ended with nothing to do.
   while (!stop_.load(std::memory_order_acquire)) {
-    if (inbox_nonempty_.load(std::memory_order_acquire)) {
-      MutexLock lock(&inbox_mu_);
-      for (auto& c : inbox_) conns_.push_back(std::move(c));
-      inbox_.clear();
-      inbox_nonempty_.store(false, std::memory_order_release);
+    if (inbox_nonempty_.load(std::memory_order_acquire)) AdoptInbox();
+    const int64_t now = UnixNanos();
+    candidates_.clear();
+    const uint64_t rings_before = finder_.rings();
+    finder_.Collect(now, &candidates_);
+    if (finder_.rings() != rings_before) {
+      counters_->rings.fetch_add(finder_.rings() - rings_before,
+                                 std::memory_order_relaxed);
     }
     bool served = false;
-    for (size_t k = 0; k < conns_.size(); ++k) {
-      ServerConnection* c = conns_[k].get();
-      const wire::ConnectionLayout& l = c->layout;
-      for (uint32_t s = 0; s < l.slots; ++s) {
-        if (c->push_in_flight[s]) continue;
-        const char* slot = c->region->data() + l.RequestSlotOffset(s);
-        // Cheap check first: the head word only.
-        const uint64_t head = transport::LoadAcquire64(slot);
-        if (wire::HeadSeq(head) != c->expected_seq[s]) continue;
-        Serve(c, s);
+    for (const WorkFinder::Candidate& w : candidates_) {
+      ServerConnection* c = by_bell_[w.bell];
+      if (c == nullptr) continue;
+      if (c->push_in_flight[w.slot] > 0) {
+        // Its response buffer is still being pushed: look again later.
+        finder_.KeepPolling(w.bell, w.slot, now);
+        continue;
+      }
+      const char* slot = c->region->data() + c->layout.RequestSlotOffset(w.slot);
+      // Cheap check first: the head word only.
+      if (wire::HeadSeq(transport::LoadAcquire64(slot)) !=
+          c->expected_seq[w.slot]) {
+        continue;
+      }
+      if (Serve(c, w.slot)) {
         served = true;
+      } else {
+        finder_.KeepPolling(w.bell, w.slot, now);  // Still landing.
       }
     }
-    // Only pushes are signaled here: with none in flight the queue is empty.
-    if (pushes_in_flight_ > 0) TakeCompletions();
-    if (++rounds % kLivenessRounds == 0 || (!served && empty_rounds > 0 &&
-                                            empty_rounds % 1024 == 0)) {
-      const int64_t now = UnixNanos();
-      for (size_t k = 0; k < conns_.size();) {
-        absl::Status s = conns_[k]->conn->status();
-        const ServerConnection& sc = *conns_[k];
-        for (size_t i = 0; s.ok() && i < sc.push_in_flight.size(); ++i) {
-          if (sc.push_in_flight[i] > 0 &&
-              now - sc.push_posted_ns[i] > kLostCompletionNs) {
-            s = absl::UnavailableError(absl::StrCat(
-                "no completion for a server-reply WRITE on slot ", i,
-                " within 2 s"));
-          }
-        }
-        if (!s.ok()) {
-          Close(k, s);
-        } else {
-          ++k;
-        }
-      }
+    // Completions of pushes (signaled WRITEs), and on verbs the receive
+    // completions of clients' notifies, which the provider consumes inside
+    // Poll and answers with a fresh receive: a queue pair whose receives
+    // ran out would hold its client's send queue in RNR retries. So poll
+    // every round while pushes are in flight, and every kNotifyPollRounds
+    // otherwise.
+    if (pushes_in_flight_ > 0 || ++rounds_ % kNotifyPollRounds == 0) {
+      transport::Completion comps[16];
+      const int n = cq_->Poll(absl::MakeSpan(comps));
+      TakeCompletions(absl::MakeConstSpan(comps, static_cast<size_t>(n)));
     }
+    CheckLiveness(kLivenessPerRound, now);
     if (served) {
+      last_work = now;
       empty_rounds = 0;
+      parked_idle = false;
+      continue;
+    }
+    if (!candidates_.empty()) parked_idle = false;
+    // Idle: spin, then yield, then park (RDMAbox's adaptive polling). After
+    // a park that found nothing, park again at once.
+    const bool quiet = (parked_idle || now - last_work >= park_after) &&
+                       finder_.hot() == 0 && pushes_in_flight_ == 0;
+    if (quiet) {
+      if (Park()) {
+        parked_idle = !finder_.AnyRung();
+        if (!parked_idle) last_work = UnixNanos();
+      }
+      continue;
+    }
+    if (++empty_rounds < options_.idle_spin_rounds) {
+      CpuRelax();
     } else {
-      Idle(&empty_rounds);
+      sched_yield();
     }
   }
   // Stopping: fail every connection so clients learn at once.
   while (!conns_.empty()) Close(conns_.size() - 1, absl::UnavailableError("server shutting down"));
 }
 
-void ServerWorker::Serve(ServerConnection* c, uint32_t s) {
+bool ServerWorker::Serve(ServerConnection* c, uint32_t s) {
   const wire::ConnectionLayout& l = c->layout;
   char* slot = c->region->data() + l.RequestSlotOffset(s);
   const uint32_t seq = c->expected_seq[s];
@@ -192,9 +301,17 @@ void ServerWorker::Serve(ServerConnection* c, uint32_t s) {
   const wire::SlotState state =
       wire::InspectRequest(slot, l.request_slot_bytes, seq, &req, &why);
   if (state == wire::SlotState::kEmpty || state == wire::SlotState::kIncomplete) {
-    return;  // Not (fully) there yet; the next round looks again.
+    return false;  // Not (fully) there yet.
   }
   const int64_t start_ns = UnixNanos();
+  // Hot: served within the window of its previous request, so polled for
+  // another window; the client then needs no doorbell for its next one.
+  // The window runs from now, not from the round's start: the request may
+  // have landed during this round, after the round's clock read, and the
+  // client counts its half window from when it posted.
+  const uint16_t hot =
+      finder_.OnServed(c->bell, s, start_ns) ? wire::kResponseFlagHot : 0;
+  if (hot) counters_->hot_serves.fetch_add(1, std::memory_order_relaxed);
   char* resp = c->region->data() + l.ResponseSlotOffset(s);
   char* payload = resp + wire::kHeaderBytes;
   const size_t cap = l.ResponsePayloadCapacity();
@@ -204,8 +321,8 @@ void ServerWorker::Serve(ServerConnection* c, uint32_t s) {
     counters_->bad_requests.fetch_add(1, std::memory_order_relaxed);
     status = absl::InvalidArgumentError(why);
   } else if (req.flags == wire::kRequestFlagBatch) {
-    ServeBatch(c, s, req, start_ns);
-    return;
+    ServeBatch(c, s, req, start_ns, hot);
+    return true;
   } else if (req.flags != 0) {
     counters_->bad_requests.fetch_add(1, std::memory_order_relaxed);
     status = absl::InvalidArgumentError(
@@ -231,10 +348,11 @@ void ServerWorker::Serve(ServerConnection* c, uint32_t s) {
   c->expected_seq[s] = wire::NextSeq(seq);
   const size_t framed = wire::PublishResponse(
       resp, static_cast<uint32_t>(len), seq, wire::EncodeServerTime(elapsed),
-      code, large ? wire::kResponseFlagPushed : 0);
+      code, static_cast<uint16_t>((large ? wire::kResponseFlagPushed : 0) | hot));
   counters_->calls.fetch_add(1, std::memory_order_relaxed);
   FinishPublish(c, s, 0, framed, large);
   FlushMethodStats();
+  return true;
 }
 
 absl::Status ServerWorker::RunHandler(ServerConnection* c, uint32_t method_id,
@@ -288,7 +406,8 @@ absl::Status ServerWorker::RunHandler(ServerConnection* c, uint32_t method_id,
 }
 
 void ServerWorker::ServeBatch(ServerConnection* c, uint32_t s,
-                              const wire::RequestView& req, int64_t start_ns) {
+                              const wire::RequestView& req, int64_t start_ns,
+                              uint16_t hot) {
   const wire::ConnectionLayout& l = c->layout;
   const uint32_t seq = req.seq;
   char* resp = c->region->data() + l.ResponseSlotOffset(s);
@@ -313,7 +432,7 @@ void ServerWorker::ServeBatch(ServerConnection* c, uint32_t s,
     std::memcpy(resp + wire::kHeaderBytes, bad.message().data(), len);
     const size_t framed = wire::PublishResponse(
         resp, static_cast<uint32_t>(len), seq, 0,
-        static_cast<uint16_t>(bad.code()), 0);
+        static_cast<uint16_t>(bad.code()), hot);
     counters_->calls.fetch_add(1, std::memory_order_relaxed);
     FinishPublish(c, s, 0, framed, false);
     return;
@@ -334,7 +453,7 @@ void ServerWorker::ServeBatch(ServerConnection* c, uint32_t s,
     const size_t framed = wire::PublishResponse(
         resp + part, static_cast<uint32_t>(part_size), seq,
         wire::EncodeServerTime(elapsed), 0,
-        static_cast<uint16_t>(wire::kResponseFlagBatch |
+        static_cast<uint16_t>(wire::kResponseFlagBatch | hot |
                               (large ? wire::kResponseFlagPushed : 0)),
         static_cast<uint16_t>(part_entries));
     FinishPublish(c, s, part, framed, large);
@@ -410,18 +529,20 @@ void ServerWorker::Push(ServerConnection* c, uint32_t s, size_t offset,
                         size_t framed) {
   const wire::ConnectionLayout& l = c->layout;
   transport::WorkRequest wr = transport::WorkRequest::Write(
-      /*wr_id=*/s, c->region.get(), l.ResponseSlotOffset(s) + offset,
+      PushId(c->bell, s), c->region.get(), l.ResponseSlotOffset(s) + offset,
       static_cast<uint32_t>(framed), c->client_reply,
       l.ReplySlotOffset(s) + offset);
   // Signaled, so the response buffer is not reused while the NIC still reads
   // it (Loop skips the slot until the completion).
   wr.signaled = true;
   ++c->push_in_flight[s];
+  ++c->pushes;
   ++pushes_in_flight_;
   c->push_posted_ns[s] = UnixNanos();
   absl::Status st = c->conn->Post(absl::MakeConstSpan(&wr, 1));
   if (!st.ok()) {
     --c->push_in_flight[s];
+    --c->pushes;
     // pushes_in_flight_ stays: a provider may still queue a flushed
     // completion for it (shm does). Over-counting only means polling.
     c->conn->Fail(st);  // Liveness check closes it.

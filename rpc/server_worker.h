@@ -2,19 +2,29 @@
 //
 // A server worker thread and the connections it owns (internal to rpc/).
 //
-// server_recv: the worker polls the request slots of all its connections
-// round robin. server_send: it runs the handler, which serializes the result
-// straight into the slot's response buffer in the server's own memory, and
-// publishes the header last. Only in server-reply (the connection's mode
-// flag says so) or for results above large_result_bytes does it issue an
-// out-bound WRITE into the client's reply slot.
+// server_recv: the worker looks only at the request slots its WorkFinder
+// names: slots whose client rang the worker's doorbell area, and hot slots
+// (served twice within the hot window) that it polls for a short while
+// after each request. Its cost per round follows the requests that arrived,
+// not the connections that exist. server_send: it runs the handler, which
+// serializes the result straight into the slot's response buffer in the
+// server's own memory, and publishes the header last. Only in server-reply
+// (the connection's mode flag says so) or for results above
+// large_result_bytes does it issue an out-bound WRITE into the client's
+// reply slot.
 //
-// Thread safety: Adopt(), Stop() and stats are thread-safe; everything else
-// runs on the worker's own thread.
+// Idle: it spins, then yields, and after `idle_park_after` without work
+// parks: it arms its completion queue for wake-ups, checks the doorbell
+// summary once more and sleeps until a client's notify WRITE, a completion,
+// a new connection or (every 100 ms) its liveness check.
+//
+// Thread safety: Adopt(), AllocateBell(), ReleaseBell(), Stop() and the
+// counters are thread-safe; everything else runs on the worker's own thread.
 
 #ifndef RFRPC_RPC_SERVER_WORKER_H_
 #define RFRPC_RPC_SERVER_WORKER_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -24,13 +34,15 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "base/mutex.h"
 #include "rpc/method_counters.h"
 #include "rpc/options.h"
 #include "rpc/service.h"
 #include "rpc/slot_codec.h"
 #include "rpc/wire_format.h"
+#include "rpc/work_finder.h"
 #include "transport/transport.h"
-#include "rpc/mutex.h"
 
 namespace rfrpc {
 namespace internal {
@@ -47,6 +59,10 @@ struct ServerCounters {
   std::atomic<uint64_t> bad_requests{0};
   std::atomic<uint64_t> rdma_writes{0};
   std::atomic<uint64_t> batches{0};
+  std::atomic<uint64_t> rings{0};        // Doorbell rings taken.
+  std::atomic<uint64_t> parks{0};        // Times a worker went to sleep.
+  std::atomic<uint64_t> park_notifies{0};  // Parks a client's notify ended.
+  std::atomic<uint64_t> hot_serves{0};   // Requests served with the hot flag.
   // Gauges: open connections and their slots (reset by Shutdown).
   std::atomic<uint64_t> connections_open{0};
   std::atomic<uint64_t> connection_slots{0};
@@ -62,25 +78,50 @@ struct ServerConnection {
   std::vector<uint32_t> expected_seq;               // Per slot.
   std::vector<uint32_t> push_in_flight;             // Per slot: WRITEs.
   std::vector<int64_t> push_posted_ns;              // Per slot: last WRITE.
+  uint32_t pushes = 0;                              // In flight, all slots.
+  uint32_t bell = 0;                                // Its doorbell.
   uint32_t unsignaled = 0;
 };
 
+// Hot slots a worker polls at most (WorkFinder::Options::max_hot).
+inline constexpr size_t kMaxHotSlots = 128;
+
+// Doorbells per worker: max_connections rounded up to whole groups (any
+// worker may be asked for every connection).
+inline uint32_t BellCapacity(const ServerOptions& o) {
+  const uint32_t n = static_cast<uint32_t>(std::max(1, o.max_connections));
+  return (n + wire::BellsLayout::kGroup - 1) / wire::BellsLayout::kGroup *
+         wire::BellsLayout::kGroup;
+}
+
 class ServerWorker {
  public:
-  // `methods`, `counters` and `method_counters` are not owned and must
-  // outlive the worker; `method_counters` may be null (per-method counts
-  // off) and is written only by this worker.
+  // `methods` and `counters` are not owned and must outlive the worker.
+  // `bells` is the worker's doorbell area (wire::BellsLayout of
+  // RoundUp64(options.max_connections) bells), exposed piecewise to its
+  // connections; `cq` is created with remote_wake. `method_counters` (not
+  // owned, may be null: per-method counts off) must outlive the worker and
+  // is written only by it.
   ServerWorker(int index, const ServerOptions& options,
                const MethodTable* methods, ServerCounters* counters,
-               WorkerMethodCounters* method_counters,
-               std::unique_ptr<transport::CompletionQueue> cq);
+               std::unique_ptr<transport::CompletionQueue> cq,
+               std::unique_ptr<transport::MemoryRegion> bells,
+               WorkerMethodCounters* method_counters = nullptr);
   ~ServerWorker();
 
   void Start();
   // Stops the thread and fails (closes) every connection.
   void Stop();
 
-  // Hands a new connection to this worker.
+  // A free doorbell for a connection about to be adopted, or
+  // RESOURCE_EXHAUSTED. Thread-safe.
+  absl::StatusOr<uint32_t> AllocateBell();
+  // Gives back a bell that was allocated but never adopted. Thread-safe.
+  void ReleaseBell(uint32_t bell);
+  const wire::BellsLayout& bells_layout() const { return finder_.layout(); }
+  const transport::MemoryRegion* bells() const { return bells_.get(); }
+
+  // Hands a new connection (with its bell) to this worker. Thread-safe.
   void Adopt(std::unique_ptr<ServerConnection> c);
   int connections() const { return connections_.load(); }
 
@@ -88,10 +129,13 @@ class ServerWorker {
 
  private:
   void Loop();
-  // Serves one ready request; returns false if the connection must close.
-  void Serve(ServerConnection* c, uint32_t slot);
+  void AdoptInbox();
+  // Serves the request in slot `s` if it is complete; returns true if it
+  // did (a malformed request is served too: with its error).
+  bool Serve(ServerConnection* c, uint32_t slot);
   void ServeBatch(ServerConnection* c, uint32_t slot,
-                  const wire::RequestView& req, int64_t start_ns);
+                  const wire::RequestView& req, int64_t start_ns,
+                  uint16_t hot_flag);
   absl::Status RunHandler(ServerConnection* c, uint32_t method_id,
                           absl::string_view request, int64_t start_ns,
                           char* out, size_t cap, size_t* len);
@@ -100,17 +144,29 @@ class ServerWorker {
   void FinishPublish(ServerConnection* c, uint32_t slot, size_t offset,
                      size_t framed, bool large);
   void Push(ServerConnection* c, uint32_t slot, size_t offset, size_t framed);
-  void TakeCompletions();
+  void TakeCompletions(absl::Span<const transport::Completion> comps);
+  // Closes conns_[i] (swap-with-last).
   void Close(size_t i, const absl::Status& why);
-  void Idle(int* empty_rounds);
+  // Liveness (and lost server-reply completions) of `n` connections from
+  // the cursor on; n >= conns_.size() checks them all.
+  void CheckLiveness(size_t n, int64_t now);
+  // Sleeps until woken (see the header comment); returns true if it slept.
+  bool Park();
 
   const int index_;
   const ServerOptions options_;
   const MethodTable* const methods_;
   ServerCounters* const counters_;
   std::unique_ptr<transport::CompletionQueue> cq_;
+  const std::unique_ptr<transport::MemoryRegion> bells_;
 
-  std::vector<std::unique_ptr<ServerConnection>> conns_;  // Worker thread only.
+  // Worker thread only.
+  WorkFinder finder_;
+  std::vector<WorkFinder::Candidate> candidates_;
+  std::vector<std::unique_ptr<ServerConnection>> conns_;
+  std::vector<ServerConnection*> by_bell_;
+  size_t liveness_cursor_ = 0;
+  uint64_t rounds_ = 0;
   ServerContext ctx_;
   // The method RunHandler ran last (null: none yet). The method table does
   // not change once the server runs.
@@ -142,6 +198,9 @@ class ServerWorker {
   // stay above the truth (then the loop polls every round, as before), never
   // below it.
   uint64_t pushes_in_flight_ = 0;
+
+  Mutex bells_mu_;
+  std::vector<uint32_t> free_bells_ ABSL_GUARDED_BY(bells_mu_);
 
   Mutex inbox_mu_;
   std::vector<std::unique_ptr<ServerConnection>> inbox_ ABSL_GUARDED_BY(inbox_mu_);

@@ -13,7 +13,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "rpc/channel.h"
-#include "rpc/mutex.h"
+#include "base/mutex.h"
 #include "rpc/server.h"
 #include "rpc/stats.h"
 
@@ -31,6 +31,10 @@ void AddCounters(const ServerStats& from, ServerStats* to) {
   to->bad_requests += from.bad_requests;
   to->rdma_writes += from.rdma_writes;
   to->batches += from.batches;
+  to->rings += from.rings;
+  to->parks += from.parks;
+  to->park_notifies += from.park_notifies;
+  to->hot_serves += from.hot_serves;
 }
 
 void AddCounters(const ChannelStats& from, ChannelStats* to) {
@@ -55,6 +59,10 @@ void AddCounters(const ChannelStats& from, ChannelStats* to) {
   to->publishes_delayed += from.publishes_delayed;
   to->calls_queued += from.calls_queued;
   to->sizer_adjustments += from.sizer_adjustments;
+  to->rings += from.rings;
+  to->rerings += from.rerings;
+  to->notifies += from.notifies;
+  to->hot_posts += from.hot_posts;
 }
 
 // Merges `from` into `*to`, matching methods by `key`.

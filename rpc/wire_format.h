@@ -89,6 +89,10 @@ inline constexpr uint16_t kRequestFlagBatch = 1u << 0;  // Payload is a batch.
 // a fetch). The client waits on its reply slot.
 inline constexpr uint16_t kResponseFlagPushed = 1u << 0;
 inline constexpr uint16_t kResponseFlagBatch = 1u << 1;
+// The worker keeps polling this slot for RpcWelcome.hot_window_ns after it
+// served the request: the client's next request on the slot, if posted
+// within half that window of this one, needs no doorbell.
+inline constexpr uint16_t kResponseFlagHot = 1u << 2;
 
 // The mode flag block at offset 0 of the server's per-connection region.
 // Written only by the client (a local copy and an RDMA WRITE of this word);
@@ -177,6 +181,49 @@ struct ConnectionLayout {
     return SlotPayloadCapacity(response_slot_bytes);
   }
 };
+
+// The rpc handshake's version (RpcHello / RpcWelcome); a mismatch is
+// FAILED_PRECONDITION on both sides. 2: doorbells and hot slots.
+inline constexpr uint32_t kRpcVersion = 2;
+
+// A worker's doorbell area: how a client tells the worker which of its slots
+// to look at, so that the worker's work discovery costs what arrived, not
+// what is connected (docs/wire_formats.md section 7). One region per worker,
+// allocated by the server; connection i of the worker (its "bell") owns the
+// word at WordOffset(i) and shares the summary byte of its group of 64,
+// SummaryOffset(i). Each is exposed to the connection as a region of its
+// own (verbs: registered over exactly those bytes).
+//
+//   [0, SummaryBytes())          summary: byte g != 0 means "some bell of
+//                                group g rang"; clients store 1, the worker
+//                                swaps whole words to 0
+//   WordOffset(i), 8 bytes       bell word of connection i:
+//                                (ring count << 32) | slot mask
+//
+// A client rings by WRITing its bell word and then its summary byte (one
+// post list, after the request WRITE: ordered by the transport's rule 1).
+// Bit (s % 32) of the mask asks the worker to look at slot s; a mask of 0
+// means every slot. The ring count makes every ring a new value.
+struct BellsLayout {
+  static constexpr uint32_t kGroup = 64;
+  uint32_t capacity = 0;  // Bells; a multiple of kGroup.
+
+  size_t SummaryBytes() const { return Align64(capacity / kGroup); }
+  static size_t SummaryOffset(uint32_t bell) { return bell / kGroup; }
+  size_t WordOffset(uint32_t bell) const {
+    return SummaryBytes() + size_t{bell} * 8;
+  }
+  size_t Bytes() const { return WordOffset(capacity); }
+};
+static_assert(BellsLayout::kGroup == 64, "a summary word covers 8 groups");
+
+constexpr uint64_t BellWord(uint32_t ring_count, uint32_t slot_mask) {
+  return (uint64_t{ring_count} << 32) | slot_mask;
+}
+constexpr uint32_t BellMask(uint64_t word) {
+  return static_cast<uint32_t>(word);
+}
+constexpr uint32_t SlotBit(uint32_t slot) { return 1u << (slot % 32); }
 
 }  // namespace wire
 }  // namespace rfrpc

@@ -52,7 +52,7 @@ start_server() {
   local name="$1" addr="$2" workers="$3"
   timeout -k 5 300 "$SERVER" --provider="$PROVIDER" --address="$addr" \
     --workers="$workers" --kv_memory_mb=16 --address_file="$TMP/$name.addr" \
-    --rfrpc_idle_spin_rounds=200 --rfrpc_idle_yield_rounds=200 \
+    --rfrpc_idle_spin_rounds=200 \
     >"$TMP/$name.out" 2>"$TMP/$name.err" &
   PIDS+=($!)
   eval "PID_$name=$!"

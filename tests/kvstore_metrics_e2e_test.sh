@@ -131,7 +131,7 @@ echo "ok: the documented alert rules pass promtool check and test rules"
 timeout -k 5 300 "$SERVER" --workers=2 --kv_memory_mb=16 \
   --kv_max_value_bytes="$MAX_VALUE" --address_file="$TMP/addr" \
   --rfrpc_metrics_port=-1 --rfrpc_metrics_host=127.0.0.1 \
-  --rfrpc_idle_spin_rounds=200 --rfrpc_idle_yield_rounds=200 \
+  --rfrpc_idle_spin_rounds=200 \
   >"$TMP/server.out" 2>"$TMP/server.err" &
 PID=$!
 for _ in $(seq 1 300); do

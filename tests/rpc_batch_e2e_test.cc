@@ -36,7 +36,6 @@ class BatchE2eTest : public ::testing::TestWithParam<Param> {
     opts.address = ListenAddress();
     opts.workers = 1;
     opts.idle_spin_rounds = 200;
-    opts.idle_yield_rounds = 200;
     opts.result_batch_bytes = 512;  // Small, so results span several parts.
     server_ = std::make_unique<Server>(opts);
     ASSERT_TRUE(server_->RegisterService(&service_).ok());

@@ -36,7 +36,6 @@ class RpcE2eTest : public ::testing::Test {
     opts.address = ListenAddress();
     opts.workers = workers;
     opts.idle_spin_rounds = 200;
-    opts.idle_yield_rounds = 200;
     server_ = std::make_unique<Server>(opts);
     ASSERT_TRUE(server_->RegisterService(&service_).ok());
     absl::Status s = server_->Start();
@@ -367,11 +366,11 @@ TEST_F(RpcE2eTest, DeadlineExpiresAndTheSlotIsReusedAfterwards) {
 }
 
 TEST_F(RpcE2eTest, HybridSwitchesToServerReplyAndBack) {
-  // A server that never sleeps when idle (it yields instead): with a 50 us
-  // idle sleep, quick replies would take tens of microseconds and hybrid
-  // would rightly stay in server-reply.
+  // A server that never parks when idle (it yields instead): woken from a
+  // park, quick replies would take tens of microseconds and hybrid would
+  // rightly stay in server-reply.
   ServerOptions server_opts;
-  server_opts.idle_sleep = absl::ZeroDuration();
+  server_opts.idle_park_after = absl::InfiniteDuration();
   StartServer(1, server_opts);
   // R = 20: on shm a READ takes ~100 ns, and this test is about the switch,
   // not about how a loaded host schedules the server.

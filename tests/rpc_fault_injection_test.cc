@@ -88,7 +88,6 @@ class FaultScenarioTest : public ::testing::Test {
     opts.address = ListenAddress();
     opts.workers = workers;
     opts.idle_spin_rounds = 100;
-    opts.idle_yield_rounds = 100;
     server_ = std::make_unique<Server>(opts);
     ASSERT_TRUE(server_->RegisterService(&service_).ok());
     absl::Status s = server_->Start();

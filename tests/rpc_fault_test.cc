@@ -83,7 +83,6 @@ TEST(RpcFaultTest, KilledClientIsReclaimedAndOthersUnaffected) {
   so.provider = Provider();
   so.address = FreshAddress();
   so.idle_spin_rounds = 100;
-  so.idle_yield_rounds = 100;
   TestService service;  // Outlives the server.
   Server server(so);
   ASSERT_TRUE(server.RegisterService(&service).ok());

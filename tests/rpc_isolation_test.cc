@@ -53,7 +53,6 @@ class IsolationTest : public ::testing::Test {
     opts.provider = Provider();
     opts.address = ListenAddress();
     opts.idle_spin_rounds = 100;
-    opts.idle_yield_rounds = 100;
     server_ = std::make_unique<Server>(opts);
     ASSERT_TRUE(server_->RegisterService(&service_).ok());
     absl::Status s = server_->Start();
@@ -80,7 +79,7 @@ struct RawClient {
     local = *provider->AllocateMemory(8192);
     reply = *provider->AllocateMemory(4096);
     rpc::RpcHello hello;
-    hello.set_version(1);
+    hello.set_version(wire::kRpcVersion);
     hello.set_worker(-1);
     hello.set_slots(1);
     hello.set_request_slot_bytes(256);
@@ -179,6 +178,16 @@ TEST_F(IsolationTest, ForgedDescriptorsGetRemoteAccessErrorsAndSeeNothing) {
       {"just after own region", RemoteRegion{own.addr + own.length, 4096, own.rkey},
        0, 8},
   };
+  // The victim's doorbell pieces (its bell word, its group's summary byte)
+  // sit in the same worker-wide area as the attacker's own: the attacker
+  // may touch its own word and byte only.
+  ASSERT_GE(peers[0].regions.size(), 3u);
+  ASSERT_GE(probe.conn->peer().regions.size(), 3u);
+  const RemoteRegion victim_bell = peers[0].regions[1];
+  const RemoteRegion own_bell = probe.conn->peer().regions[1];
+  cases.push_back({"victim's bell word", victim_bell, 0, 8});
+  cases.push_back({"victim's bell word, own key",
+                   RemoteRegion{victim_bell.addr, 8, own_bell.rkey}, 0, 8});
   for (uint32_t delta : {1u, 2u, 0x100u, 0x10000u, 0x80000000u}) {
     cases.push_back({absl::StrCat("guessed key own^", delta),
                      RemoteRegion{own.addr, own.length, own.rkey ^ delta}, 0, 8});
@@ -206,6 +215,24 @@ TEST_F(IsolationTest, ForgedDescriptorsGetRemoteAccessErrorsAndSeeNothing) {
       // The victim is served on, its bytes intact.
       victim_call(id++);
     }
+  }
+  // Past the attacker's own doorbell pieces (their neighbours are other
+  // connections' bells).
+  for (int which = 0; which < 4; ++which) {
+    RawClient attacker;
+    ASSERT_TRUE(attacker.Connect(server_->address()).ok());
+    const RemoteRegion word = attacker.conn->peer().regions[1];
+    const RemoteRegion summary = attacker.conn->peer().regions[2];
+    auto c = which == 0   ? attacker.Do(transport::Opcode::kWrite, word, 8, 8)
+             : which == 1 ? attacker.Do(transport::Opcode::kWrite,
+                                        RemoteRegion{word.addr - 8, 16, word.rkey},
+                                        0, 8)
+             : which == 2 ? attacker.Do(transport::Opcode::kWrite, summary, 0, 2)
+                          : attacker.Do(transport::Opcode::kRead, word, 0, 8);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->status, WcStatus::kRemoteAccessError)
+        << "case " << which << ": " << WcStatusName(c->status);
+    victim_call(id++);
   }
   EXPECT_EQ(FaultKnobs::Named("victim")->live_connections(), 1u)
       << "the victim's connection must not have been failed";

@@ -111,7 +111,6 @@ class RpcMetricsTest : public ::testing::Test {
     so.address = ListenAddress();
     so.workers = 2;
     so.idle_spin_rounds = 200;
-    so.idle_yield_rounds = 200;
     server_ = std::make_unique<Server>(so);
     ASSERT_TRUE(server_->RegisterService(&service_).ok());
     ASSERT_TRUE(server_->Start().ok());

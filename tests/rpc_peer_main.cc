@@ -34,7 +34,6 @@ int main(int argc, char** argv) {
     opts.address = FLAGS_address;
     opts.workers = FLAGS_workers;
     opts.idle_spin_rounds = 100;
-    opts.idle_yield_rounds = 100;
     rfrpc::Server server(opts);
     rfrpc::testing::TestService service;
     CHECK(server.RegisterService(&service).ok());

@@ -90,7 +90,6 @@ int64_t RssKiB(pid_t pid) {
   opts.provider = FLAGS_provider;
   opts.workers = FLAGS_workers;
   opts.idle_spin_rounds = 200;
-  opts.idle_yield_rounds = 200;
   Server server(opts);
   TestService service;
   CHECK(server.RegisterService(&service).ok());

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gflags/gflags.h"
-#include "rpc/status_macros.h"
+#include "base/status_macros.h"
 
 DEFINE_int32(rfrpc_metrics_port, 0,
              "Serve Prometheus metrics at http://HOST:PORT/metrics; 0: off; "

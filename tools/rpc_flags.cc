@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "gflags/gflags.h"
-#include "rpc/status_macros.h"
+#include "base/status_macros.h"
 
 namespace {
 const rfrpc::ChannelOptions kChannelDefaults;
@@ -64,11 +64,15 @@ DEFINE_int32(rfrpc_max_slots_per_connection,
              "Slots a client may ask for per connection.");
 DEFINE_int32(rfrpc_idle_spin_rounds, kServerDefaults.idle_spin_rounds,
              "Idle worker: empty polling rounds spent spinning.");
-DEFINE_int32(rfrpc_idle_yield_rounds, kServerDefaults.idle_yield_rounds,
-             "Idle worker: then rounds spent yielding the CPU.");
-DEFINE_int64(rfrpc_idle_sleep_us,
-             absl::ToInt64Microseconds(kServerDefaults.idle_sleep),
-             "Idle worker: then sleep this long between rounds.");
+DEFINE_int64(rfrpc_idle_park_after_us,
+             absl::ToInt64Microseconds(kServerDefaults.idle_park_after),
+             "Idle worker: after spinning, yield until this long has passed "
+             "without work, then park (sleep until a client's notify); -1 "
+             "never parks.");
+DEFINE_int64(rfrpc_hot_window_us,
+             absl::ToInt64Microseconds(kServerDefaults.hot_window),
+             "A slot served twice within this window is polled for it after "
+             "each request (its client skips the doorbell); 0 turns it off.");
 
 // Both.
 DEFINE_bool(rfrpc_method_stats, kServerDefaults.method_stats,
@@ -77,12 +81,15 @@ DEFINE_bool(rfrpc_method_stats, kServerDefaults.method_stats,
 DEFINE_string(rfrpc_auth_token, "",
               "Shared secret presented (client) or required (server) in the "
               "handshake; empty: none.");
-DEFINE_string(rfrpc_device, kChannelDefaults.provider_options.device,
-              "verbs: RDMA device name; empty picks the first.");
+DEFINE_string(rfrpc_device, "auto",
+              "verbs: RDMA device name; auto picks the first device with an "
+              "active port and a usable GID (on failure the error lists "
+              "every device, port and GID).");
 DEFINE_int32(rfrpc_ib_port, kChannelDefaults.provider_options.port,
-             "verbs: device port.");
+             "verbs: device port; 0 picks the first active one.");
 DEFINE_int32(rfrpc_gid_index, kChannelDefaults.provider_options.gid_index,
-             "verbs: GID index; -1 picks a RoCEv2 IPv4-mapped GID.");
+             "verbs: GID index; -1 picks a RoCE v2 GID of --address's family "
+             "(its own IP when the port has it).");
 DEFINE_string(rfrpc_socket_dir, kChannelDefaults.provider_options.socket_dir,
               "shm: folder for bootstrap sockets of addresses without '/'.");
 
@@ -101,7 +108,7 @@ absl::Status AtLeast(absl::string_view flag, int64_t value, int64_t min) {
 }
 
 absl::Status ApplyProviderFlags(transport::ProviderOptions* p) {
-  RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_ib_port", FLAGS_rfrpc_ib_port, 1));
+  RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_ib_port", FLAGS_rfrpc_ib_port, 0));
   RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_gid_index", FLAGS_rfrpc_gid_index, -1));
   p->device = FLAGS_rfrpc_device;
   p->port = FLAGS_rfrpc_ib_port;
@@ -162,9 +169,9 @@ absl::Status ApplyServerFlags(ServerOptions* o) {
   RFRPC_RETURN_IF_ERROR(
       AtLeast("rfrpc_idle_spin_rounds", FLAGS_rfrpc_idle_spin_rounds, 0));
   RFRPC_RETURN_IF_ERROR(
-      AtLeast("rfrpc_idle_yield_rounds", FLAGS_rfrpc_idle_yield_rounds, 0));
+      AtLeast("rfrpc_idle_park_after_us", FLAGS_rfrpc_idle_park_after_us, -1));
   RFRPC_RETURN_IF_ERROR(
-      AtLeast("rfrpc_idle_sleep_us", FLAGS_rfrpc_idle_sleep_us, 0));
+      AtLeast("rfrpc_hot_window_us", FLAGS_rfrpc_hot_window_us, 0));
   RFRPC_RETURN_IF_ERROR(ApplyProviderFlags(&o->provider_options));
   o->pin_first_cpu = FLAGS_rfrpc_pin_first_cpu;
   o->large_result_bytes = FLAGS_rfrpc_large_result_bytes;
@@ -172,8 +179,10 @@ absl::Status ApplyServerFlags(ServerOptions* o) {
   o->max_connections = FLAGS_rfrpc_max_connections;
   o->max_slots_per_connection = FLAGS_rfrpc_max_slots_per_connection;
   o->idle_spin_rounds = FLAGS_rfrpc_idle_spin_rounds;
-  o->idle_yield_rounds = FLAGS_rfrpc_idle_yield_rounds;
-  o->idle_sleep = absl::Microseconds(FLAGS_rfrpc_idle_sleep_us);
+  o->idle_park_after = FLAGS_rfrpc_idle_park_after_us < 0
+                           ? absl::InfiniteDuration()
+                           : absl::Microseconds(FLAGS_rfrpc_idle_park_after_us);
+  o->hot_window = absl::Microseconds(FLAGS_rfrpc_hot_window_us);
   o->auth_token = FLAGS_rfrpc_auth_token;
   o->method_stats = FLAGS_rfrpc_method_stats;
   return absl::OkStatus();
@@ -197,12 +206,13 @@ std::string DescribeServerOptions(const ServerOptions& o) {
   return absl::StrFormat(
       "provider=%s address=%s workers=%d pin_first_cpu=%d max_slots=%d "
       "max_request=%u max_response=%u large_result=%u result_batch=%u "
-      "max_connections=%d idle=%d/%d/%s auth=%s",
+      "max_connections=%d idle_spin=%d park_after=%s hot_window=%s auth=%s",
       o.provider, o.address.empty() ? "(auto)" : o.address, o.workers,
       o.pin_first_cpu, o.max_slots_per_connection, o.max_request_bytes,
       o.max_response_bytes, o.large_result_bytes, o.result_batch_bytes,
-      o.max_connections, o.idle_spin_rounds, o.idle_yield_rounds,
-      absl::FormatDuration(o.idle_sleep), o.auth_token.empty() ? "off" : "on");
+      o.max_connections, o.idle_spin_rounds,
+      absl::FormatDuration(o.idle_park_after),
+      absl::FormatDuration(o.hot_window), o.auth_token.empty() ? "off" : "on");
 }
 
 }  // namespace tools

@@ -25,7 +25,8 @@ TEST(RpcFlagsTest, DefaultsAreTheLibraryDefaults) {
   ASSERT_TRUE(ApplyServerFlags(&s).ok());
   const ServerOptions ds;
   EXPECT_EQ(s.pin_first_cpu, ds.pin_first_cpu);
-  EXPECT_EQ(s.idle_sleep, ds.idle_sleep);
+  EXPECT_EQ(s.idle_park_after, ds.idle_park_after);
+  EXPECT_EQ(s.hot_window, ds.hot_window);
   EXPECT_EQ(s.large_result_bytes, ds.large_result_bytes);
   EXPECT_TRUE(s.method_stats);
 }
@@ -75,9 +76,9 @@ TEST(RpcFlagsTest, RejectsBadValuesNamingTheFlag) {
   s = ApplyChannelFlags(&c);
   EXPECT_EQ(s.message(), "--rfrpc_retries: must be >= 1");
   ServerOptions so;
-  gflags::SetCommandLineOption("rfrpc_idle_yield_rounds", "-3");
+  gflags::SetCommandLineOption("rfrpc_idle_spin_rounds", "-3");
   s = ApplyServerFlags(&so);
-  EXPECT_EQ(s.message(), "--rfrpc_idle_yield_rounds: must be >= 0");
+  EXPECT_EQ(s.message(), "--rfrpc_idle_spin_rounds: must be >= 0");
 }
 
 }  // namespace

@@ -41,6 +41,7 @@ TSAN_TESTS=(
   //tests:rpc_fault_injection_test
   //tests:rpc_isolation_test
   //codegen:generated_echo_e2e_test
+  //tests:rpc_discovery_test
   //rpc:method_counters_test
   //tests:rpc_metrics_test
 )

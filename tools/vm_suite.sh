@@ -17,6 +17,7 @@ TARGETS=(
   //tests:rpc_fault_test
   //tests:rpc_fault_injection_test
   //tests:rpc_isolation_test
+  //tests:rpc_discovery_test
 )
 bash tools/setup.sh --vm >/dev/null || { echo "vm_suite: setup --vm failed" >&2; exit 1; }
 BAZEL_FLAGS=()

@@ -124,5 +124,16 @@ absl::StatusOr<std::unique_ptr<Provider>> Provider::Open(
   return wanted(options);
 }
 
+std::string AddressHost(const std::string& address) {
+  if (address.empty() || address[0] == '/' || address[0] == '@') return "";
+  if (address[0] == '[') {
+    const size_t close = address.find(']');
+    return close == std::string::npos ? "" : address.substr(1, close - 1);
+  }
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos) return "";
+  return address.substr(0, colon);
+}
+
 }  // namespace transport
 }  // namespace rfrpc

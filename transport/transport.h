@@ -134,6 +134,19 @@ struct WorkRequest {
   // bytes come from there instead of `local`.
   bool inline_write = false;
   const void* inline_data = nullptr;
+  // WRITE only: also wake the peer. If the completion queue the peer's side
+  // of this connection names is armed (CompletionQueue::ArmWake) or blocked
+  // in Wait(), it wakes once the WRITE has been applied. Nothing reaches the
+  // peer's user: no completion, no data beyond the WRITE's own bytes.
+  //   verbs: an RDMA WRITE with immediate; it consumes one of the receives
+  //          the provider keeps posted on every queue pair, and the target's
+  //          provider consumes (and counts) the receive completion inside
+  //          Poll() and reposts.
+  //   shm:   after the copy, a full fence, then a futex wake of the target
+  //          queue's wake word if it is armed: a load when it is not. Only
+  //          queues created with CompletionQueueOptions::remote_wake can be
+  //          woken; for others it does nothing.
+  bool notify = false;
 
   static WorkRequest Write(uint64_t wr_id, const MemoryRegion* local,
                            uint64_t local_offset, uint32_t length,
@@ -202,6 +215,13 @@ struct CompletionQueueOptions {
   int max_poll_wc = 16;
   // Empty poll rounds before arming the event and blocking. Default: 2000.
   int max_retry = 2000;
+  // Peers' notify WRITEs (WorkRequest::notify) can wake this queue. shm:
+  // the queue's wake word lives in a small shared segment that each peer
+  // maps (so, on shm, a peer can wake it spuriously: it never sees or
+  // changes anything else); without it the word is process-private and
+  // notify WRITEs aimed at this queue do nothing. verbs: always possible;
+  // ignored. Default: false.
+  bool remote_wake = false;
 };
 
 // Completions of the connections that name this queue in ConnectionSetup.
@@ -227,12 +247,41 @@ class CompletionQueue {
   // arrived). Safe from any thread.
   virtual void Interrupt() = 0;
 
+  // Sleeping until a peer or a completion wakes the caller, in two steps so
+  // the caller can look at its own memory in between (RDMAbox's Algorithm 3
+  // with the caller's check added; a peer signals with a notify WRITE):
+  //
+  //   cq->ArmWake();                  // from here on, wake-ups are kept
+  //   if (WorkInMyMemory()) {
+  //     cq->Disarm();
+  //   } else {
+  //     cq->WaitArmed(out, timeout);  // returns at once if one came already
+  //   }
+  //
+  // A peer that stores into this side's memory, issues a full fence and
+  // then a notify WRITE (or, on verbs, any WRITE with notify after its
+  // stores on the same connection) either has its stores seen by the
+  // caller's check or wakes WaitArmed: no wake-up is lost. The poller's
+  // thread only.
+  virtual void ArmWake() = 0;
+  virtual void Disarm() = 0;
+  // REQUIRES: ArmWake() since the last WaitArmed() or Disarm(). Blocks until
+  // a completion, a peer's notify, an Interrupt() or `timeout`; disarms;
+  // returns the completions taken (up to out.size(); 0 when woken by a
+  // notify or Interrupt) or DEADLINE_EXCEEDED if the timeout passed with
+  // nothing.
+  virtual absl::StatusOr<int> WaitArmed(absl::Span<Completion> out,
+                                        absl::Duration timeout) = 0;
+
   struct Stats {
     uint64_t polls = 0;          // Poll rounds.
     uint64_t empty_polls = 0;
     uint64_t completions = 0;
     uint64_t blocks = 0;         // Times Wait() armed the event and slept.
     uint64_t wakeups = 0;        // Times it was woken by a completion.
+    uint64_t notifies = 0;       // Times a peer's notify woke it (shm: a
+                                 // WaitArmed woken with nothing to poll;
+                                 // verbs: notify receives consumed).
   };
   virtual Stats stats() const = 0;
 };
@@ -297,6 +346,7 @@ class Connection {
     std::atomic<uint64_t> bytes_written{0};
     std::atomic<uint64_t> bytes_read{0};
     std::atomic<uint64_t> post_lists{0};  // Doorbells.
+    std::atomic<uint64_t> notifies{0};    // WRITEs with notify.
   };
   const Counters& counters() const { return counters_; }
 
@@ -340,13 +390,20 @@ class Listener {
 };
 
 struct ProviderOptions {
-  // verbs: device name; empty picks the first. Default: "".
+  // verbs: device name; "" or "auto" picks one (the first device with an
+  // active port and a usable GID; transport/verbs/device_choice.h has the
+  // rules). Default: "".
   std::string device;
-  // verbs: port number. Default: 1.
-  int port = 1;
-  // verbs: GID index; -1 picks a RoCEv2 IPv4-mapped GID automatically.
+  // verbs: port number; 0 picks the first active one. Default: 0.
+  int port = 0;
+  // verbs: GID index; -1 picks a RoCE v2 GID of the address hint's family
+  // (the hint's own IP if the port has it), or index 0 on InfiniBand.
   // Default: -1.
   int gid_index = -1;
+  // verbs: the IP the provider will listen on or connect to (the host part
+  // of the address), for choosing the GID; "" or a name: none. The rpc
+  // layer fills it from the channel's or server's address. Default: "".
+  std::string address_hint;
   // shm: folder for bootstrap sockets when an address has no '/'. Default:
   // "" ($TMPDIR or /tmp).
   std::string socket_dir;
@@ -380,6 +437,11 @@ class Provider {
   virtual absl::StatusOr<std::unique_ptr<Connection>> Connect(
       const std::string& address, const ConnectionSetup& setup) = 0;
 };
+
+// The host part of a "host:port" address ("10.0.0.1:7000" -> "10.0.0.1",
+// "[fe80::1]:0" -> "fe80::1"); "" for an address without one (an shm socket
+// path). For ProviderOptions::address_hint.
+std::string AddressHost(const std::string& address);
 
 // Registry for providers (each provider's library registers itself).
 using ProviderFactory = absl::StatusOr<std::unique_ptr<Provider>> (*)(

@@ -33,7 +33,6 @@ struct TestServer {
     ServerOptions so;
     so.workers = workers;
     so.idle_spin_rounds = 100;
-    so.idle_yield_rounds = 100;
     server = std::make_unique<Server>(so);
     EXPECT_TRUE(server->RegisterService(service.get()).ok());
     absl::Status st = server->Start();

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "prometheus/labels.h"
-#include "rpc/status_macros.h"
+#include "base/status_macros.h"
 
 namespace rfrpc {
 namespace kvstore {

@@ -28,7 +28,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "kvstore/ycsb/db.h"
-#include "rpc/mutex.h"
+#include "base/mutex.h"
 
 namespace rfrpc {
 namespace ycsb {

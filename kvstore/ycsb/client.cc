@@ -1,5 +1,6 @@
 // Copyright 2026 The rfrpc Authors.
 
+#include "base/cpu_relax.h"
 #include "kvstore/ycsb/client.h"
 
 #include <algorithm>
@@ -16,7 +17,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "kvstore/ycsb/workload.h"
-#include "rpc/mutex.h"
+#include "base/mutex.h"
 
 namespace rfrpc {
 namespace ycsb {
@@ -84,12 +85,6 @@ class CompletionQueue {
 // Spin rounds before a waiting client thread starts yielding the CPU (to
 // the driver's completion thread, often on the same core).
 constexpr int kWaitSpinRounds = 64;
-
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
 
 // The run phase with up to `depth` operations in flight: issues operations
 // while fewer than `depth` are outstanding (and the target rate allows),

@@ -102,7 +102,6 @@ class JakiroDbTest : public ::testing::Test {
     ServerOptions so;
     so.workers = 2;
     so.idle_spin_rounds = 100;
-    so.idle_yield_rounds = 100;
     server_ = std::make_unique<Server>(so);
     ASSERT_TRUE(server_->RegisterService(service_.get()).ok());
     ASSERT_TRUE(server_->Start().ok());

@@ -41,7 +41,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
-#include "rpc/mutex.h"
+#include "base/mutex.h"
 
 namespace rfrpc {
 namespace ycsb {

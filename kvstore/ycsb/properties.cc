@@ -16,7 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "rpc/status_macros.h"
+#include "base/status_macros.h"
 
 namespace rfrpc {
 namespace ycsb {

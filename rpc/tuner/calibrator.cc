@@ -15,7 +15,7 @@
 #include "absl/time/clock.h"
 #include "rpc/channel.h"
 #include "rpc/server.h"
-#include "rpc/status_macros.h"
+#include "base/status_macros.h"
 #include "rpc/tuner/calibration_service.h"
 
 namespace rfrpc {

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "glog/logging.h"
-#include "rpc/mutex.h"
+#include "base/mutex.h"
 
 namespace rfrpc {
 namespace tuner {

@@ -41,7 +41,7 @@
 #include "rpc/channel.h"
 #include "rpc/tuner/profile.h"
 #include "rpc/tuner/selector.h"
-#include "rpc/mutex.h"
+#include "base/mutex.h"
 
 namespace rfrpc {
 namespace tuner {

@@ -3,14 +3,18 @@
 #include "transport/shm/shm_completion_queue.h"
 
 #include <errno.h>
-#include <poll.h>
-#include <sys/eventfd.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <climits>
 
 #include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "transport/adaptive_wait.h"
 
 namespace rfrpc {
 namespace transport {
@@ -23,9 +27,6 @@ inline void Bump(std::atomic<uint64_t>& c, uint64_t by = 1) {
   c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
 }
 
-// Deadline checks cost a clock read; do one every this many spins.
-constexpr int kSpinsPerClockCheck = 64;
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ShmCompletionQueue>> ShmCompletionQueue::Create(
@@ -36,13 +37,12 @@ absl::StatusOr<std::unique_ptr<ShmCompletionQueue>> ShmCompletionQueue::Create(
         options.max_poll_wc, ", max_retry ", options.max_retry,
         " (need depth >= 1, max_poll_wc >= 1, max_retry >= 0)"));
   }
-  ScopedFd efd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!efd.valid()) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("eventfd: ", strerror(errno)));
+  std::unique_ptr<Segment> wake;
+  if (options.remote_wake) {
+    RFRPC_ASSIGN_OR_RETURN(wake, Segment::Create(kWakeSegmentBytes));
   }
   return std::unique_ptr<ShmCompletionQueue>(
-      new ShmCompletionQueue(options, std::move(efd)));
+      new ShmCompletionQueue(options, std::move(wake)));
 }
 
 namespace {
@@ -50,9 +50,13 @@ uint64_t PowerOfTwoMask(uint64_t n) { return (n & (n - 1)) == 0 ? n - 1 : 0; }
 }  // namespace
 
 ShmCompletionQueue::ShmCompletionQueue(const CompletionQueueOptions& options,
-                                       ScopedFd event_fd)
+                                       std::unique_ptr<Segment> wake_segment)
     : options_(options),
-      event_fd_(std::move(event_fd)),
+      wake_segment_(std::move(wake_segment)),
+      wake_(wake_segment_ != nullptr
+                ? reinterpret_cast<std::atomic<uint32_t>*>(
+                      wake_segment_->mapping.data())
+                : &local_wake_),
       cap_(static_cast<uint64_t>(options.depth)),
       mask_(PowerOfTwoMask(cap_)),
       cells_(new Cell[cap_]) {
@@ -90,7 +94,7 @@ void ShmCompletionQueue::Fill(uint64_t t, const Completion* c) {
   // Claim() saw this cell free for `t`; nothing else may write it.
   x.hole = c == nullptr;
   if (c != nullptr) x.c = *c;
-  // Sequentially consistent: pairs with Block()'s re-check (no lost wake-up).
+  // Sequentially consistent: pairs with BlockUntil's re-check (no lost wake-up).
   x.seq.store(t + 1, std::memory_order_seq_cst);
 }
 
@@ -103,10 +107,19 @@ void ShmCompletionQueue::PushExtra(const Completion& c) {
   Publish(t, c);
 }
 
-void ShmCompletionQueue::WakeUp() {
-  const uint64_t one = 1;
-  // EAGAIN (counter saturated) still leaves the fd readable.
-  [[maybe_unused]] ssize_t r = ::write(event_fd_.get(), &one, sizeof(one));
+void ShmCompletionQueue::WakeUp() { WakeWord(wake_); }
+
+void FutexWait(std::atomic<uint32_t>* word, uint32_t expected,
+               absl::Duration timeout) {
+  if (timeout <= absl::ZeroDuration()) return;
+  const timespec ts = absl::ToTimespec(timeout);
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT,
+            expected, &ts, nullptr, 0);
+}
+
+void FutexWake(std::atomic<uint32_t>* word) {
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX,
+            nullptr, nullptr, 0);
 }
 
 bool ShmCompletionQueue::HeadReady(std::memory_order order) {
@@ -145,58 +158,85 @@ int ShmCompletionQueue::Poll(absl::Span<Completion> out) {
   }
 }
 
-void ShmCompletionQueue::Block(absl::Time deadline) {
+void ShmCompletionQueue::ArmEvent() {
+  wake_->store(1, std::memory_order_seq_cst);
+}
+
+void ShmCompletionQueue::DisarmEvent() {
+  wake_->store(0, std::memory_order_seq_cst);
+}
+
+void ShmCompletionQueue::BlockUntil(absl::Time deadline) {
   Bump(blocks_);
-  sleeping_.store(true, std::memory_order_seq_cst);
-  // Re-check after arming: a producer that published before it could see
-  // `sleeping_` must be visible here.
-  if (!HeadReady(std::memory_order_seq_cst) &&
-      !interrupted_.load(std::memory_order_seq_cst)) {
+  // Armed by ArmEvent and re-checked by a poll since: a producer that
+  // published before it could see the armed word was seen there; one that
+  // publishes later swaps the word to 0 and wakes us.
+  while (wake_->load(std::memory_order_seq_cst) != 0 &&
+         !HeadReady(std::memory_order_seq_cst) &&
+         !interrupted_.load(std::memory_order_seq_cst)) {
     const absl::Duration left = deadline - absl::Now();
-    if (left > absl::ZeroDuration()) {
-      pollfd p{event_fd_.get(), POLLIN, 0};
-      const timespec ts = absl::ToTimespec(left);
-      ::ppoll(&p, 1, &ts, nullptr);
-    }
+    if (left <= absl::ZeroDuration()) break;
+    FutexWait(wake_, 1, left);
   }
-  sleeping_.store(false, std::memory_order_seq_cst);
-  uint64_t drained;
-  [[maybe_unused]] ssize_t r = ::read(event_fd_.get(), &drained, sizeof(drained));
+  wake_->store(0, std::memory_order_seq_cst);
   if (HeadReady(std::memory_order_acquire)) Bump(wakeups_);
+}
+
+void ShmCompletionQueue::ArmWake() {
+  // A sequentially consistent store: a full fence before the caller's
+  // check of its own memory (the other half of a notifier's store, fence,
+  // load of this word).
+  wake_->store(1, std::memory_order_seq_cst);
+}
+
+void ShmCompletionQueue::Disarm() {
+  wake_->store(0, std::memory_order_seq_cst);
+}
+
+absl::StatusOr<int> ShmCompletionQueue::WaitArmed(absl::Span<Completion> out,
+                                                  absl::Duration timeout) {
+  if (out.empty()) {
+    return absl::InvalidArgumentError("WaitArmed() needs room for a completion");
+  }
+  const absl::Time deadline = absl::Now() + timeout;
+  int n = Poll(out);
+  bool woken = false;
+  if (n == 0) {
+    Bump(blocks_);
+    for (;;) {
+      if (wake_->load(std::memory_order_seq_cst) == 0) {
+        woken = true;  // A notifier (or Notify/Interrupt) swapped it.
+        break;
+      }
+      if (HeadReady(std::memory_order_seq_cst) ||
+          interrupted_.load(std::memory_order_seq_cst)) {
+        break;
+      }
+      const absl::Duration left = deadline - absl::Now();
+      if (left <= absl::ZeroDuration()) break;
+      FutexWait(wake_, 1, left);
+    }
+    n = Poll(out);
+  }
+  wake_->store(0, std::memory_order_seq_cst);
+  if (n > 0) {
+    Bump(wakeups_);
+    return n;
+  }
+  if (interrupted_.exchange(false, std::memory_order_acq_rel)) {
+    return absl::DeadlineExceededError("completion queue wait interrupted");
+  }
+  if (woken) {
+    Bump(notifies_);
+    return 0;
+  }
+  return absl::DeadlineExceededError(absl::StrCat(
+      "no completion or notify within ", absl::FormatDuration(timeout)));
 }
 
 absl::StatusOr<int> ShmCompletionQueue::Wait(absl::Span<Completion> out,
                                              absl::Duration timeout) {
-  if (out.empty()) {
-    return absl::InvalidArgumentError("Wait() needs room for a completion");
-  }
-  const absl::Time deadline = absl::Now() + timeout;
-  int retry = 0;
-  int spins = 0;
-  for (;;) {
-    const int n = Poll(out);
-    if (n > 0) return n;
-    if (interrupted_.exchange(false, std::memory_order_acq_rel)) {
-      return absl::DeadlineExceededError("completion queue wait interrupted");
-    }
-    const bool block =
-        options_.poll_mode == PollMode::kEvent ||
-        (options_.poll_mode == PollMode::kAdaptive &&
-         ++retry >= options_.max_retry);
-    if (block) {
-      if (absl::Now() >= deadline) break;
-      Block(deadline);
-      retry = 0;
-      continue;
-    }
-    CpuRelax();
-    if (++spins % kSpinsPerClockCheck == 0 && absl::Now() >= deadline) break;
-  }
-  // One last look so a completion that raced with the deadline is not lost.
-  const int n = Poll(out);
-  if (n > 0) return n;
-  return absl::DeadlineExceededError(absl::StrCat(
-      "no completion within ", absl::FormatDuration(timeout)));
+  return AdaptiveWait(this, options_, out, timeout);
 }
 
 void ShmCompletionQueue::Interrupt() {
@@ -211,6 +251,7 @@ CompletionQueue::Stats ShmCompletionQueue::stats() const {
   s.completions = completions_.load(std::memory_order_relaxed);
   s.blocks = blocks_.load(std::memory_order_relaxed);
   s.wakeups = wakeups_.load(std::memory_order_relaxed);
+  s.notifies = notifies_.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -23,14 +23,23 @@
 // overrun is fatal; here the data path keeps going). Capacity is exactly
 // `depth`: claimed plus queued entries never exceed it.
 //
-// Wake-ups: a Wait() that decides to block sets `sleeping_`, re-checks the
-// head cell, then sleeps on an eventfd; a producer publishes its cells, then
-// (Notify) writes the eventfd if `sleeping_` is set. Both sides use
-// sequentially consistent accesses, so either the waiter sees the entry or
-// the producer sees the waiter (no lost wake-up). A producer preempted
-// between Claim and Publish delays the entries behind its ticket (the
-// consumer takes cells in ticket order); it publishes within a few
+// Wake-ups: a futex word, 1 while a waiter is armed. A Wait() that decides
+// to block stores 1, re-checks the head cell, then futex-waits while the
+// word is 1; a producer publishes its cells, then (Notify) swaps the word to
+// 0 and futex-wakes if it was 1. Both sides use sequentially consistent
+// accesses, so either the waiter sees the entry or the producer sees the
+// waiter (no lost wake-up), and a wake that comes before the waiter sleeps
+// leaves the word 0, so the futex wait returns at once. A producer
+// preempted between Claim and Publish delays the entries behind its ticket
+// (the consumer takes cells in ticket order); it publishes within a few
 // instructions of running again and then wakes a sleeping waiter itself.
+//
+// With CompletionQueueOptions::remote_wake the word lives in a one-page
+// memfd segment that the queue's connections hand to their peers, who map
+// it and wake the queue the same way after a notify WRITE
+// (WorkRequest::notify); ArmWake/WaitArmed let the consumer check its own
+// memory between arming and sleeping. Without it the word is an ordinary
+// member and the queue holds no file descriptor.
 //
 // Thread safety: Claim/Publish/PublishHole/PushExtra/Notify from any thread;
 // Poll/Wait from one thread at a time (successive pollers must be ordered by
@@ -44,14 +53,21 @@
 #include <memory>
 #include <vector>
 
+#include "base/cpu_relax.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "transport/adaptive_wait.h"
 #include "transport/bootstrap.h"
+#include "transport/shm/shm_segment.h"
 #include "transport/transport.h"
 
 namespace rfrpc {
 namespace transport {
 namespace shm {
+
+// Size of a queue's wake segment (remote_wake): one page, the wake word (a
+// uint32) at offset 0. Peers map exactly this much.
+inline constexpr size_t kWakeSegmentBytes = 4096;
 
 class ShmCompletionQueue final : public CompletionQueue {
  public:
@@ -65,7 +81,15 @@ class ShmCompletionQueue final : public CompletionQueue {
   // Sticky: an Interrupt() with no Wait() in progress makes the next Wait()
   // return DEADLINE_EXCEEDED at once unless completions are queued.
   void Interrupt() override;
+  void ArmWake() override;
+  void Disarm() override;
+  absl::StatusOr<int> WaitArmed(absl::Span<Completion> out,
+                                absl::Duration timeout) override;
   Stats stats() const override;
+
+  // The segment holding the wake word (a uint32 at offset 0), or null
+  // without CompletionQueueOptions::remote_wake.
+  const Segment* wake_segment() const { return wake_segment_.get(); }
 
   // Producer side (any thread). Claim(n) takes n consecutive tickets (n
   // cells) for completions the caller will publish; it fails, taking none,
@@ -79,9 +103,9 @@ class ShmCompletionQueue final : public CompletionQueue {
   // Claims and publishes one entry if there is room, else counts it in
   // dropped(). For error completions nobody reserved room for.
   void PushExtra(const Completion& c);
-  // Wakes a Wait() blocked on the eventfd, if any. Call after publishing.
+  // Wakes a blocked (or armed) Wait(), if any. Call after publishing.
   void Notify() {
-    if (sleeping_.load(std::memory_order_seq_cst)) WakeUp();
+    if (wake_->load(std::memory_order_seq_cst) != 0) WakeUp();
   }
 
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
@@ -96,7 +120,8 @@ class ShmCompletionQueue final : public CompletionQueue {
     Completion c;
   };
 
-  ShmCompletionQueue(const CompletionQueueOptions& options, ScopedFd event_fd);
+  ShmCompletionQueue(const CompletionQueueOptions& options,
+                     std::unique_ptr<Segment> wake_segment);
 
   Cell& cell(uint64_t t) {
     return cells_[mask_ != 0 ? (t & mask_) : (t % cap_)];
@@ -107,11 +132,24 @@ class ShmCompletionQueue final : public CompletionQueue {
   bool HeadReady(std::memory_order order);
   // One poll round: takes up to min(out.size(), max_poll_wc) entries.
   int PollRound(absl::Span<Completion> out);
-  // Arms the eventfd and sleeps until an entry, an interrupt or `deadline`.
-  void Block(absl::Time deadline);
+  // AdaptiveWait's hooks (transport/adaptive_wait.h).
+  template <typename Q>
+  friend absl::StatusOr<int> transport::AdaptiveWait(
+      Q* q, const CompletionQueueOptions& o, absl::Span<Completion> out,
+      absl::Duration timeout);
+  bool TakeInterrupt() {
+    return interrupted_.exchange(false, std::memory_order_acq_rel);
+  }
+  void ArmEvent();
+  void DisarmEvent();
+  // Sleeps while armed and nothing arrived, until an entry, an interrupt or
+  // `deadline`; disarms.
+  void BlockUntil(absl::Time deadline);
 
   const CompletionQueueOptions options_;
-  const ScopedFd event_fd_;
+  // The wake word: in wake_segment_ (remote_wake) or local_wake_.
+  const std::unique_ptr<Segment> wake_segment_;
+  std::atomic<uint32_t>* const wake_;
   const uint64_t cap_;
   const uint64_t mask_;  // cap_ - 1 if cap_ is a power of two, else 0.
   const std::unique_ptr<Cell[]> cells_;
@@ -121,7 +159,7 @@ class ShmCompletionQueue final : public CompletionQueue {
   // publish (written rarely); the consumer's own state.
   alignas(64) std::atomic<uint64_t> tail_{0};
 
-  alignas(64) std::atomic<bool> sleeping_{false};
+  alignas(64) std::atomic<uint32_t> local_wake_{0};
   std::atomic<bool> interrupted_{false};
   std::atomic<uint64_t> dropped_{0};
 
@@ -133,17 +171,24 @@ class ShmCompletionQueue final : public CompletionQueue {
   std::atomic<uint64_t> completions_{0};
   std::atomic<uint64_t> blocks_{0};
   std::atomic<uint64_t> wakeups_{0};
+  std::atomic<uint64_t> notifies_{0};
 };
 
-// A spin-wait hint (x86 PAUSE); a compiler barrier elsewhere.
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#else
-  asm volatile("" ::: "memory");
-#endif
+// The futex operations of wake words (shared, not FUTEX_PRIVATE: the word
+// may sit in a segment several processes map). FutexWait returns when woken,
+// on a spurious wake-up, at `timeout`, or at once if *word != expected.
+void FutexWait(std::atomic<uint32_t>* word, uint32_t expected,
+               absl::Duration timeout);
+void FutexWake(std::atomic<uint32_t>* word);
+
+// Wakes the owner of a wake word (this process's or a peer's): if it is
+// armed, swaps it to 0 and futex-wakes. The caller has published whatever
+// the owner should find (a full fence after its stores).
+inline void WakeWord(std::atomic<uint32_t>* word) {
+  if (word->load(std::memory_order_seq_cst) != 0 &&
+      word->exchange(0, std::memory_order_seq_cst) != 0) {
+    FutexWake(word);
+  }
 }
 
 }  // namespace shm

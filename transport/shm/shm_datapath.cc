@@ -166,10 +166,23 @@ void ShmConnection::Run(const WorkRequest& wr, const char* src, char* dst) {
   }
 }
 
+void ShmConnection::NotifyPeer() {
+  Bump(counters_.notifies);
+  if (peer_wake_ == nullptr) return;
+  // The WRITEs before this (release stores) must be visible before we look
+  // at the peer's wake word: the other half of ArmWake's store-then-check.
+  FullFence();
+  WakeWord(peer_wake_);
+}
+
 absl::Status ShmConnection::CheckPostable(const WorkRequest& wr) const {
   if (wr.opcode != Opcode::kWrite && wr.opcode != Opcode::kRead) {
     return absl::InvalidArgumentError(
         absl::StrCat("wr_id ", wr.wr_id, ": unknown opcode"));
+  }
+  if (wr.notify && wr.opcode != Opcode::kWrite) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("wr_id ", wr.wr_id, ": only a WRITE can notify"));
   }
   if (wr.inline_write &&
       (wr.opcode != Opcode::kWrite || wr.length > max_inline_)) {
@@ -215,7 +228,7 @@ absl::Status ShmConnection::Post(absl::Span<const WorkRequest> wrs) {
     const bool postable =
         (wr.opcode == Opcode::kWrite && (!wr.inline_write ||
                                          wr.length <= max_inline_)) ||
-        (wr.opcode == Opcode::kRead && !wr.inline_write);
+        (wr.opcode == Opcode::kRead && !wr.inline_write && !wr.notify);
     const char* src;
     char* dst;
     const char* why;
@@ -230,6 +243,7 @@ absl::Status ShmConnection::Post(absl::Span<const WorkRequest> wrs) {
       }
       Bump(counters_.post_lists);
       Run(wr, src, dst);
+      if (wr.notify) NotifyPeer();
       if (wr.signaled) {
         cq_->Publish(ticket, MakeCompletion(wr, WcStatus::kSuccess));
         Bump(counters_.signaled);
@@ -281,6 +295,7 @@ absl::Status ShmConnection::PostList(absl::Span<const WorkRequest> wrs) {
     const WcStatus st = Resolve(wr, &src, &dst, &why);
     if (st == WcStatus::kSuccess) {
       Run(wr, src, dst);
+      if (wr.notify) NotifyPeer();
       if (wr.signaled) {
         push(MakeCompletion(wr, WcStatus::kSuccess));
         Bump(counters_.signaled);

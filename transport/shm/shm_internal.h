@@ -75,6 +75,9 @@ struct PeerRegion {
 struct PeerMemory {
   std::vector<Mapping> mappings;
   std::vector<PeerRegion> regions;
+  // The peer's completion-queue wake word (Hello.wake), or null.
+  Mapping wake_mapping;
+  std::atomic<uint32_t>* wake_word = nullptr;
 };
 
 // Connection state shared with the liveness monitor.
@@ -204,6 +207,11 @@ class ShmConnection final : public Connection {
   const uint32_t max_inline_;
   const uint32_t max_outstanding_;
   const std::vector<Target> targets_;
+  // The peer queue's wake word (null: the peer cannot be woken).
+  std::atomic<uint32_t>* const peer_wake_;
+
+  // After a notify WRITE ran: wakes the peer's queue if it is armed.
+  void NotifyPeer();
 };
 
 }  // namespace shm

@@ -4,6 +4,7 @@
 // with SCM_RIGHTS segment passing, the listener and the liveness monitor.
 // The data path is in shm_datapath.cc.
 
+#include "base/errno_text.h"
 #include "transport/shm/shm_provider.h"
 
 #include <errno.h>
@@ -31,7 +32,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "glog/logging.h"
-#include "rpc/status_macros.h"
+#include "base/status_macros.h"
 #include "transport/auth_token.h"
 #include "transport/bootstrap.h"
 #include "transport/handshake.pb.h"
@@ -48,10 +49,6 @@ constexpr size_t kFdsPerMessage = 64;
 constexpr char kFdMarker = 'F';
 // How long a listener spends sending an error reply to a bad peer.
 constexpr absl::Duration kReplyTimeout = absl::Milliseconds(200);
-
-std::string ErrnoText(const char* what) {
-  return absl::StrCat(what, ": ", strerror(errno));
-}
 
 // ---------------------------------------------------------------------------
 // Addresses.
@@ -249,12 +246,39 @@ absl::Status BuildHello(const ConnectionSetup& setup,
                            region->segment().FdForPeer(e.remote_write));
     fds->push_back(std::move(fd));
   }
+  // The queue's wake word, so the peer's notify WRITEs can wake it.
+  const auto* cq = dynamic_cast<const ShmCompletionQueue*>(setup.cq);
+  if (cq != nullptr && cq->wake_segment() != nullptr) {
+    RFRPC_ASSIGN_OR_RETURN(ScopedFd fd,
+                           cq->wake_segment()->FdForPeer(/*writable=*/true));
+    fds->push_back(std::move(fd));
+    hello->set_wake(true);
+  }
   return absl::OkStatus();
 }
 
+// Segment fds a Hello announces: one per region descriptor's segment index
+// range, plus the wake segment.
+size_t FdsOf(const Hello& hello) {
+  return static_cast<size_t>(hello.regions_size()) + (hello.wake() ? 1 : 0);
+}
+
 absl::StatusOr<PeerMemory> MapPeer(const Hello& hello,
-                                   const std::vector<ScopedFd>& fds) {
+                                   std::vector<ScopedFd> fds) {
   PeerMemory mem;
+  if (hello.wake()) {
+    if (fds.empty()) {
+      return absl::InvalidArgumentError("hello announces a wake segment but "
+                                        "passed no fd for it");
+    }
+    RFRPC_ASSIGN_OR_RETURN(mem.wake_mapping,
+                           Mapping::MapPeerSegment(fds.back().get(),
+                                                   kWakeSegmentBytes,
+                                                   /*writable=*/true));
+    mem.wake_word =
+        reinterpret_cast<std::atomic<uint32_t>*>(mem.wake_mapping.data());
+    fds.pop_back();
+  }
   std::vector<int> map_index(fds.size(), -1);
   // A segment is mapped writable only if some descriptor grants WRITE.
   std::vector<bool> writable(fds.size(), false);
@@ -576,13 +600,10 @@ class ShmListener final : public Listener {
           "\"; this listener is \"", kProviderName, "\""));
     }
     std::vector<ScopedFd> fds;
-    if (s.ok()) {
-      s = RecvFds(sock.get(), static_cast<size_t>(hello.regions_size()),
-                  deadline, &fds);
-    }
+    if (s.ok()) s = RecvFds(sock.get(), FdsOf(hello), deadline, &fds);
     absl::StatusOr<PeerMemory> mem = absl::UnknownError("");
     if (s.ok()) {
-      mem = MapPeer(hello, fds);
+      mem = MapPeer(hello, std::move(fds));
       s = mem.status();
     }
     if (s.ok()) {
@@ -706,10 +727,9 @@ class ShmProvider final : public Provider {
           "provider mismatch: listener speaks \"", theirs.provider(), "\"")));
     }
     std::vector<ScopedFd> peer_fds;
-    s = RecvFds(sock.get(), static_cast<size_t>(theirs.regions_size()),
-                deadline, &peer_fds);
+    s = RecvFds(sock.get(), FdsOf(theirs), deadline, &peer_fds);
     if (!s.ok()) return prefix(s);
-    absl::StatusOr<PeerMemory> mem = MapPeer(theirs, peer_fds);
+    absl::StatusOr<PeerMemory> mem = MapPeer(theirs, std::move(peer_fds));
     if (!mem.ok()) return prefix(mem.status());
     std::string who = PeerNameOf(sock.get());
     return MakeConnection(core_, setup, std::move(sock), std::move(*mem),
@@ -859,15 +879,31 @@ ShmConnection::ShmConnection(uint64_t id, ConnectionInfo info,
                              r.remote_write, r.remote_read});
         }
         return t;
-      }()) {}
+      }()),
+      peer_wake_(state_->peer().wake_word) {}
 
 ShmConnection::~ShmConnection() { core_->monitor().Remove(id(), state_->sock()); }
 
+// Providers opened with the same options in one process share one core:
+// one liveness monitor thread (and its epoll and eventfd) for all of them,
+// so a process holding thousands of channels holds one monitor, not one per
+// channel. A forked child never reuses its parent's core (the monitor
+// thread did not survive the fork).
 absl::StatusOr<std::unique_ptr<Provider>> OpenShmProvider(
     const ProviderOptions& options) {
-  RFRPC_ASSIGN_OR_RETURN(std::unique_ptr<Monitor> monitor, Monitor::Create());
-  return std::unique_ptr<Provider>(new ShmProvider(
-      std::make_shared<ProviderCore>(options, std::move(monitor))));
+  static std::mutex mu;
+  static std::weak_ptr<ProviderCore>* shared = new std::weak_ptr<ProviderCore>;
+  static pid_t shared_pid = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  std::shared_ptr<ProviderCore> core = shared->lock();
+  if (core == nullptr || shared_pid != ::getpid() ||
+      core->options().socket_dir != options.socket_dir) {
+    RFRPC_ASSIGN_OR_RETURN(std::unique_ptr<Monitor> monitor, Monitor::Create());
+    core = std::make_shared<ProviderCore>(options, std::move(monitor));
+    *shared = core;
+    shared_pid = ::getpid();
+  }
+  return std::unique_ptr<Provider>(new ShmProvider(std::move(core)));
 }
 
 namespace {

@@ -807,6 +807,177 @@ TEST_P(TransportConformanceTest, WaitTimesOutAndInterruptWakes) {
   EXPECT_LT(absl::Now() - t0, absl::Seconds(2));
 }
 
+// Remote wake-ups (WorkRequest::notify, CompletionQueue::ArmWake /
+// WaitArmed). The server side's queue is created with remote_wake; the
+// client WRITEs a word into server memory with notify.
+
+WorkRequest NotifyWrite(const Env& env, uint64_t offset) {
+  WorkRequest wr = WorkRequest::Write(/*wr_id=*/7, env.client_mem.get(),
+                                      offset, 8, env.server_region(), offset);
+  wr.signaled = false;
+  wr.notify = true;
+  return wr;
+}
+
+TEST_P(TransportConformanceTest, NotifyWakesAnArmedWaiter) {
+  EnvOptions o;
+  o.cq.remote_wake = true;
+  Env env;
+  RFRPC_ASSERT_OK(MakeEnv(GetParam(), o, &env));
+  const uint64_t v = 0x1234567890abcdefull;
+  std::memcpy(env.client_mem->data(), &v, 8);
+
+  env.server_cq->ArmWake();
+  absl::StatusOr<int> got = absl::UnknownError("not run");
+  absl::Time woke;
+  std::thread waiter([&] {
+    Completion c[4];
+    got = env.server_cq->WaitArmed(absl::MakeSpan(c), absl::Seconds(20));
+    woke = absl::Now();
+  });
+  absl::SleepFor(absl::Milliseconds(100));  // Let it block.
+  const absl::Time sent = absl::Now();
+  WorkRequest wr = NotifyWrite(env, 0);
+  RFRPC_ASSERT_OK(env.client->Post({&wr, 1}));
+  waiter.join();
+  RFRPC_ASSERT_OK(got.status());
+  EXPECT_EQ(*got, 0) << "a notify is a wake-up, not a completion";
+  EXPECT_LT(woke - sent, absl::Seconds(2));
+  // What the notifying WRITE stored is visible to the woken side.
+  EXPECT_EQ(LoadAcquire64(env.server_mem->data()), v);
+  EXPECT_GE(env.client->counters().notifies.load(), 1u);
+  EXPECT_GE(env.server_cq->stats().notifies, 1u);
+}
+
+TEST_P(TransportConformanceTest, NotifyBeforeWaitArmedIsKept) {
+  EnvOptions o;
+  o.cq.remote_wake = true;
+  Env env;
+  RFRPC_ASSERT_OK(MakeEnv(GetParam(), o, &env));
+  env.server_cq->ArmWake();
+  WorkRequest wr = NotifyWrite(env, 0);
+  RFRPC_ASSERT_OK(env.client->Post({&wr, 1}));
+  // On verbs the wake-up arrives a little after Post returns.
+  absl::SleepFor(absl::Milliseconds(50));
+  Completion c;
+  const absl::Time t0 = absl::Now();
+  absl::StatusOr<int> got =
+      env.server_cq->WaitArmed(absl::MakeSpan(&c, 1), absl::Seconds(10));
+  RFRPC_ASSERT_OK(got.status());
+  EXPECT_EQ(*got, 0);
+  EXPECT_LT(absl::Now() - t0, absl::Seconds(2));
+}
+
+TEST_P(TransportConformanceTest, WaitArmedTimesOutAndSeesCompletions) {
+  EnvOptions o;
+  o.cq.remote_wake = true;
+  Env env;
+  RFRPC_ASSERT_OK(MakeEnv(GetParam(), o, &env));
+  Completion c[4];
+  env.server_cq->ArmWake();
+  const absl::Time t0 = absl::Now();
+  EXPECT_EQ(env.server_cq->WaitArmed(absl::MakeSpan(c), absl::Milliseconds(50))
+                .status()
+                .code(),
+            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_GE(absl::Now() - t0, absl::Milliseconds(45));
+  // A WRITE without notify does not wake it.
+  WorkRequest plain = NotifyWrite(env, 0);
+  plain.notify = false;
+  RFRPC_ASSERT_OK(env.client->Post({&plain, 1}));
+  env.server_cq->ArmWake();
+  EXPECT_EQ(env.server_cq->WaitArmed(absl::MakeSpan(c), absl::Milliseconds(200))
+                .status()
+                .code(),
+            absl::StatusCode::kDeadlineExceeded);
+  // The waiter's own signaled work completes into it and wakes it.
+  WorkRequest mine = WorkRequest::Write(/*wr_id=*/9, env.server_mem.get(), 0,
+                                        8, env.client_region(), 0);
+  mine.signaled = true;
+  env.server_cq->ArmWake();
+  RFRPC_ASSERT_OK(env.server->Post({&mine, 1}));
+  absl::StatusOr<int> got =
+      env.server_cq->WaitArmed(absl::MakeSpan(c), absl::Seconds(10));
+  RFRPC_ASSERT_OK(got.status());
+  ASSERT_EQ(*got, 1);
+  EXPECT_EQ(c[0].wr_id, 9u);
+  EXPECT_TRUE(c[0].ok());
+  // Interrupt wakes an armed waiter too.
+  env.server_cq->ArmWake();
+  std::thread t([&] {
+    absl::SleepFor(absl::Milliseconds(50));
+    env.server_cq->Interrupt();
+  });
+  EXPECT_EQ(env.server_cq->WaitArmed(absl::MakeSpan(c), absl::Seconds(20))
+                .status()
+                .code(),
+            absl::StatusCode::kDeadlineExceeded);
+  t.join();
+}
+
+TEST_P(TransportConformanceTest, NotifyOnAReadIsRefused) {
+  Env env;
+  RFRPC_ASSERT_OK(MakeEnv(GetParam(), {}, &env));
+  WorkRequest wr = WorkRequest::Read(1, env.client_mem.get(), 0, 8,
+                                     env.server_region(), 0);
+  wr.notify = true;
+  EXPECT_EQ(env.client->Post({&wr, 1}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(env.client->ok());
+}
+
+// The protocol the rpc layer builds on: the waiter arms, checks a word in
+// its memory, and sleeps only if the word is unchanged; the peer stores the
+// word, then sends a notify. No wake-up may be lost: every round ends well
+// before its 5 s bound. Each round the peer acknowledges only what the
+// waiter saw, so the two race on every round.
+TEST_P(TransportConformanceTest, ArmCheckSleepLosesNoWakeUp) {
+  EnvOptions o;
+  o.cq.remote_wake = true;
+  Env env;
+  RFRPC_ASSERT_OK(MakeEnv(GetParam(), o, &env));
+  constexpr int kRounds = 300;
+  std::atomic<uint64_t> seen{0};
+  std::atomic<bool> failed{false};
+  std::thread waiter([&] {
+    Completion c[4];
+    for (uint64_t want = 1; want <= kRounds && !failed.load(); ++want) {
+      const absl::Time deadline = absl::Now() + absl::Seconds(5);
+      for (;;) {
+        env.server_cq->ArmWake();
+        if (LoadAcquire64(env.server_mem->data()) >= want) {
+          env.server_cq->Disarm();
+          break;
+        }
+        absl::StatusOr<int> r = env.server_cq->WaitArmed(
+            absl::MakeSpan(c), deadline - absl::Now());
+        if (!r.ok()) {
+          ADD_FAILURE() << "round " << want << ": " << r.status();
+          failed = true;
+          break;
+        }
+      }
+      seen.store(want);
+    }
+  });
+  absl::BitGen gen;
+  for (uint64_t i = 1; i <= kRounds && !failed.load(); ++i) {
+    std::memcpy(env.client_mem->data(), &i, 8);
+    // Sometimes right away, sometimes after the waiter went to sleep.
+    if (absl::Bernoulli(gen, 0.3)) {
+      absl::SleepFor(absl::Microseconds(absl::Uniform(gen, 0, 300)));
+    }
+    WorkRequest wr = NotifyWrite(env, 0);
+    RFRPC_ASSERT_OK(env.client->Post({&wr, 1}));
+    ASSERT_TRUE(SpinUntil([&] { return seen.load() >= i || failed.load(); },
+                          absl::Seconds(10)))
+        << "round " << i;
+  }
+  waiter.join();
+  EXPECT_FALSE(failed.load());
+  EXPECT_EQ(seen.load(), static_cast<uint64_t>(kRounds));
+}
+
 // Isolation: wrong key, out of bounds, missing right. Each violation
 // completes with kRemoteAccessError (signaled or not), touches nothing, and
 // fails the connection (RC semantics), after which Post is UNAVAILABLE and

@@ -11,7 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "rpc/status_macros.h"
+#include "base/status_macros.h"
 
 namespace rfrpc {
 namespace transport {
@@ -40,6 +40,8 @@ void FaultKnobs::Reset() {
   fail_conn_p_ = 0;
   fail_conn_at_ = 0;
   corrupt_write_next_ = 0;
+  drop_write_next_ = 0;
+  writes_dropped_ = 0;
   corrupt_write_p_ = 0;
   corrupt_read_next_ = 0;
   corrupt_read_p_ = 0;
@@ -88,6 +90,7 @@ FaultKnobs::Counters FaultKnobs::counters() const {
   c.connections_failed = connections_failed_.load();
   c.writes_corrupted = writes_corrupted_.load();
   c.reads_corrupted = reads_corrupted_.load();
+  c.writes_dropped = writes_dropped_.load();
   c.connections_made = connections_made_.load();
   return c;
 }
@@ -181,6 +184,37 @@ class FaultyCompletionQueue final : public CompletionQueue {
   void Interrupt() override {
     interrupted_.store(true);
     inner_->Interrupt();
+  }
+
+  void ArmWake() override { inner_->ArmWake(); }
+  void Disarm() override { inner_->Disarm(); }
+
+  absl::StatusOr<int> WaitArmed(absl::Span<Completion> out,
+                                absl::Duration timeout) override {
+    // Held (delayed) completions are due at known times: sleep no longer.
+    int n = Poll(out);
+    if (n > 0) {
+      inner_->Disarm();
+      return n;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!held_.empty()) {
+        const absl::Duration until_due =
+            absl::FromUnixNanos(held_.front().first) - absl::Now();
+        timeout = std::min(timeout, std::max(until_due, absl::Microseconds(1)));
+      }
+    }
+    Completion tmp[16];
+    absl::StatusOr<int> got = inner_->WaitArmed(
+        absl::MakeSpan(tmp, std::min<size_t>(out.size(), 16)), timeout);
+    if (got.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (int i = 0; i < *got; ++i) TakeLocked(tmp[i]);
+    }
+    n = Poll(out);
+    if (n > 0 || got.ok()) return n;
+    return got.status();
   }
 
   Stats stats() const override { return inner_->stats(); }
@@ -338,7 +372,26 @@ class FaultyConnection final : public Connection {
       }
       knobs_->writes_corrupted_.fetch_add(1);
     }
-    absl::Status s = copy.empty() ? inner_->Post(wrs) : inner_->Post(copy);
+    // Lost WRITEs: left out of the list.
+    bool modified = !copy.empty();
+    for (size_t i = wrs.size(); i-- > 0;) {
+      const WorkRequest& wr = wrs[i];
+      if (wr.opcode != Opcode::kWrite || wr.signaled ||
+          wr.length != knobs_->drop_write_length_.load()) {
+        continue;
+      }
+      int n = knobs_->drop_write_next_.load();
+      bool take = false;
+      while (n > 0 && !(take = knobs_->drop_write_next_.compare_exchange_weak(n, n - 1))) {
+      }
+      if (!take) continue;
+      if (!modified) copy.assign(wrs.begin(), wrs.end());
+      modified = true;
+      copy.erase(copy.begin() + static_cast<long>(i));
+      knobs_->writes_dropped_.fetch_add(1);
+    }
+    if (modified && copy.empty()) return absl::OkStatus();
+    absl::Status s = modified ? inner_->Post(copy) : inner_->Post(wrs);
     if (!s.ok()) {
       for (uint64_t wr_id : armed_reads) cq_->DisarmReadCorruption(id(), wr_id);
     }

@@ -103,6 +103,14 @@ class FaultKnobs {
   // Corruption: the next `count` WRITEs (READs) longer than `offset` get
   // byte `offset` XORed with `xor_mask` (non-zero).
   void CorruptNextWrite(uint32_t offset, uint8_t xor_mask, int count = 1);
+  // The next `count` unsignaled WRITEs of exactly `length` bytes are not
+  // executed (nor their notify), as if lost: no error, nothing lands. Stands
+  // for a hint another party erased, e.g. a doorbell summary byte that a
+  // client sharing it cleared.
+  void DropNextWritesOfLength(uint32_t length, int count = 1) {
+    drop_write_length_.store(length);
+    drop_write_next_.store(count);
+  }
   void CorruptNextRead(uint32_t offset, uint8_t xor_mask, int count = 1);
   // Every eligible WRITE / READ, with probability p, at a random offset in
   // [0, min(length, max_offset)) with a random non-zero mask.
@@ -119,6 +127,7 @@ class FaultKnobs {
     uint64_t connections_failed = 0;
     uint64_t writes_corrupted = 0;
     uint64_t reads_corrupted = 0;
+    uint64_t writes_dropped = 0;
     uint64_t connections_made = 0;      // Connect() and Accept() successes.
   };
   Counters counters() const;
@@ -156,6 +165,9 @@ class FaultKnobs {
   std::atomic<int> fail_conn_at_{0};
 
   std::atomic<int> corrupt_write_next_{0};
+  std::atomic<uint32_t> drop_write_length_{0};
+  std::atomic<int> drop_write_next_{0};
+  std::atomic<uint64_t> writes_dropped_{0};
   std::atomic<uint32_t> corrupt_write_offset_{0};
   std::atomic<uint8_t> corrupt_write_mask_{0};
   std::atomic<double> corrupt_write_p_{0};

@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
+#include "transport/adaptive_wait.h"
 #include "transport/verbs/verbs_internal.h"
 
 namespace rfrpc {
@@ -27,6 +28,18 @@ constexpr int kMaxPollBatch = 64;
 const char* OpName(Opcode op) { return op == Opcode::kRead ? "READ" : "WRITE"; }
 
 }  // namespace
+
+int PostNotifyReceives(ibv_qp* qp, int n) {
+  for (int i = 0; i < n; ++i) {
+    ibv_recv_wr wr{};
+    wr.wr_id = kNotifyReceiveWrId;
+    wr.sg_list = nullptr;
+    wr.num_sge = 0;  // WRITE with immediate carries no data into it.
+    ibv_recv_wr* bad = nullptr;
+    if (int rc = ibv_post_recv(qp, &wr, &bad); rc != 0) return rc;
+  }
+  return 0;
+}
 
 WcStatus MapWcStatus(ibv_wc_status status) {
   switch (status) {
@@ -111,7 +124,7 @@ absl::Status VerbsConnection::Post(absl::Span<const WorkRequest> wrs) {
     wr_scratch_.resize(n);
     sge_scratch_.resize(n);
   }
-  uint64_t writes = 0, reads = 0, inlined = 0, signaled = 0;
+  uint64_t writes = 0, reads = 0, inlined = 0, signaled = 0, notifies = 0;
   uint64_t bytes_written = 0, bytes_read = 0;
   const uint64_t first_seq = next_seq_;
 
@@ -142,8 +155,18 @@ absl::Status VerbsConnection::Post(absl::Span<const WorkRequest> wrs) {
           wr.local_offset, ", +", wr.length, ") outside its ",
           wr.local->size(), "-byte region; nothing posted"));
     }
+    if (wr.notify && wr.opcode != Opcode::kWrite) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "work request ", i, ": only a WRITE can notify; nothing posted"));
+    }
     if (wr.opcode == Opcode::kWrite) {
-      w.opcode = IBV_WR_RDMA_WRITE;
+      if (wr.notify) {
+        w.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+        w.imm_data = 0;
+        ++notifies;
+      } else {
+        w.opcode = IBV_WR_RDMA_WRITE;
+      }
       ++writes;
       bytes_written += wr.length;
       if (wr.inline_write) {
@@ -230,9 +253,14 @@ absl::Status VerbsConnection::Post(absl::Span<const WorkRequest> wrs) {
   counters_.reads.fetch_add(reads, std::memory_order_relaxed);
   counters_.inline_writes.fetch_add(inlined, std::memory_order_relaxed);
   counters_.signaled.fetch_add(signaled, std::memory_order_relaxed);
+  counters_.notifies.fetch_add(notifies, std::memory_order_relaxed);
   counters_.bytes_written.fetch_add(bytes_written, std::memory_order_relaxed);
   counters_.bytes_read.fetch_add(bytes_read, std::memory_order_relaxed);
   return absl::OkStatus();
+}
+
+bool VerbsConnection::RepostNotifyReceive() {
+  return PostNotifyReceives(qp_->get(), 1) == 0;
 }
 
 bool VerbsConnection::OnWorkCompletion(const ibv_wc& wc, Completion* out) {
@@ -306,6 +334,22 @@ int VerbsCompletionQueue::Poll(absl::Span<Completion> out) {
           stats_.dropped.fetch_add(1, std::memory_order_relaxed);
           continue;
         }
+        // A receive: matched by wr_id, since wc.opcode is undefined in an
+        // error (e.g. flushed) completion; send wr_ids are sequence
+        // numbers from 1.
+        if (wc[i].wr_id == kNotifyReceiveWrId) {
+          // A peer's notify (WRITE with immediate): it has woken us; the
+          // user sees nothing. Flushed receives of a failed QP are dropped.
+          if (wc[i].status == IBV_WC_SUCCESS) {
+            stats_.notifies.fetch_add(1, std::memory_order_relaxed);
+            if (!it->second->RepostNotifyReceive()) {
+              LOG_EVERY_N(WARNING, 100)
+                  << "verbs: could not repost a notify receive on QP "
+                  << wc[i].qp_num;
+            }
+          }
+          continue;
+        }
         if (it->second->OnWorkCompletion(wc[i], &out[n])) ++n;
       }
     }
@@ -319,9 +363,9 @@ int VerbsCompletionQueue::Poll(absl::Span<Completion> out) {
   return static_cast<int>(n);
 }
 
-void VerbsCompletionQueue::Block(absl::Time deadline) {
+bool VerbsCompletionQueue::Block(absl::Time deadline) {
   const absl::Duration left = deadline - absl::Now();
-  if (left <= absl::ZeroDuration()) return;
+  if (left <= absl::ZeroDuration()) return false;
   stats_.blocks.fetch_add(1, std::memory_order_relaxed);
   pollfd fds[2] = {{channel_->get()->fd, POLLIN, 0},
                    {wake_fd_.get(), POLLIN, 0}};
@@ -329,7 +373,7 @@ void VerbsCompletionQueue::Block(absl::Time deadline) {
       absl::ToInt64Milliseconds(absl::Ceil(left, absl::Milliseconds(1))),
       1 << 30);
   const int r = ::poll(fds, 2, static_cast<int>(ms));
-  if (r <= 0) return;  // Timeout or EINTR: the caller re-polls and decides.
+  if (r <= 0) return false;  // Timeout or EINTR: the caller re-polls.
   if (fds[0].revents & POLLIN) {
     ibv_cq* ev_cq = nullptr;
     void* ev_ctx = nullptr;
@@ -345,50 +389,54 @@ void VerbsCompletionQueue::Block(absl::Time deadline) {
     while (::read(wake_fd_.get(), &v, sizeof(v)) == sizeof(v)) {
     }
   }
+  return true;
+}
+
+void VerbsCompletionQueue::ArmWake() {
+  // Any completion from here on (a notify receive included) raises an event
+  // on the channel; one that arrived before is found by WaitArmed's poll.
+  ArmEvent();
+}
+
+void VerbsCompletionQueue::Disarm() {
+  // A verbs CQ cannot be disarmed: an event may still fire; the next Block
+  // acks it.
+}
+
+absl::StatusOr<int> VerbsCompletionQueue::WaitArmed(absl::Span<Completion> out,
+                                                    absl::Duration timeout) {
+  if (out.empty()) {
+    return absl::InvalidArgumentError("WaitArmed: empty output span");
+  }
+  const absl::Time deadline = absl::Now() + timeout;
+  uint64_t notified = stats_.notifies.load(std::memory_order_relaxed);
+  for (;;) {
+    const int n = Poll(out);
+    if (n > 0) return n;
+    if (stats_.notifies.load(std::memory_order_relaxed) != notified) return 0;
+    if (interrupted_.exchange(false, std::memory_order_acq_rel)) {
+      return absl::DeadlineExceededError("completion queue wait interrupted");
+    }
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(
+          "no completion or notify before the deadline");
+    }
+    if (Block(deadline)) {
+      // Woken: whatever woke us is polled next round; re-arm so a later
+      // completion still raises an event if that was something else.
+      ArmWake();
+    }
+  }
 }
 
 absl::StatusOr<int> VerbsCompletionQueue::Wait(absl::Span<Completion> out,
                                                absl::Duration timeout) {
-  if (out.empty()) {
-    return absl::InvalidArgumentError("Wait: empty output span");
-  }
-  const absl::Time deadline = absl::Now() + timeout;
-  const size_t round_size = std::min<size_t>(
-      out.size(), static_cast<size_t>(std::max(1, options_.max_poll_wc)));
-  absl::Span<Completion> round = out.subspan(0, round_size);
-  int retry = 0;
-  for (;;) {
-    int n = Poll(round);
-    if (n > 0) return n;
-    if (interrupted_.exchange(false, std::memory_order_acq_rel)) {
-      return absl::DeadlineExceededError("completion queue wait interrupted");
-    }
-    const bool spin =
-        options_.poll_mode == PollMode::kBusy ||
-        (options_.poll_mode == PollMode::kAdaptive &&
-         retry < options_.max_retry);
-    if (spin) {
-      ++retry;
-      if ((retry & 31) == 0 || options_.poll_mode == PollMode::kBusy) {
-        if (absl::Now() >= deadline) {
-          return absl::DeadlineExceededError(
-              "no completion before the deadline");
-        }
-      }
-      continue;
-    }
-    // Arm, re-poll (a completion may have landed before the arm), block.
-    if (int rc = ibv_req_notify_cq(cq_->get(), 0); rc != 0) {
-      return absl::InternalError(
-          absl::StrCat("ibv_req_notify_cq: ", strerror(rc)));
-    }
-    n = Poll(round);
-    if (n > 0) return n;
-    if (absl::Now() >= deadline) {
-      return absl::DeadlineExceededError("no completion before the deadline");
-    }
-    Block(deadline);
-    retry = 0;  // Woken: poll busily again (Algorithm 3's hook).
+  return AdaptiveWait(this, options_, out, timeout);
+}
+
+void VerbsCompletionQueue::ArmEvent() {
+  if (int rc = ibv_req_notify_cq(cq_->get(), 0); rc != 0) {
+    LOG_EVERY_N(ERROR, 100) << "verbs: ibv_req_notify_cq: " << strerror(rc);
   }
 }
 
@@ -419,6 +467,7 @@ CompletionQueue::Stats VerbsCompletionQueue::stats() const {
   s.completions = stats_.completions.load(std::memory_order_relaxed);
   s.blocks = stats_.blocks.load(std::memory_order_relaxed);
   s.wakeups = stats_.wakeups.load(std::memory_order_relaxed);
+  s.notifies = stats_.notifies.load(std::memory_order_relaxed);
   return s;
 }
 

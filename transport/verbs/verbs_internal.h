@@ -30,6 +30,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "transport/bootstrap.h"
+#include "transport/adaptive_wait.h"
 #include "transport/transport.h"
 #include "transport/verbs/verbs_resources.h"
 
@@ -79,6 +80,10 @@ class VerbsCompletionQueue final : public CompletionQueue {
   absl::StatusOr<int> Wait(absl::Span<Completion> out,
                            absl::Duration timeout) override;
   void Interrupt() override;
+  void ArmWake() override;
+  void Disarm() override;
+  absl::StatusOr<int> WaitArmed(absl::Span<Completion> out,
+                                absl::Duration timeout) override;
   Stats stats() const override;
 
   const Device* device() const { return device_.get(); }
@@ -101,7 +106,20 @@ class VerbsCompletionQueue final : public CompletionQueue {
       : device_(std::move(device)), options_(options) {}
 
   // Blocks on the channel fd and the wake fd until `deadline`; acks events.
-  void Block(absl::Time deadline);
+  // Returns true if the channel or the wake fd fired (false: timed out).
+  bool Block(absl::Time deadline);
+
+  // AdaptiveWait's hooks (transport/adaptive_wait.h).
+  template <typename Q>
+  friend absl::StatusOr<int> transport::AdaptiveWait(
+      Q* q, const CompletionQueueOptions& o, absl::Span<Completion> out,
+      absl::Duration timeout);
+  bool TakeInterrupt() {
+    return interrupted_.exchange(false, std::memory_order_acq_rel);
+  }
+  void ArmEvent();
+  void DisarmEvent() {}  // A verbs CQ cannot be disarmed; Block acks late events.
+  void BlockUntil(absl::Time deadline) { Block(deadline); }
 
   const std::shared_ptr<Device> device_;
   const CompletionQueueOptions options_;
@@ -122,6 +140,7 @@ class VerbsCompletionQueue final : public CompletionQueue {
     std::atomic<uint64_t> blocks{0};
     std::atomic<uint64_t> wakeups{0};
     std::atomic<uint64_t> dropped{0};  // Of QPs no longer attached.
+    std::atomic<uint64_t> notifies{0};  // Notify receives consumed.
   };
   AtomicStats stats_;
 };
@@ -156,6 +175,10 @@ class VerbsConnection final : public Connection {
   // QP; fills `out` and returns true, or returns false to drop it. Marks the
   // connection failed on an error completion.
   bool OnWorkCompletion(const ibv_wc& wc, Completion* out);
+
+  // Reposts one notify receive (after the poller consumed one). Thread-safe
+  // against Post(). Returns false if the QP refused it.
+  bool RepostNotifyReceive();
 
   // Marks the connection failed (first reason wins), moves the QP to ERR so
   // outstanding work flushes, and shuts the liveness socket down so the peer
@@ -212,6 +235,16 @@ class VerbsConnection final : public Connection {
   std::vector<ibv_send_wr> wr_scratch_;
   std::vector<ibv_sge> sge_scratch_;
 };
+
+// Receives kept posted on every queue pair for peers' notify WRITEs (RDMA
+// WRITE with immediate consumes one each). The rpc layer sends a notify only
+// when the peer may be asleep, so a few suffice; if a burst runs them out the
+// sender's RNR retry (infinite, kRnrRetry = 7) waits for the repost.
+inline constexpr int kNotifyReceives = 16;
+// wr_id of those receives.
+inline constexpr uint64_t kNotifyReceiveWrId = ~uint64_t{0};
+// Posts `n` notify receives on `qp`; returns ibv_post_recv's error (0: ok).
+int PostNotifyReceives(ibv_qp* qp, int n);
 
 // Maps an ibv_wc_status onto the interface's WcStatus.
 WcStatus MapWcStatus(ibv_wc_status status);

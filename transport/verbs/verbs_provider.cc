@@ -15,6 +15,7 @@
 // may post as soon as its call returns. The socket then stays open as the
 // liveness channel.
 
+#include "base/errno_text.h"
 #include "transport/verbs/verbs_provider.h"
 
 #include <arpa/inet.h>
@@ -39,7 +40,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
-#include "rpc/status_macros.h"
+#include "base/status_macros.h"
 #include "transport/auth_token.h"
 #include "transport/bootstrap.h"
 #include "transport/handshake.pb.h"
@@ -65,10 +66,6 @@ constexpr uint32_t kMaxRdAtomic = 16;
 
 std::atomic<uint64_t> next_connection_id{1};
 std::atomic<uint64_t> next_region_serial{1};
-
-std::string ErrnoText(int err) {
-  return absl::StrCat(strerror(err), " (errno ", err, ")");
-}
 
 uint32_t RandomPsn() {
   static thread_local std::mt19937 rng{std::random_device{}()};
@@ -238,7 +235,7 @@ absl::StatusOr<QpResources> PrepareQp(const Device& device,
   init.sq_sig_all = 0;
   init.cap.max_send_wr = std::min<uint32_t>(
       setup.max_outstanding, static_cast<uint32_t>(device.attr.max_qp_wr));
-  init.cap.max_recv_wr = 1;
+  init.cap.max_recv_wr = kNotifyReceives;
   init.cap.max_send_sge = 1;
   init.cap.max_recv_sge = 1;
   init.cap.max_inline_data = setup.max_inline;
@@ -257,7 +254,11 @@ absl::StatusOr<QpResources> PrepareQp(const Device& device,
                                  IBV_QP_ACCESS_FLAGS);
       rc != 0) {
     return absl::InternalError(
-        absl::StrCat("ibv_modify_qp(INIT): ", ErrnoText(rc)));
+        absl::StrCat("ibv_modify_qp(INIT): ", ErrnoDetail(rc)));
+  }
+  if (int rc = PostNotifyReceives(res.qp->get(), kNotifyReceives); rc != 0) {
+    return absl::InternalError(absl::StrCat(
+        "ibv_post_recv (notify receives): ", ErrnoDetail(rc)));
   }
   res.psn = RandomPsn();
   VerbsQpInfo* qi = hello->mutable_qp();
@@ -305,7 +306,7 @@ absl::Status ConnectQp(const Device& device, const QpResources& res,
       rc != 0) {
     return absl::InternalError(absl::StrCat(
         "ibv_modify_qp(RTR, remote qpn ", remote.qpn(), ", mtu enum ",
-        a.path_mtu, "): ", ErrnoText(rc)));
+        a.path_mtu, "): ", ErrnoDetail(rc)));
   }
   a = ibv_qp_attr{};
   a.qp_state = IBV_QPS_RTS;
@@ -321,7 +322,7 @@ absl::Status ConnectQp(const Device& device, const QpResources& res,
                                  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
       rc != 0) {
     return absl::InternalError(
-        absl::StrCat("ibv_modify_qp(RTS): ", ErrnoText(rc)));
+        absl::StrCat("ibv_modify_qp(RTS): ", ErrnoDetail(rc)));
   }
   return absl::OkStatus();
 }
@@ -440,14 +441,14 @@ class VerbsListener final : public Listener {
     std::unique_ptr<addrinfo, void (*)(addrinfo*)> ai_owner(ai, freeaddrinfo);
     ScopedFd fd(::socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (!fd.valid()) {
-      return absl::InternalError(absl::StrCat("socket: ", ErrnoText(errno)));
+      return absl::InternalError(absl::StrCat("socket: ", ErrnoDetail(errno)));
     }
     int one = 1;
     ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (::bind(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0 ||
         ::listen(fd.get(), 128) != 0) {
       return absl::UnavailableError(absl::StrCat(
-          "verbs listen on \"", address, "\": ", ErrnoText(errno)));
+          "verbs listen on \"", address, "\": ", ErrnoDetail(errno)));
     }
     RFRPC_RETURN_IF_ERROR(MakeNonBlocking(fd.get()));
     sockaddr_storage ss{};
@@ -455,7 +456,7 @@ class VerbsListener final : public Listener {
     ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&ss), &len);
     ScopedFd wake(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
     if (!wake.valid()) {
-      return absl::InternalError(absl::StrCat("eventfd: ", ErrnoText(errno)));
+      return absl::InternalError(absl::StrCat("eventfd: ", ErrnoDetail(errno)));
     }
     std::string bound = SockaddrText(ss);
     return std::unique_ptr<VerbsListener>(new VerbsListener(
@@ -499,7 +500,7 @@ class VerbsListener final : public Listener {
           1 << 30));
       const int r = ::poll(fds.data(), fds.size(), ms);
       if (r < 0 && errno != EINTR) {
-        return absl::InternalError(absl::StrCat("poll: ", ErrnoText(errno)));
+        return absl::InternalError(absl::StrCat("poll: ", ErrnoDetail(errno)));
       }
       if (r <= 0) continue;
       if (fds[1].revents & POLLIN) {
@@ -648,13 +649,13 @@ absl::StatusOr<ScopedFd> TcpConnect(const std::string& address,
   std::unique_ptr<addrinfo, void (*)(addrinfo*)> ai_owner(ai, freeaddrinfo);
   ScopedFd fd(::socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd.valid()) {
-    return absl::InternalError(absl::StrCat("socket: ", ErrnoText(errno)));
+    return absl::InternalError(absl::StrCat("socket: ", ErrnoDetail(errno)));
   }
   RFRPC_RETURN_IF_ERROR(MakeNonBlocking(fd.get()));
   if (::connect(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0) {
     if (errno != EINPROGRESS) {
       return absl::UnavailableError(absl::StrCat(
-          "verbs connect to ", address, ": ", ErrnoText(errno)));
+          "verbs connect to ", address, ": ", ErrnoDetail(errno)));
     }
     pollfd p{fd.get(), POLLOUT, 0};
     const int64_t ms = std::max<int64_t>(
@@ -672,7 +673,7 @@ absl::StatusOr<ScopedFd> TcpConnect(const std::string& address,
     ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
     if (err != 0) {
       return absl::UnavailableError(absl::StrCat(
-          "verbs connect to ", address, ": ", ErrnoText(err)));
+          "verbs connect to ", address, ": ", ErrnoDetail(err)));
     }
   }
   SetNoDelay(fd.get());
@@ -760,7 +761,7 @@ absl::StatusOr<std::unique_ptr<VerbsMemoryRegion>> VerbsMemoryRegion::Allocate(
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("mmap(", mapped, "): ", ErrnoText(errno)));
+        absl::StrCat("mmap(", mapped, "): ", ErrnoDetail(errno)));
   }
   return std::unique_ptr<VerbsMemoryRegion>(
       new VerbsMemoryRegion(static_cast<char*>(p), size, mapped,
@@ -790,7 +791,7 @@ VerbsCompletionQueue::Create(std::shared_ptr<Device> device,
                          VerbsCq::Create(ctx, depth, q->channel_->get()));
   q->wake_fd_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!q->wake_fd_.valid()) {
-    return absl::InternalError(absl::StrCat("eventfd: ", ErrnoText(errno)));
+    return absl::InternalError(absl::StrCat("eventfd: ", ErrnoDetail(errno)));
   }
   return q;
 }
@@ -841,7 +842,7 @@ VerbsConnection::VerbsConnection(uint64_t id, ConnectionInfo peer,
   cq_->Attach(qpn_, this);
   if (!stop_fd_.valid()) {
     MarkFailed(absl::InternalError(
-        absl::StrCat("eventfd for the liveness monitor: ", ErrnoText(errno))));
+        absl::StrCat("eventfd for the liveness monitor: ", ErrnoDetail(errno))));
     return;
   }
   monitor_ = std::thread([this] { MonitorLoop(); });
@@ -867,7 +868,7 @@ void VerbsConnection::MonitorLoop() {
     if (r < 0) {
       if (errno == EINTR) continue;
       MarkFailed(absl::InternalError(
-          absl::StrCat("liveness poll: ", ErrnoText(errno))));
+          absl::StrCat("liveness poll: ", ErrnoDetail(errno))));
       return;
     }
     if (fds[1].revents != 0) return;
@@ -883,7 +884,7 @@ void VerbsConnection::MonitorLoop() {
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
     MarkFailed(absl::UnavailableError(
         n == 0 ? "the peer closed the bootstrap (liveness) connection"
-               : absl::StrCat("liveness socket: ", ErrnoText(errno))));
+               : absl::StrCat("liveness socket: ", ErrnoDetail(errno))));
     return;
   }
 }
@@ -914,7 +915,7 @@ void VerbsConnection::MarkFailed(const absl::Status& reason) {
   a.qp_state = IBV_QPS_ERR;
   if (int rc = ibv_modify_qp(qp_->get(), &a, IBV_QP_STATE); rc != 0) {
     LOG(ERROR) << "verbs connection " << id()
-               << ": ibv_modify_qp(ERR): " << ErrnoText(rc);
+               << ": ibv_modify_qp(ERR): " << ErrnoDetail(rc);
   }
   ::shutdown(socket_.get(), SHUT_RDWR);
 }
@@ -934,19 +935,21 @@ void VerbsConnection::Fail(absl::Status reason) {
 absl::StatusOr<std::unique_ptr<Provider>> OpenVerbsProvider(
     const ProviderOptions& options) {
   auto device = std::make_shared<Device>();
-  RFRPC_ASSIGN_OR_RETURN(device->context, VerbsContext::Open(options.device));
+  RFRPC_ASSIGN_OR_RETURN(OpenedPort opened,
+                         OpenPort(options.device, options.port,
+                                  options.gid_index, options.address_hint));
+  device->context = std::move(opened.context);
+  device->port = opened.port;
   device->name = device->context->device_name();
   if (int rc = ibv_query_device(device->context->get(), &device->attr);
       rc != 0) {
     return absl::UnavailableError(absl::StrCat(
-        "ibv_query_device(", device->name, "): ", ErrnoText(rc)));
+        "ibv_query_device(", device->name, "): ", ErrnoDetail(rc)));
   }
-  RFRPC_ASSIGN_OR_RETURN(device->port,
-                         QueryPort(device->context->get(), options.port,
-                                   options.gid_index));
   LOG(INFO) << "verbs provider: device " << device->name << " port "
-            << options.port << " GID " << device->port.gid_text
-            << " active MTU " << (128 << device->port.active_mtu);
+            << static_cast<int>(device->port.port) << " GID "
+            << device->port.gid_text << " active MTU "
+            << (128 << device->port.active_mtu);
   return std::unique_ptr<Provider>(new VerbsProvider(std::move(device)));
 }
 

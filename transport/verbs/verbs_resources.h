@@ -139,13 +139,22 @@ struct PortInfo {
   std::string gid_text;   // For logs: "::ffff:10.11.0.1 (RoCE v2, index 1)".
 };
 
-// Queries `port` and picks the GID: `gid_index` >= 0 is used as given;
-// -1 selects the first RoCE v2 GID that is IPv4-mapped (::ffff:a.b.c.d),
-// then any RoCE v2 GID, then (InfiniBand ports) index 0. The GID type comes
-// from sysfs (/sys/class/infiniband/<dev>/ports/<port>/gid_attrs/types/<i>),
-// falling back to ibv_query_gid_ex.
-absl::StatusOr<PortInfo> QueryPort(ibv_context* ctx, int port,
-                                   int gid_index);
+// The device, port and GID the provider uses, opened.
+struct OpenedPort {
+  std::unique_ptr<VerbsContext> context;
+  PortInfo port;
+};
+
+// Describes every device, port and GID of the host, picks one per
+// ChooseDevicePort (device_choice.h: `device` "" or "auto", `port` 0 = any,
+// `gid_index` -1 = automatic, `address_hint` the IP the provider will use)
+// and opens it. GID types come from sysfs (/sys/class/infiniband/<dev>/
+// ports/<port>/gid_attrs/types/<i>), falling back to ibv_query_gid_ex.
+// UNAVAILABLE "no RDMA device found (...)" without devices; otherwise the
+// choice's error, which lists what the host has.
+absl::StatusOr<OpenedPort> OpenPort(const std::string& device, int port,
+                                    int gid_index,
+                                    const std::string& address_hint);
 
 // "::ffff:10.11.0.1"-style text for a GID.
 std::string GidToString(const ibv_gid& gid);

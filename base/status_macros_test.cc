@@ -1,6 +1,6 @@
 // Copyright 2026 The rfrpc Authors.
 
-#include "rpc/status_macros.h"
+#include "base/status_macros.h"
 
 #include <memory>
 #include <string>

@@ -1,6 +1,6 @@
 // Copyright 2026 The rfrpc Authors.
 
-#include "rpc/clock.h"
+#include "base/clock.h"
 
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"

@@ -1,0 +1,534 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// scale_bench: what a server costs as the number of connected clients grows
+// (issue 15). One server with --workers workers runs in a child process (so
+// its CPU, RSS and file descriptors are its own, read from /proc); this
+// process holds M channels to it and, per M in --ms, prints:
+//
+//   connect     channels opened per second while growing to M;
+//   fds         server and client file descriptors per connection;
+//   rss         server resident memory per connection;
+//   idle        the server's CPU over --idle_seconds with no calls, as a
+//               share of one core per worker (from /proc/<pid>/task/*/
+//               schedstat), and the latency of the first call after it;
+//   one_active  sync Ping calls on one channel while M - 1 sit idle:
+//               calls/s, p50, p99;
+//   round_robin one thread calling each of the M channels in turn;
+//   shared      --threads threads, thread t calling channels t, t + T, ...
+//
+// then the ratios the issue's targets are stated in (against the first M).
+// --cycles=N then opens and closes a channel N times (clean closes), and
+// --kills=N forks N client processes that connect and are SIGKILLed; after
+// each the server's descriptors and RSS are compared with where they started.
+//
+//   bazel run -c opt //benchmarks:scale_bench -- --ms=1,16,128,1024,4096
+//
+// Figures from the shm provider are same-host figures.
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "benchmarks/bench_util.h"
+#include "gflags/gflags.h"
+#include "glog/logging.h"
+#include "proto/ping.rfrpc.h"
+#include "rpc/channel.h"
+#include "rpc/server.h"
+
+DEFINE_string(role, "client", "client (the benchmark) or server (its child).");
+DEFINE_string(provider, "shm", "Transport provider: shm, verbs or auto.");
+DEFINE_string(address, "", "Server listen address (verbs: ip:0).");
+DEFINE_int32(workers, 1, "Server worker threads.");
+DEFINE_int32(max_connections, 0,
+             "Server's max_connections; 0 keeps the library default.");
+DEFINE_string(ms, "1,16,128,1024,4096", "Connected-client counts M.");
+DEFINE_double(seconds, 1.0, "Measured seconds per load point.");
+DEFINE_double(idle_seconds, 1.0, "Idle span over which server CPU is read.");
+DEFINE_int32(threads, 8, "Client threads of the shared-connections point.");
+DEFINE_int32(slots, 0, "Slots per connection; 0 keeps the library default.");
+DEFINE_int32(cycles, 0, "Connect/close cycles after the sweep.");
+DEFINE_int32(kills, 0, "Client processes SIGKILLed after connecting.");
+DEFINE_bool(pin, true, "Pin the server to CPU 0 and client threads to CPU 1.");
+DEFINE_bool(csv, false, "CSV rows instead of a table.");
+
+namespace rfrpc {
+namespace {
+
+class PingImpl final : public ping::Ping::Service {
+ public:
+  absl::Status Ping(ServerContext* ctx, const ping::Empty* req,
+                    ping::Empty* resp) override {
+    return absl::OkStatus();
+  }
+};
+
+// Raises this process's soft descriptor limit as far as it goes (root may
+// raise the hard one too); returns the soft limit in force.
+long RaiseFdLimit() {
+  rlimit lim{};
+  getrlimit(RLIMIT_NOFILE, &lim);
+  rlimit want = lim;
+  want.rlim_max = std::max<rlim_t>(lim.rlim_max, 1 << 20);
+  want.rlim_cur = want.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &want) != 0) {
+    want = lim;
+    want.rlim_cur = lim.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &want);
+  }
+  getrlimit(RLIMIT_NOFILE, &lim);
+  return static_cast<long>(lim.rlim_cur);
+}
+
+int ServerMain() {
+  RaiseFdLimit();
+  ServerOptions so;
+  so.provider = FLAGS_provider;
+  so.address = FLAGS_address;
+  so.workers = FLAGS_workers;
+  so.pin_first_cpu = FLAGS_pin ? 0 : -1;
+  if (FLAGS_max_connections > 0) so.max_connections = FLAGS_max_connections;
+  Server server(so);
+  PingImpl impl;
+  CHECK(server.RegisterService(&impl).ok());
+  absl::Status s = server.Start();
+  if (!s.ok()) {
+    std::printf("ERROR %s\n", s.ToString().c_str());
+    return 1;
+  }
+  std::printf("LISTENING %s\n", server.address().c_str());
+  std::fflush(stdout);
+  // Until the benchmark closes our stdin (or dies).
+  char buf[64];
+  while (read(0, buf, sizeof(buf)) > 0) {
+  }
+  server.Shutdown();
+  return 0;
+}
+
+// The server child and what /proc says about it.
+class ServerProcess {
+ public:
+  bool Start() {
+    int in[2], out[2];
+    if (pipe(in) != 0 || pipe(out) != 0) return false;
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(in[0], 0);
+      dup2(out[1], 1);
+      close(in[1]);
+      close(out[0]);
+      std::vector<std::string> args = {
+          "/proc/self/exe", "--role=server",
+          absl::StrCat("--provider=", FLAGS_provider),
+          absl::StrCat("--address=", FLAGS_address),
+          absl::StrCat("--workers=", FLAGS_workers),
+          absl::StrCat("--max_connections=", FLAGS_max_connections),
+          absl::StrCat("--pin=", FLAGS_pin ? "true" : "false")};
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv("/proc/self/exe", argv.data());
+      _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    stdin_ = in[1];
+    out_ = fdopen(out[0], "r");
+    char line[512];
+    while (std::fgets(line, sizeof(line), out_) != nullptr) {
+      absl::string_view l(line);
+      if (absl::ConsumePrefix(&l, "LISTENING ")) {
+        address_ = std::string(absl::StripTrailingAsciiWhitespace(l));
+        return true;
+      }
+      if (absl::StartsWith(l, "ERROR")) {
+        std::fprintf(stderr, "scale_bench: server: %s", line);
+        return false;
+      }
+    }
+    return false;
+  }
+
+  ~ServerProcess() {
+    if (pid_ <= 0) return;
+    close(stdin_);
+    int status;
+    waitpid(pid_, &status, 0);
+    if (out_ != nullptr) std::fclose(out_);
+  }
+
+  const std::string& address() const { return address_; }
+  int pid() const { return pid_; }
+
+ private:
+  int pid_ = -1;
+  int stdin_ = -1;
+  FILE* out_ = nullptr;
+  std::string address_;
+};
+
+int CountFds(const std::string& pid) {
+  int n = 0;
+  if (DIR* d = opendir(absl::StrCat("/proc/", pid, "/fd").c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] != '.') ++n;
+    }
+    closedir(d);
+  }
+  return n;
+}
+
+// VmRSS in KiB.
+long RssKib(int pid) {
+  long kib = -1;
+  if (FILE* f = std::fopen(absl::StrCat("/proc/", pid, "/status").c_str(), "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof(line), f) != nullptr) {
+      if (std::sscanf(line, "VmRSS: %ld", &kib) == 1) break;
+    }
+    std::fclose(f);
+  }
+  return kib;
+}
+
+// Nanoseconds every thread of `pid` has run (schedstat's first field).
+uint64_t CpuNs(int pid) {
+  uint64_t total = 0;
+  const std::string dir = absl::StrCat("/proc/", pid, "/task");
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      if (FILE* f = std::fopen(absl::StrCat(dir, "/", e->d_name, "/schedstat").c_str(), "r")) {
+        unsigned long long ns = 0;
+        if (std::fscanf(f, "%llu", &ns) == 1) total += ns;
+        std::fclose(f);
+      }
+    }
+    closedir(d);
+  }
+  return total;
+}
+
+ChannelOptions ClientOptions() {
+  ChannelOptions o;
+  o.provider = FLAGS_provider;
+  if (FLAGS_slots > 0) o.slots_per_connection = FLAGS_slots;
+  return o;
+}
+
+struct LoadResult {
+  double calls_per_s = 0;
+  double p50_us = 0, p99_us = 0;
+  uint64_t failed = 0;
+};
+
+// Sync Pings from `threads` threads for FLAGS_seconds; thread t calls the
+// channels t, t + threads, ... (of `channels`) in turn.
+LoadResult RunLoad(const std::vector<std::unique_ptr<ping::Ping::Stub>>& stubs,
+                   size_t channels, int threads) {
+  const bench::TickClock& ticks = bench::ProcessTicks();
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> failed{0};
+  std::vector<std::vector<double>> lat(threads);
+  std::vector<uint64_t> calls(threads, 0);
+  std::vector<std::thread> ts;
+  const absl::Time start = absl::Now();
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&, t] {
+      if (FLAGS_pin) bench::PinSelf(1);
+      ping::Empty req, resp;
+      lat[t].reserve(1 << 20);
+      size_t i = static_cast<size_t>(t) % channels;
+      while (!stop.load(std::memory_order_relaxed)) {
+        const uint64_t t0 = ticks.Now();
+        absl::Status s = stubs[i]->Ping(nullptr, req, &resp);
+        const uint64_t t1 = ticks.Now();
+        if (!s.ok()) {
+          if (failed.fetch_add(1) < 3) {
+            std::fprintf(stderr, "scale_bench: call on channel %zu: %s\n", i,
+                         s.ToString().c_str());
+          }
+        } else if (lat[t].size() < (1u << 22)) {
+          lat[t].push_back(ticks.NsBetween(t0, t1) / 1000.0);
+        }
+        ++calls[t];
+        i += static_cast<size_t>(threads);
+        if (i >= channels) i = static_cast<size_t>(t) % channels;
+      }
+    });
+  }
+  absl::SleepFor(absl::Seconds(FLAGS_seconds));
+  stop = true;
+  for (auto& th : ts) th.join();
+  const double secs = absl::ToDoubleSeconds(absl::Now() - start);
+  std::vector<double> all;
+  uint64_t total = 0;
+  for (int t = 0; t < threads; ++t) {
+    all.insert(all.end(), lat[t].begin(), lat[t].end());
+    total += calls[t];
+  }
+  std::sort(all.begin(), all.end());
+  LoadResult r;
+  r.calls_per_s = total / secs;
+  r.p50_us = bench::Quantile(all, 0.5);
+  r.p99_us = bench::Quantile(all, 0.99);
+  r.failed = failed.load();
+  return r;
+}
+
+struct Point {
+  int m = 0;
+  double connects_per_s = 0;
+  double server_fds_per_conn = 0, client_fds_per_conn = 0;
+  double server_rss_kib_per_conn = 0;
+  double idle_core_share = 0;  // Per worker.
+  double first_call_us = 0;
+  LoadResult one, rr, shared;
+};
+
+int ClientMain() {
+  const long fd_limit = RaiseFdLimit();
+  ServerProcess server;
+  if (!server.Start()) {
+    std::fprintf(stderr, "scale_bench: the server did not start\n");
+    return 1;
+  }
+  const int spid = server.pid();
+  const std::string self = std::to_string(getpid());
+  const int server_fds0 = CountFds(std::to_string(spid));
+  const long server_rss0 = RssKib(spid);
+  const int client_fds0 = CountFds(self);
+  std::printf("# scale_bench provider=%s workers=%d threads=%d seconds=%.1f "
+              "fd_limit=%ld load=%.2f (same-host figures on shm)\n",
+              FLAGS_provider.c_str(), FLAGS_workers, FLAGS_threads,
+              FLAGS_seconds, fd_limit, bench::LoadAverage1());
+  if (FLAGS_csv) {
+    std::printf("m,connects_per_s,server_fds_per_conn,client_fds_per_conn,"
+                "server_rss_kib_per_conn,idle_core_share,first_call_us,"
+                "one_calls_per_s,one_p50_us,one_p99_us,rr_calls_per_s,rr_p50_us,"
+                "shared_calls_per_s,shared_p50_us,failed,loadavg\n");
+  }
+  std::fflush(stdout);
+
+  std::vector<std::unique_ptr<Channel>> channels;
+  std::vector<std::unique_ptr<ping::Ping::Stub>> stubs;
+  std::vector<Point> points;
+  for (int m : bench::ParseInts(FLAGS_ms)) {
+    Point p;
+    p.m = m;
+    const absl::Time c0 = absl::Now();
+    const size_t before = channels.size();
+    while (channels.size() < static_cast<size_t>(m)) {
+      auto ch = Channel::Create(server.address(), ClientOptions());
+      if (!ch.ok()) {
+        std::fprintf(stderr, "scale_bench: channel %zu: %s\n", channels.size(),
+                     ch.status().ToString().c_str());
+        break;
+      }
+      stubs.push_back(std::make_unique<ping::Ping::Stub>(ch->get()));
+      channels.push_back(std::move(*ch));
+    }
+    if (channels.size() < static_cast<size_t>(m)) break;
+    const double csecs = absl::ToDoubleSeconds(absl::Now() - c0);
+    p.connects_per_s = channels.size() > before && csecs > 0
+                           ? (channels.size() - before) / csecs
+                           : 0;
+    // Let the server adopt them all: one call on the last channel.
+    ping::Empty req, resp;
+    (void)stubs.back()->Ping(nullptr, req, &resp);
+    p.server_fds_per_conn =
+        static_cast<double>(CountFds(std::to_string(spid)) - server_fds0) / m;
+    p.client_fds_per_conn = static_cast<double>(CountFds(self) - client_fds0) / m;
+    // Idle: nobody calls.
+    absl::SleepFor(absl::Milliseconds(50));
+    const uint64_t cpu0 = CpuNs(spid);
+    const absl::Time i0 = absl::Now();
+    absl::SleepFor(absl::Seconds(FLAGS_idle_seconds));
+    const double idle_ns = absl::ToDoubleNanoseconds(absl::Now() - i0);
+    p.idle_core_share =
+        static_cast<double>(CpuNs(spid) - cpu0) / idle_ns / FLAGS_workers;
+    {
+      const bench::TickClock& ticks = bench::ProcessTicks();
+      const uint64_t t0 = ticks.Now();
+      absl::Status s = stubs[0]->Ping(nullptr, req, &resp);
+      p.first_call_us = ticks.NsBetween(t0, ticks.Now()) / 1000.0;
+      if (!s.ok()) std::fprintf(stderr, "first call: %s\n", s.ToString().c_str());
+    }
+    p.server_rss_kib_per_conn =
+        static_cast<double>(RssKib(spid) - server_rss0) / m;
+    p.one = RunLoad(stubs, 1, 1);
+    p.rr = RunLoad(stubs, channels.size(), 1);
+    p.shared = RunLoad(stubs, channels.size(), FLAGS_threads);
+    points.push_back(p);
+    const uint64_t failed = p.one.failed + p.rr.failed + p.shared.failed;
+    {
+      // How calls found the worker: doorbell rings, re-rings of unanswered
+      // calls (a lost doorbell: should stay 0), notifies, hot posts, and
+      // RDMA operations per call.
+      ChannelStats sum;
+      for (const auto& ch : channels) {
+        const ChannelStats st = ch->stats();
+        sum.calls += st.calls;
+        sum.rings += st.rings;
+        sum.rerings += st.rerings;
+        sum.notifies += st.notifies;
+        sum.hot_posts += st.hot_posts;
+        sum.rdma_reads += st.rdma_reads;
+        sum.rdma_writes += st.rdma_writes;
+      }
+      std::printf("#   M=%d so far: %llu calls, %.3f RDMA ops/call, rings %llu, "
+                  "re-rings %llu, notifies %llu, hot posts %llu\n",
+                  m, static_cast<unsigned long long>(sum.calls),
+                  sum.RdmaOpsPerCall(), static_cast<unsigned long long>(sum.rings),
+                  static_cast<unsigned long long>(sum.rerings),
+                  static_cast<unsigned long long>(sum.notifies),
+                  static_cast<unsigned long long>(sum.hot_posts));
+    }
+    if (FLAGS_csv) {
+      std::printf("%d,%.0f,%.2f,%.2f,%.1f,%.4f,%.1f,%.0f,%.2f,%.2f,%.0f,%.2f,"
+                  "%.0f,%.2f,%llu,%.2f\n",
+                  m, p.connects_per_s, p.server_fds_per_conn,
+                  p.client_fds_per_conn, p.server_rss_kib_per_conn,
+                  p.idle_core_share, p.first_call_us, p.one.calls_per_s,
+                  p.one.p50_us, p.one.p99_us, p.rr.calls_per_s, p.rr.p50_us,
+                  p.shared.calls_per_s, p.shared.p50_us,
+                  static_cast<unsigned long long>(failed), bench::LoadAverage1());
+    } else {
+      std::printf(
+          "M=%-6d connect %7.0f/s  fds/conn server %.2f client %.2f  rss/conn "
+          "%7.1f KiB  idle %5.2f%% core, first call %7.1f us\n"
+          "         one active %9.0f calls/s p50 %6.2f p99 %8.2f us | round "
+          "robin %9.0f calls/s p50 %6.2f p99 %8.2f | %d threads %9.0f calls/s "
+          "p50 %6.2f p99 %8.2f  failed %llu load %.2f\n",
+          m, p.connects_per_s, p.server_fds_per_conn, p.client_fds_per_conn,
+          p.server_rss_kib_per_conn, 100 * p.idle_core_share, p.first_call_us,
+          p.one.calls_per_s, p.one.p50_us, p.one.p99_us, p.rr.calls_per_s,
+          p.rr.p50_us, p.rr.p99_us, FLAGS_threads, p.shared.calls_per_s,
+          p.shared.p50_us, p.shared.p99_us,
+          static_cast<unsigned long long>(failed), bench::LoadAverage1());
+    }
+    std::fflush(stdout);
+  }
+  if (!points.empty()) {
+    const Point& base = points.front();
+    std::printf("# ratios vs M=%d (targets: one-active p50 <= 1.5x; round robin "
+                ">= 0.70; idle <= 2%% core/worker; first call <= 50 us)\n",
+                base.m);
+    for (const Point& p : points) {
+      std::printf("#   M=%-6d one-active p50 %5.2fx  round robin %5.2f  "
+                  "idle %5.2f%%  first call %6.1f us\n",
+                  p.m, p.one.p50_us / base.one.p50_us,
+                  p.rr.calls_per_s / base.rr.calls_per_s,
+                  100 * p.idle_core_share, p.first_call_us);
+    }
+    // The shared-connections target compares M = 8 (one per thread) with
+    // the largest M.
+    for (const Point& p : points) {
+      if (p.m == FLAGS_threads) {
+        std::printf("#   %d threads: M=%d %.0f calls/s vs M=%d %.0f: %.2f "
+                    "(target >= 0.80 at M=4096)\n",
+                    FLAGS_threads, points.back().m,
+                    points.back().shared.calls_per_s, p.m,
+                    p.shared.calls_per_s,
+                    points.back().shared.calls_per_s / p.shared.calls_per_s);
+      }
+    }
+  }
+  stubs.clear();
+  channels.clear();
+  absl::SleepFor(absl::Milliseconds(300));
+  std::printf("# after closing every channel: server fds %d (start %d), rss "
+              "%ld KiB (start %ld)\n",
+              CountFds(std::to_string(spid)), server_fds0, RssKib(spid),
+              server_rss0);
+
+  if (FLAGS_cycles > 0) {
+    const absl::Time t0 = absl::Now();
+    int failures = 0;
+    for (int i = 0; i < FLAGS_cycles; ++i) {
+      auto ch = Channel::Create(server.address(), ClientOptions());
+      if (!ch.ok()) {
+        if (++failures <= 3) {
+          std::fprintf(stderr, "cycle %d: %s\n", i, ch.status().ToString().c_str());
+        }
+        continue;
+      }
+      ping::Ping::Stub stub(ch->get());
+      ping::Empty req, resp;
+      if (!stub.Ping(nullptr, req, &resp).ok()) ++failures;
+    }
+    const double secs = absl::ToDoubleSeconds(absl::Now() - t0);
+    absl::SleepFor(absl::Milliseconds(300));
+    std::printf("# %d connect/call/close cycles: %.0f cycles/s, %d failed; "
+                "server fds %d (start %d), rss %ld KiB (start %ld)\n",
+                FLAGS_cycles, FLAGS_cycles / secs, failures,
+                CountFds(std::to_string(spid)), server_fds0, RssKib(spid),
+                server_rss0);
+  }
+  if (FLAGS_kills > 0) {
+    const absl::Time t0 = absl::Now();
+    int done = 0;
+    for (int i = 0; i < FLAGS_kills; ++i) {
+      int ready[2];
+      if (pipe(ready) != 0) break;
+      const pid_t pid = fork();
+      if (pid == 0) {
+        close(ready[0]);
+        auto ch = Channel::Create(server.address(), ClientOptions());
+        char ok = ch.ok() ? 1 : 0;
+        if (ch.ok()) {
+          ping::Ping::Stub stub(ch->get());
+          ping::Empty req, resp;
+          ok = stub.Ping(nullptr, req, &resp).ok() ? 1 : 0;
+        }
+        (void)!write(ready[1], &ok, 1);
+        pause();
+        _exit(0);
+      }
+      close(ready[1]);
+      char ok = 0;
+      (void)!read(ready[0], &ok, 1);
+      close(ready[0]);
+      kill(pid, SIGKILL);
+      int status;
+      waitpid(pid, &status, 0);
+      done += ok;
+    }
+    const double secs = absl::ToDoubleSeconds(absl::Now() - t0);
+    absl::SleepFor(absl::Milliseconds(500));
+    std::printf("# %d SIGKILLed clients (%d connected and called): %.0f/s; "
+                "server fds %d (start %d), rss %ld KiB (start %ld)\n",
+                FLAGS_kills, done, FLAGS_kills / secs,
+                CountFds(std::to_string(spid)), server_fds0, RssKib(spid),
+                server_rss0);
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace
+}  // namespace rfrpc
+
+int main(int argc, char** argv) {
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  google::InitGoogleLogging(argv[0]);
+  if (FLAGS_role == "server") return rfrpc::ServerMain();
+  return rfrpc::ClientMain();
+}

@@ -1,0 +1,160 @@
+// Copyright 2026 The rfrpc Authors.
+
+#include "rpc/work_finder.h"
+
+#include <cstdint>
+#include <cstring>
+
+#include "glog/logging.h"
+
+namespace rfrpc {
+namespace internal {
+namespace {
+
+inline uint64_t LoadAcquire64(const char* p) {
+  return __atomic_load_n(reinterpret_cast<const uint64_t*>(p), __ATOMIC_ACQUIRE);
+}
+
+}  // namespace
+
+WorkFinder::WorkFinder(char* bells, const Options& options)
+    : bells_(bells),
+      layout_(wire::BellsLayout{options.capacity}),
+      options_(options),
+      table_(options.capacity) {
+  CHECK_EQ(options.capacity % wire::BellsLayout::kGroup, 0u);
+  CHECK_EQ(reinterpret_cast<uintptr_t>(bells) % 8, 0u);
+}
+
+void WorkFinder::Add(uint32_t bell, uint32_t slots) {
+  DCHECK_LT(bell, table_.size());
+  DCHECK_LE(slots, 64u);
+  Bell& b = table_[bell];
+  DCHECK(!b.used);
+  b.used = true;
+  b.slots = slots;
+  // b.last_word: what the previous owner's last ring left (0 at first).
+  b.served_ns.assign(slots, INT64_MIN);
+  b.hot_index.assign(slots, -1);
+  added_.push_back(bell);
+}
+
+void WorkFinder::Remove(uint32_t bell) {
+  Bell& b = table_[bell];
+  if (!b.used) return;
+  for (uint32_t s = 0; s < b.slots; ++s) {
+    if (b.hot_index[s] >= 0) DropHot(static_cast<size_t>(b.hot_index[s]));
+  }
+  const uint64_t seen = b.last_word;
+  b = Bell();
+  b.last_word = seen;
+}
+
+void WorkFinder::DropHot(size_t i) {
+  const Hot gone = hot_[i];
+  table_[gone.bell].hot_index[gone.slot] = -1;
+  if (i + 1 != hot_.size()) {
+    hot_[i] = hot_.back();
+    table_[hot_[i].bell].hot_index[hot_[i].slot] = static_cast<int32_t>(i);
+  }
+  hot_.pop_back();
+}
+
+void WorkFinder::MakeHot(Bell& b, uint32_t bell, uint32_t slot,
+                         int64_t until) {
+  const int32_t i = b.hot_index[slot];
+  if (i >= 0) {
+    hot_[static_cast<size_t>(i)].until_ns = until;
+    return;
+  }
+  b.hot_index[slot] = static_cast<int32_t>(hot_.size());
+  hot_.push_back(Hot{bell, slot, until});
+}
+
+bool WorkFinder::OnServed(uint32_t bell, uint32_t slot, int64_t now) {
+  Bell& b = table_[bell];
+  if (!b.used || slot >= b.slots) return false;
+  const int64_t prev = b.served_ns[slot];
+  b.served_ns[slot] = now;
+  const bool already = b.hot_index[slot] >= 0;
+  const bool recent =
+      prev != INT64_MIN && now - prev < options_.hot_window_ns;
+  if (!recent || (!already && hot_.size() >= options_.max_hot)) {
+    // Not hot: the client rings for its next request. A slot that stays
+    // in the list as "kept polling" is harmless; it expires on its own.
+    return false;
+  }
+  MakeHot(b, bell, slot, now + options_.hot_window_ns);
+  return true;
+}
+
+void WorkFinder::KeepPolling(uint32_t bell, uint32_t slot, int64_t now) {
+  Bell& b = table_[bell];
+  if (!b.used || slot >= b.slots) return;
+  MakeHot(b, bell, slot, now + options_.hot_window_ns);
+}
+
+bool WorkFinder::AnyRung() const {
+  const size_t words = layout_.SummaryBytes() / 8;
+  for (size_t w = 0; w < words; ++w) {
+    if (LoadAcquire64(bells_ + 8 * w) != 0) return true;
+  }
+  return false;
+}
+
+void WorkFinder::TakeWord(uint32_t bell, uint64_t word,
+                          std::vector<Candidate>* out) {
+  Bell& b = table_[bell];
+  if (word == b.last_word) return;
+  b.last_word = word;
+  ++rings_;
+  uint32_t mask = wire::BellMask(word);
+  if (mask == 0) mask = ~0u;
+  for (uint32_t s = 0; s < b.slots; ++s) {
+    if (mask & wire::SlotBit(s)) out->push_back(Candidate{bell, s});
+  }
+}
+
+void WorkFinder::TakeGroup(uint32_t group, std::vector<Candidate>* out) {
+  const uint32_t first = group * wire::BellsLayout::kGroup;
+  const uint32_t end =
+      std::min<uint32_t>(first + wire::BellsLayout::kGroup, layout_.capacity);
+  for (uint32_t bell = first; bell < end; ++bell) {
+    if (!table_[bell].used) continue;
+    TakeWord(bell, LoadAcquire64(bells_ + layout_.WordOffset(bell)), out);
+  }
+}
+
+void WorkFinder::Collect(int64_t now, std::vector<Candidate>* out) {
+  for (uint32_t bell : added_) {
+    if (!table_[bell].used) continue;  // Removed again.
+    TakeWord(bell, LoadAcquire64(bells_ + layout_.WordOffset(bell)), out);
+  }
+  added_.clear();
+  for (size_t i = 0; i < hot_.size();) {
+    const Hot h = hot_[i];
+    out->push_back(Candidate{h.bell, h.slot});
+    if (h.until_ns < now) {
+      DropHot(i);  // This was its final look; `i` now holds another.
+    } else {
+      ++i;
+    }
+  }
+  const size_t words = layout_.SummaryBytes() / 8;
+  for (size_t w = 0; w < words; ++w) {
+    char* p = bells_ + 8 * w;
+    if (LoadAcquire64(p) == 0) continue;
+    // Take the groups that rang. The exchange is atomic against peers'
+    // byte stores (none is lost between our load and our clear) and a full
+    // barrier, so the bell words read next are at least as new as the
+    // summary bytes taken.
+    uint64_t taken = __atomic_exchange_n(reinterpret_cast<uint64_t*>(p),
+                                         uint64_t{0}, __ATOMIC_SEQ_CST);
+    for (uint32_t byte = 0; taken != 0; ++byte, taken >>= 8) {
+      if ((taken & 0xff) != 0) TakeGroup(static_cast<uint32_t>(w * 8 + byte), out);
+    }
+  }
+}
+
+}  // namespace internal
+}  // namespace rfrpc

@@ -1,0 +1,137 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// WorkFinder: which request slots a server worker should look at, found in
+// time proportional to the requests that arrived rather than to the
+// connections that exist (issue 15; docs/rpc.md "Work discovery").
+//
+// Two sources, both cheap when nothing happens:
+//   - Doorbells (wire::BellsLayout). A client that posts a request WRITEs its
+//     bell word (a ring count and a slot mask) and then its group's summary
+//     byte. Collect() reads the summary a word (8 groups) at a time, swaps
+//     the non-zero words to 0 (an atomic exchange: no ring between the load
+//     and the clear is lost, and it fences the loads of the bell words that
+//     follow), and for each group that rang reads its 64 bell words; a word
+//     that differs from the last one seen names the slots to look at. An
+//     idle worker with C bells reads C / 512 summary words.
+//   - Hot slots. A slot served twice within the hot window is kept in a
+//     short list and looked at every round for `hot_window` after each
+//     request (OnServed says so, and the response carries
+//     kResponseFlagHot): a client calling in a loop then needs no doorbell.
+//     A hot slot is looked at once more after its window ends (the final
+//     check), so a request that landed inside the window is never missed.
+// A slot the worker could not serve yet (its previous result's server-reply
+// WRITE is still in flight, or its request is still landing) is handed back
+// with KeepPolling and looked at for another window.
+//
+// Pure logic over memory it is given: no transport, no clock of its own
+// (every call takes `now`), so it is unit-tested with a plain buffer as the
+// doorbell area and a fake clock (rpc/work_finder_test.cc).
+//
+// Thread-compatible: one worker thread drives it. The doorbell memory is
+// written concurrently by peers (through the transport), which it reads
+// with acquire loads and clears with atomic exchanges.
+
+#ifndef RFRPC_RPC_WORK_FINDER_H_
+#define RFRPC_RPC_WORK_FINDER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "rpc/wire_format.h"
+
+namespace rfrpc {
+namespace internal {
+
+class WorkFinder {
+ public:
+  struct Options {
+    // Bells (connections) the doorbell area holds; a multiple of 64.
+    uint32_t capacity = 0;
+    // How long a hot slot is polled after each of its requests.
+    int64_t hot_window_ns = 20000;
+    // Hot slots at most: a slot is not made hot while the list is full (its
+    // client then rings), which bounds what a round costs.
+    size_t max_hot = 128;
+  };
+
+  // A slot to look at.
+  struct Candidate {
+    uint32_t bell;
+    uint32_t slot;
+  };
+
+  // `bells` (not owned) is the doorbell area: wire::BellsLayout{capacity}.
+  // Bytes() bytes, 8-byte aligned, zeroed or holding what peers wrote.
+  WorkFinder(char* bells, const Options& options);
+
+  const wire::BellsLayout& layout() const { return layout_; }
+
+  // A connection took bell `bell` with `slots` slots (at most 64). If the
+  // bell word changed since the bell's previous owner left (its client rang
+  // before the worker took it on, and Collect may have taken the summary
+  // byte then), the next Collect names the slots that ring asked for.
+  // REQUIRES: bell < capacity, not in use.
+  void Add(uint32_t bell, uint32_t slots);
+  // The connection left; its hot slots are dropped.
+  void Remove(uint32_t bell);
+
+  // Appends the slots to look at this round: every hot slot (and drops
+  // those whose window ended before `now`, after this last look), then every
+  // slot named by a bell that rang. A slot may appear twice.
+  void Collect(int64_t now, std::vector<Candidate>* out);
+
+  // True if a summary byte is set: a ring that Collect has not taken yet.
+  // For the check between arming a wake-up and sleeping.
+  bool AnyRung() const;
+
+  // Bell `bell`'s slot `slot` was served at `now`. Returns true if it is
+  // hot from now on (served within the window of its previous request, and
+  // room in the list), and keeps it polled until now + hot_window.
+  bool OnServed(uint32_t bell, uint32_t slot, int64_t now);
+
+  // Keeps polling `slot` of `bell` until now + hot_window (a slot that rang
+  // but could not be served yet).
+  void KeepPolling(uint32_t bell, uint32_t slot, int64_t now);
+
+  // Hot slots in the list (including ones kept polling).
+  size_t hot() const { return hot_.size(); }
+  // Rings taken (bell words found changed) since construction.
+  uint64_t rings() const { return rings_; }
+
+ private:
+  struct Hot {
+    uint32_t bell;
+    uint32_t slot;
+    int64_t until_ns;
+  };
+  struct Bell {
+    bool used = false;
+    uint32_t slots = 0;
+    // The bell word as last seen; kept while the bell is unused.
+    uint64_t last_word = 0;
+    // Per slot: when it was last served (INT64_MIN: never) and its index in
+    // hot_ (-1: not there).
+    std::vector<int64_t> served_ns;
+    std::vector<int32_t> hot_index;
+  };
+
+  void MakeHot(Bell& b, uint32_t bell, uint32_t slot, int64_t until);
+  void DropHot(size_t i);
+  void TakeGroup(uint32_t group, std::vector<Candidate>* out);
+  // Names the slots `word` asks for, if it differs from the last one seen.
+  void TakeWord(uint32_t bell, uint64_t word, std::vector<Candidate>* out);
+
+  char* const bells_;
+  const wire::BellsLayout layout_;
+  const Options options_;
+  std::vector<Bell> table_;
+  std::vector<Hot> hot_;
+  std::vector<uint32_t> added_;  // Bells whose slots Collect names once.
+  uint64_t rings_ = 0;
+};
+
+}  // namespace internal
+}  // namespace rfrpc
+
+#endif  // RFRPC_RPC_WORK_FINDER_H_
