@@ -341,13 +341,23 @@ int MainAb(metrics::RpcMetrics* m) {
         for (int r = 0; r < FLAGS_ab_rounds; ++r) {
           // Alternate which goes first, so neither always runs on a
           // warmer (or busier) machine.
+          Point both[2];
           for (int k = 0; k < 2; ++k) {
             const bool on = (r % 2 == 0) == (k == 1);
-            Point p = RunFresh(m, on, *mode, size, us, &scrapes, &scrape_us, &bytes);
-            p50[on].push_back(p.p50_us);
-            p99[on].push_back(p.p99_us);
-            ops[on].push_back(p.ops / 1000);
-            CHECK_EQ(p.failed, 0u) << "calls failed";
+            both[on] = RunFresh(m, on, *mode, size, us, &scrapes, &scrape_us, &bytes);
+            CHECK_EQ(both[on].failed, 0u) << "calls failed";
+          }
+          if (both[0].calls == 0 || both[1].calls == 0) {
+            // The machine gave a run no time at all: not a measurement.
+            std::printf("%-8s %-12s %6d %6d %5d | a run made no calls: round "
+                        "left out\n",
+                        FLAGS_provider.c_str(), ms.c_str(), size, us, r + 1);
+            continue;
+          }
+          for (int on = 0; on < 2; ++on) {
+            p50[on].push_back(both[on].p50_us);
+            p99[on].push_back(both[on].p99_us);
+            ops[on].push_back(both[on].ops / 1000);
           }
           paired.push_back(p50[1].back() / p50[0].back() - 1);
           std::printf("%-8s %-12s %6d %6d %5d | %9.3f %9.3f %9.1f | %9.3f %9.3f %9.1f | %+6.1f%%\n",
@@ -357,6 +367,7 @@ int MainAb(metrics::RpcMetrics* m) {
                       100 * (p50[1].back() / p50[0].back() - 1));
           std::fflush(stdout);
         }
+        if (paired.empty()) continue;
         const double off50 = bench::Median(p50[0]), on50 = bench::Median(p50[1]);
         std::printf("%-8s %-12s %6d %6d %5s | %9.3f %9.3f %9.1f | %9.3f %9.3f %9.1f | %+6.1f%% %7d\n",
                     FLAGS_provider.c_str(), ms.c_str(), size, us, "median", off50,
@@ -368,11 +379,11 @@ int MainAb(metrics::RpcMetrics* m) {
         const double best_off = *std::min_element(p50[0].begin(), p50[0].end());
         const double best_on = *std::min_element(p50[1].begin(), p50[1].end());
         std::printf("# %s size=%d srv_us=%d: p50 with metrics on is %+.1f%% of off "
-                    "(medians of %d runs each); median of the rounds' paired "
+                    "(medians of %zu runs each); median of the rounds' paired "
                     "differences %+.1f%%; best runs %.3f vs %.3f us (%+.1f%%); "
                     "provider %s\n",
                     ms.c_str(), size, us, 100 * (on50 / off50 - 1),
-                    FLAGS_ab_rounds, 100 * bench::Median(paired), best_off,
+                    paired.size(), 100 * bench::Median(paired), best_off,
                     best_on, 100 * (best_on / best_off - 1),
                     FLAGS_provider.c_str());
         if (scrapes > 0) {
