@@ -60,8 +60,8 @@ struct MethodStats {
   std::array<uint64_t, kStatusCodes> failures{};
   // Server: handler time, ns, from the call's arrival (for the calls of a
   // request batch: from the end of the previous one) to the result's end.
-  // Channel: the latency a caller saw, ns: from the call to its return (sync)
-  // or to the start of the round of callbacks that delivered it (async).
+  // Channel: the call's latency, ns: from the call to the progress round that
+  // found its result (or its failure), sync or async.
   HistogramStats latency_ns;
   // Server: payload bytes of OK results. Channel: not kept (empty).
   HistogramStats result_bytes;

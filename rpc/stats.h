@@ -7,8 +7,8 @@
 // and every Channel created in this process, grouped by server address. A
 // destroyed server's or channel's counters stay in its address's totals, so
 // totals never go back (Prometheus counters must not), and a short-lived
-// client still shows every call it made. Gauges (connections, in-flight
-// calls, fetch delay, batch size) come from live ones only. The process keeps
+// client still shows every call it made. Gauges (connections, slots in use,
+// fetch delay, batch size) come from live ones only. The process keeps
 // one such entry (about 1 KiB plus its methods) per distinct address ever
 // seen.
 //
