@@ -50,7 +50,10 @@ fail() {
 # start_server NAME ADDRESS WORKERS: starts it, waits for its address file.
 start_server() {
   local name="$1" addr="$2" workers="$3"
-  timeout -k 5 300 "$SERVER" --provider="$PROVIDER" --address="$addr" \
+  # -k 30: a sanitizer build's exit (LeakSanitizer's scan) can take seconds
+  # on a loaded 2-core host; stop_server dumps the stacks of one that has
+  # not exited after 15 s.
+  timeout -k 30 300 "$SERVER" --provider="$PROVIDER" --address="$addr" \
     --workers="$workers" --kv_memory_mb=16 --address_file="$TMP/$name.addr" \
     --rfrpc_idle_spin_rounds=200 \
     >"$TMP/$name.out" 2>"$TMP/$name.err" &
@@ -91,8 +94,20 @@ stop_server() {  # stop_server NAME: SIGTERM, exit 0, nothing left.
   pid="$(eval echo "\$PID_$name")"
   # The timeout wrapper forwards SIGTERM to the server.
   kill -TERM "$pid" || fail "$name: already gone"
+  # If it is still there after 15 s, record where each of its threads is.
+  ( sleep 15
+    for p in $(pgrep -f -- "--address_file=$TMP/$name.addr"); do
+      echo "--- $name (pid $p) still running 15 s after SIGTERM; threads:"
+      for t in /proc/"$p"/task/*; do
+        echo "$t: $(cat "$t/comm" 2>/dev/null) wchan=$(cat "$t/wchan" 2>/dev/null)"
+      done
+      command -v gdb >/dev/null &&
+        timeout 20 gdb -p "$p" -batch -ex "thread apply all bt" 2>&1 | tail -200
+    done >>"$TMP/$name.err" ) &
+  local watcher=$!
   local rc=0
   wait "$pid" || rc=$?
+  kill "$watcher" 2>/dev/null; wait "$watcher" 2>/dev/null || true
   [ "$rc" = 0 ] || fail "$name exited $rc after SIGTERM"
   grep -q "kvstore_server: stopped" "$TMP/$name.err" || fail "$name: no 'stopped'"
   if pgrep -f -- "--address_file=$TMP/$name.addr" >/dev/null; then

@@ -7,14 +7,14 @@
 // safe):
 //
 //   ShmProvider ─┐
-//   ShmListener ─┼─ shared_ptr ─> ProviderCore ─ unique_ptr ─> Monitor (thread)
+//   ShmListener ─┼─ shared_ptr ─> ProviderCore ─ unique_ptr ─> LivenessMonitor (thread)
 //   ShmIncoming ─┤
 //   ShmConnection┘─ shared_ptr ─> ConnState (socket, peer mappings, status)
 //
-// The monitor thread holds only weak_ptrs to ConnState and never a
-// ProviderCore reference, so the last owner of the core is always a user
-// thread and joining the monitor never joins itself. A ConnState may die on
-// the monitor thread; it owns no thread.
+// The liveness monitor's callbacks hold only weak_ptrs to ConnState and
+// never a ProviderCore reference, so the last owner of the core is always a
+// user thread and joining the monitor never joins itself. A ConnState may
+// die on the monitor thread; it owns no thread.
 //
 // Locks are std::mutex, not absl::Mutex: Debian's abseil is not built with
 // ThreadSanitizer, so TSan cannot see absl::Mutex's happens-before edges and
@@ -37,6 +37,7 @@
 #include "absl/status/status.h"
 #include <mutex>  // NOLINT: see shm_internal.h on std::mutex.
 #include "transport/bootstrap.h"
+#include "transport/liveness_monitor.h"
 #include "transport/shm/shm_completion_queue.h"
 #include "transport/shm/shm_segment.h"
 #include "transport/transport.h"
@@ -107,38 +108,15 @@ class ConnState {
   absl::Status status_ ABSL_GUARDED_BY(mu_);
 };
 
-// One thread per provider: epoll on every connection's bootstrap socket plus
-// an eventfd that stops it. A readable or hung-up socket fails the
-// connection. Thread-safe.
-class Monitor {
- public:
-  static absl::StatusOr<std::unique_ptr<Monitor>> Create();
-  ~Monitor();  // Stops and joins the thread.
-
-  absl::Status Add(uint64_t token, std::weak_ptr<ConnState> conn, int fd);
-  // After Remove returns the monitor no longer looks at `token`'s socket
-  // (it may still hold a reference to the state it was handling).
-  void Remove(uint64_t token, int fd);
-
- private:
-  Monitor(ScopedFd epoll_fd, ScopedFd stop_fd);
-  void Run();
-
-  const ScopedFd epoll_fd_;
-  const ScopedFd stop_fd_;
-  std::mutex mu_;
-  std::map<uint64_t, std::weak_ptr<ConnState>> conns_ ABSL_GUARDED_BY(mu_);
-  std::thread thread_;
-};
-
 // Provider-wide state shared by everything the provider created.
 class ProviderCore {
  public:
-  ProviderCore(ProviderOptions options, std::unique_ptr<Monitor> monitor)
+  ProviderCore(ProviderOptions options,
+               std::unique_ptr<LivenessMonitor> monitor)
       : options_(std::move(options)), monitor_(std::move(monitor)) {}
 
   const ProviderOptions& options() const { return options_; }
-  Monitor& monitor() { return *monitor_; }
+  LivenessMonitor& monitor() { return *monitor_; }
   uint64_t NextConnectionId() {
     return next_id_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -149,7 +127,7 @@ class ProviderCore {
 
  private:
   const ProviderOptions options_;
-  std::unique_ptr<Monitor> monitor_;
+  std::unique_ptr<LivenessMonitor> monitor_;
   std::atomic<uint64_t> next_id_{1};
   std::atomic<uint64_t> next_socket_{1};
   std::mutex mu_;

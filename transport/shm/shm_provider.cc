@@ -350,7 +350,14 @@ absl::StatusOr<std::unique_ptr<Connection>> MakeConnection(
   auto state =
       std::make_shared<ConnState>(std::move(sock), std::move(peer),
                                   info.peer_name);
-  RFRPC_RETURN_IF_ERROR(core->monitor().Add(id, state, state->sock()));
+  RFRPC_RETURN_IF_ERROR(core->monitor().Add(
+      id, state->sock(),
+      [weak = std::weak_ptr<ConnState>(state)](absl::string_view why) {
+        std::shared_ptr<ConnState> conn = weak.lock();
+        if (conn == nullptr || conn->failed()) return;
+        conn->Fail(absl::UnavailableError(
+            absl::StrCat("shm peer ", conn->peer_name(), " ", why)));
+      }));
   return std::unique_ptr<Connection>(
       new ShmConnection(id, std::move(info), core, std::move(state), cq,
                         setup.max_inline, setup.max_outstanding));
@@ -743,7 +750,7 @@ class ShmProvider final : public Provider {
 }  // namespace
 
 // ---------------------------------------------------------------------------
-// ConnState, Monitor, ProviderCore, ShmConnection setup parts.
+// ConnState, ProviderCore, ShmConnection setup parts.
 
 ConnState::~ConnState() {
   // Shut down (not just close) so a copy of the fd inherited by a forked
@@ -768,90 +775,6 @@ absl::Status ConnState::status() const {
   if (!failed()) return absl::OkStatus();
   std::lock_guard<std::mutex> lock(mu_);
   return status_;
-}
-
-absl::StatusOr<std::unique_ptr<Monitor>> Monitor::Create() {
-  ScopedFd ep(::epoll_create1(EPOLL_CLOEXEC));
-  if (!ep.valid()) return absl::InternalError(ErrnoText("epoll_create1"));
-  ScopedFd stop(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!stop.valid()) return absl::InternalError(ErrnoText("eventfd"));
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.u64 = 0;  // Token 0 is the stop event; connection ids start at 1.
-  if (::epoll_ctl(ep.get(), EPOLL_CTL_ADD, stop.get(), &ev) != 0) {
-    return absl::InternalError(ErrnoText("epoll_ctl"));
-  }
-  return std::unique_ptr<Monitor>(new Monitor(std::move(ep), std::move(stop)));
-}
-
-Monitor::Monitor(ScopedFd epoll_fd, ScopedFd stop_fd)
-    : epoll_fd_(std::move(epoll_fd)), stop_fd_(std::move(stop_fd)) {
-  thread_ = std::thread([this] { Run(); });
-}
-
-Monitor::~Monitor() {
-  const uint64_t one = 1;
-  [[maybe_unused]] ssize_t r = ::write(stop_fd_.get(), &one, sizeof(one));
-  thread_.join();
-}
-
-absl::Status Monitor::Add(uint64_t token, std::weak_ptr<ConnState> conn,
-                          int fd) {
-  std::lock_guard<std::mutex> lock(mu_);
-  epoll_event ev{};
-  ev.events = EPOLLIN | EPOLLRDHUP;
-  ev.data.u64 = token;
-  if (::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) {
-    return absl::InternalError(ErrnoText("epoll_ctl(ADD) for liveness"));
-  }
-  conns_[token] = std::move(conn);
-  return absl::OkStatus();
-}
-
-void Monitor::Remove(uint64_t token, int fd) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (conns_.erase(token) > 0) {
-    ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, fd, nullptr);
-  }
-}
-
-void Monitor::Run() {
-  epoll_event events[64];
-  for (;;) {
-    const int n = ::epoll_wait(epoll_fd_.get(), events, 64, -1);
-    if (n < 0 && errno != EINTR) {
-      LOG(ERROR) << "shm liveness monitor: " << ErrnoText("epoll_wait");
-      return;
-    }
-    for (int i = 0; i < n; ++i) {
-      const uint64_t token = events[i].data.u64;
-      if (token == 0) return;
-      std::shared_ptr<ConnState> conn;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        auto it = conns_.find(token);
-        if (it == conns_.end()) continue;
-        conn = it->second.lock();
-        if (conn != nullptr) {
-          ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, conn->sock(), nullptr);
-        }
-        conns_.erase(it);
-      }
-      if (conn == nullptr || conn->failed()) continue;
-      char byte;
-      const ssize_t r = ::recv(conn->sock(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-      const int err = r < 0 ? errno : 0;
-      // A peer that dies with unread bytes queued shows up as a reset.
-      const std::string why =
-          r == 0 ? "closed the connection"
-          : r > 0 ? "sent unexpected bytes on the liveness channel"
-          : err == ECONNRESET || err == EPIPE
-              ? "closed the connection (reset)"
-              : absl::StrCat("liveness socket error: ", strerror(err));
-      conn->Fail(absl::UnavailableError(
-          absl::StrCat("shm peer ", conn->peer_name(), " ", why)));
-    }
-  }
 }
 
 uint32_t ProviderCore::NewRkey() {
@@ -882,7 +805,7 @@ ShmConnection::ShmConnection(uint64_t id, ConnectionInfo info,
       }()),
       peer_wake_(state_->peer().wake_word) {}
 
-ShmConnection::~ShmConnection() { core_->monitor().Remove(id(), state_->sock()); }
+ShmConnection::~ShmConnection() { core_->monitor().Remove(id()); }
 
 // Providers opened with the same options in one process share one core:
 // one liveness monitor thread (and its epoll and eventfd) for all of them,
@@ -898,7 +821,8 @@ absl::StatusOr<std::unique_ptr<Provider>> OpenShmProvider(
   std::shared_ptr<ProviderCore> core = shared->lock();
   if (core == nullptr || shared_pid != ::getpid() ||
       core->options().socket_dir != options.socket_dir) {
-    RFRPC_ASSIGN_OR_RETURN(std::unique_ptr<Monitor> monitor, Monitor::Create());
+    RFRPC_ASSIGN_OR_RETURN(std::unique_ptr<LivenessMonitor> monitor,
+                           LivenessMonitor::Create("shm"));
     core = std::make_shared<ProviderCore>(options, std::move(monitor));
     *shared = core;
     shared_pid = ::getpid();

@@ -31,6 +31,7 @@
 #include "absl/types/span.h"
 #include "transport/bootstrap.h"
 #include "transport/adaptive_wait.h"
+#include "transport/liveness_monitor.h"
 #include "transport/transport.h"
 #include "transport/verbs/verbs_resources.h"
 
@@ -40,6 +41,9 @@ namespace verbs {
 
 // The opened device. Immutable after OpenVerbsProvider; thread-safe.
 struct Device {
+  // Declared first, destroyed last: connections hold the Device, so it
+  // outlives every connection watched.
+  std::unique_ptr<LivenessMonitor> monitor;  // One thread for all sockets.
   std::unique_ptr<VerbsContext> context;
   ibv_device_attr attr{};
   PortInfo port;
@@ -197,7 +201,6 @@ class VerbsConnection final : public Connection {
     std::unique_ptr<VerbsMr> mr;
   };
 
-  void MonitorLoop();
   // The lkey of `region` in this connection's PD, registering it on first
   // use. Poster thread only.
   absl::StatusOr<uint32_t> LocalKey(const MemoryRegion* region);
@@ -214,8 +217,7 @@ class VerbsConnection final : public Connection {
   const uint32_t qpn_;
 
   ScopedFd socket_;
-  ScopedFd stop_fd_;  // eventfd that ends the monitor thread.
-  std::thread monitor_;
+  bool watched_ = false;  // Added to device_->monitor.
 
   mutable absl::Mutex mu_;
   absl::Status status_ ABSL_GUARDED_BY(mu_);

@@ -31,6 +31,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
+#include <mutex>  // NOLINT
 #include <cstring>
 #include <random>
 #include <string>
@@ -837,57 +839,27 @@ VerbsConnection::VerbsConnection(uint64_t id, ConnectionInfo peer,
       exposed_mrs_(std::move(resources.exposed)),
       qp_(std::move(resources.qp)),
       qpn_(qp_->get()->qp_num),
-      socket_(std::move(socket)),
-      stop_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+      socket_(std::move(socket)) {
   cq_->Attach(qpn_, this);
-  if (!stop_fd_.valid()) {
-    MarkFailed(absl::InternalError(
-        absl::StrCat("eventfd for the liveness monitor: ", ErrnoDetail(errno))));
+  absl::Status s = device_->monitor->Add(
+      Connection::id(), socket_.get(), [this](absl::string_view why) {
+        MarkFailed(absl::UnavailableError(absl::StrCat(
+            "the peer ", why, " (bootstrap liveness socket)")));
+      });
+  if (!s.ok()) {
+    MarkFailed(s);
     return;
   }
-  monitor_ = std::thread([this] { MonitorLoop(); });
+  watched_ = true;
 }
 
 VerbsConnection::~VerbsConnection() {
   cq_->Detach(qpn_, this);  // Waits for a poller that is using this connection.
-  if (monitor_.joinable()) {
-    const uint64_t one = 1;
-    if (::write(stop_fd_.get(), &one, sizeof(one)) < 0) {
-      LOG(ERROR) << "verbs: cannot stop liveness monitor: " << strerror(errno);
-    }
-    monitor_.join();
-  }
+  // Waits for a liveness callback that is running on this connection.
+  if (watched_) device_->monitor->Remove(Connection::id());
   // Members go in reverse order: socket (the peer sees EOF), QP, MRs, PD.
 }
 
-void VerbsConnection::MonitorLoop() {
-  pollfd fds[2] = {{socket_.get(), POLLIN | POLLRDHUP, 0},
-                   {stop_fd_.get(), POLLIN, 0}};
-  for (;;) {
-    const int r = ::poll(fds, 2, -1);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      MarkFailed(absl::InternalError(
-          absl::StrCat("liveness poll: ", ErrnoDetail(errno))));
-      return;
-    }
-    if (fds[1].revents != 0) return;
-    if (fds[0].revents == 0) continue;
-    char buf[256];
-    const ssize_t n = ::recv(socket_.get(), buf, sizeof(buf), MSG_DONTWAIT);
-    if (n > 0) {
-      LOG_EVERY_N(WARNING, 100) << "verbs connection " << id()
-                                << ": unexpected bytes on the liveness "
-                                   "socket; ignored";
-      continue;
-    }
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    MarkFailed(absl::UnavailableError(
-        n == 0 ? "the peer closed the bootstrap (liveness) connection"
-               : absl::StrCat("liveness socket: ", ErrnoDetail(errno))));
-    return;
-  }
-}
 
 void VerbsConnection::MarkFailed(const absl::Status& reason) {
   absl::Status now_failed;
@@ -932,9 +904,12 @@ void VerbsConnection::Fail(absl::Status reason) {
 
 // ---------------------------------------------------------------------------
 
-absl::StatusOr<std::unique_ptr<Provider>> OpenVerbsProvider(
+namespace {
+
+absl::StatusOr<std::shared_ptr<Device>> OpenDevice(
     const ProviderOptions& options) {
   auto device = std::make_shared<Device>();
+  RFRPC_ASSIGN_OR_RETURN(device->monitor, LivenessMonitor::Create("verbs"));
   RFRPC_ASSIGN_OR_RETURN(OpenedPort opened,
                          OpenPort(options.device, options.port,
                                   options.gid_index, options.address_hint));
@@ -950,6 +925,34 @@ absl::StatusOr<std::unique_ptr<Provider>> OpenVerbsProvider(
             << static_cast<int>(device->port.port) << " GID "
             << device->port.gid_text << " active MTU "
             << (128 << device->port.active_mtu);
+  return device;
+}
+
+}  // namespace
+
+// Providers opened with the same options in one process share one Device:
+// one device context and one liveness monitor thread for all of them, so a
+// process holding thousands of channels (a provider each) holds one of
+// each, not thousands. A forked child opens its own.
+absl::StatusOr<std::unique_ptr<Provider>> OpenVerbsProvider(
+    const ProviderOptions& options) {
+  static std::mutex mu;
+  static auto* shared =
+      new std::map<std::string, std::weak_ptr<Device>>;
+  static pid_t shared_pid = 0;
+  const std::string key =
+      absl::StrCat(options.device, "|", options.port, "|", options.gid_index,
+                   "|", options.address_hint);
+  std::lock_guard<std::mutex> lock(mu);
+  if (shared_pid != ::getpid()) {
+    shared->clear();
+    shared_pid = ::getpid();
+  }
+  std::shared_ptr<Device> device = (*shared)[key].lock();
+  if (device == nullptr) {
+    RFRPC_ASSIGN_OR_RETURN(device, OpenDevice(options));
+    (*shared)[key] = device;
+  }
   return std::unique_ptr<Provider>(new VerbsProvider(std::move(device)));
 }
 
