@@ -51,7 +51,8 @@ LIB_SRCS=(
 )
 # Linked whole (they register the provider at load time).
 SHM_SRCS=(transport/shm/shm_completion_queue.cc transport/shm/shm_datapath.cc
-          transport/shm/shm_provider.cc transport/shm/shm_segment.cc)
+          transport/shm/shm_provider.cc transport/shm/shm_segment.cc
+          transport/liveness_monitor.cc)
 LIBS=(-lprotobuf -lglog -lgflags
       $(grep -o '"-labsl_[a-z_0-9]*"' third_party/BUILD | tr -d '"') -lpthread)
 SAN=(-fsanitize=address,undefined -fno-sanitize-recover=all)
