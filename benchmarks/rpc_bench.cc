@@ -13,11 +13,30 @@
 // --workers=2 gives C/2 connections per server thread and --workers=C one.
 // --cdf_csv=FILE appends each point's latency CDF (Fig. 8).
 //
+// Metrics overhead (docs/observability.md): --metrics=on keeps per-method
+// counters on both sides (ServerOptions/ChannelOptions::method_stats) and
+// serves /metrics, scraped over HTTP every --scrape_ms (default 1 s); off
+// (the default, as before metrics existed) keeps none. --metrics=ab runs
+// each point --ab_rounds times in each setting, alternating (off, on, on,
+// off, ...), each run with a fresh server (at one address) and fresh
+// channels, and prints the medians of the runs' p50s and the median of the
+// rounds' paired differences:
+//
+//   bazel run //benchmarks:rpc_bench -- --modes=rf,server_reply --metrics=ab
+//       --ab_rounds=21 --seconds=0.3
+//
+// --rfrpc_metrics_port / --rfrpc_metrics_file (//tools:metrics_flags) serve
+// or write the process's metrics as kvstore_server's do.
+//
 // Figures from the shm provider are same-host figures; figures from the
 // Soft-RoCE VM show correctness, not hardware speed.
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -28,14 +47,19 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "benchmarks/bench_util.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "rpc/channel.h"
+#include "rpc/metrics.h"
+#include "rpc/metrics_endpoint.h"
 #include "rpc/server.h"
 #include "tests/test_service.h"
+#include "tools/metrics_flags.h"
 
 DEFINE_string(provider, "shm", "Transport provider: shm, verbs or auto.");
 DEFINE_string(address, "", "Listen address (verbs: ip:0).");
@@ -63,6 +87,16 @@ DEFINE_int32(repeats, 1,
              "Measure each point this many times and keep the best by ops/s "
              "(other work on a shared machine only slows runs down).");
 DEFINE_bool(csv, false, "Print CSV rows instead of a table.");
+DEFINE_string(metrics, "off",
+              "off: no per-method counters; on: counters on and /metrics "
+              "served, scraped every --scrape_ms; ab: each point in both "
+              "settings, alternating, --ab_rounds times, medians printed.");
+DEFINE_int32(ab_rounds, 5, "--metrics=ab: runs of each point per setting.");
+DEFINE_int32(scrape_ms, 1000,
+             "--metrics=on/ab: scrape /metrics this often (15x Prometheus' "
+             "usual 15 s; on a host whose cores all busy-poll, each scrape "
+             "takes a core from a poller for about a millisecond); 0: serve "
+             "it, never scrape.");
 
 namespace rfrpc {
 namespace {
@@ -95,7 +129,8 @@ struct Point {
   std::vector<double> sorted_us;  // Every measured latency, ascending.
 };
 
-Point Run(const std::string& address, RpcMode mode, int size, int server_us) {
+Point Run(const std::string& address, RpcMode mode, int size, int server_us,
+          bool method_stats) {
   std::atomic<bool> measure{false}, stop{false};
   std::vector<std::vector<double>> lat(FLAGS_threads);
   std::vector<ChannelStats> before(FLAGS_threads), after(FLAGS_threads);
@@ -113,6 +148,7 @@ Point Run(const std::string& address, RpcMode mode, int size, int server_us) {
       opts.switch_after = FLAGS_rfrpc_switch_after;
       opts.connections = FLAGS_connections;
       opts.adaptive_fetch_delay = FLAGS_adaptive_fetch_delay;
+      opts.method_stats = method_stats;
       opts.max_request_bytes = std::max(4096, size + 64);
       opts.max_response_bytes = std::max(64 * 1024, size + 64);
       absl::StatusOr<std::unique_ptr<Channel>> ch = Channel::Create(address, opts);
@@ -189,14 +225,195 @@ Point Run(const std::string& address, RpcMode mode, int size, int server_us) {
   return p;
 }
 
-int Main() {
+ServerOptions BenchServerOptions(bool method_stats) {
   ServerOptions so;
   so.provider = FLAGS_provider;
   so.address = FLAGS_address;
   so.workers = FLAGS_workers;
   so.pin_first_cpu = FLAGS_pin ? 0 : -1;
   so.max_request_bytes = 1 << 20;
+  so.method_stats = method_stats;
+  return so;
+}
+
+// GET /metrics from 127.0.0.1:`port`; the bytes received (0 on error).
+size_t Scrape(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  size_t got = 0;
+  static const char kGet[] = "GET /metrics HTTP/1.0\r\n\r\n";
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      write(fd, kGet, sizeof(kGet) - 1) == sizeof(kGet) - 1) {
+    char buf[8192];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof(buf))) > 0) got += n;
+  }
+  close(fd);
+  return got;
+}
+
+// /metrics served and scraped every --scrape_ms while it lives.
+class Scraper {
+ public:
+  explicit Scraper(metrics::RpcMetrics* m) {
+    auto e = metrics::MetricsEndpoint::Start("127.0.0.1", 0, m->collectable());
+    CHECK(e.ok()) << e.status();
+    endpoint_ = std::move(*e);
+    if (FLAGS_scrape_ms <= 0) return;  // Served, never scraped.
+    thread_ = std::thread([this] {
+      do {
+        const absl::Time t0 = absl::Now();
+        bytes_ = Scrape(endpoint_->port());
+        CHECK_GT(bytes_, 0u) << "scrape of " << endpoint_->url() << " failed";
+        scrape_us_ += absl::ToInt64Microseconds(absl::Now() - t0);
+        ++scrapes_;
+      } while (!stop_.WaitForNotificationWithTimeout(
+          absl::Milliseconds(FLAGS_scrape_ms)));
+    });
+  }
+  ~Scraper() {
+    stop_.Notify();
+    if (thread_.joinable()) thread_.join();
+  }
+  int scrapes() const { return scrapes_; }
+  size_t bytes() const { return bytes_; }
+  int64_t scrape_us() const { return scrape_us_; }
+
+ private:
+  std::unique_ptr<metrics::MetricsEndpoint> endpoint_;
+  absl::Notification stop_;
+  std::atomic<int> scrapes_{0};
+  std::atomic<size_t> bytes_{0};
+  std::atomic<int64_t> scrape_us_{0};
+  std::thread thread_;
+};
+
+// One point with a server of its own, metrics on or off.
+Point RunFresh(metrics::RpcMetrics* m, bool on, RpcMode mode, int size,
+               int server_us, int* scrapes, int64_t* scrape_us, size_t* bytes) {
+  ServerOptions so = BenchServerOptions(on);
+  // One address for every run, as a long-lived server would have: the
+  // metrics keep one set of series, not one per run.
+  if (so.address.empty() && so.provider == "shm") {
+    so.address = absl::StrCat("@rpc_bench-", getpid());
+  }
   Server server(so);
+  testing::TestService service;
+  CHECK(server.RegisterService(&service).ok());
+  absl::Status s = server.Start();
+  CHECK(s.ok()) << s;
+  std::unique_ptr<Scraper> scraper;
+  if (on) scraper = std::make_unique<Scraper>(m);
+  Point p = Run(server.address(), mode, size, server_us, on);
+  if (scraper != nullptr) {
+    *scrapes += scraper->scrapes();
+    *scrape_us += scraper->scrape_us();
+    *bytes = scraper->bytes();
+  }
+  scraper.reset();
+  server.Shutdown();
+  return p;
+}
+
+// --metrics=ab: each point, off and on alternately, medians.
+int MainAb(metrics::RpcMetrics* m) {
+  std::printf("# rpc_bench metrics A/B provider=%s workers=%d client_threads=%d "
+              "rounds=%d seconds=%.1f scrape_ms=%d latency clock=%s%s\n",
+              FLAGS_provider.c_str(), FLAGS_workers, FLAGS_threads,
+              FLAGS_ab_rounds, FLAGS_seconds, FLAGS_scrape_ms,
+              bench::ProcessTicks().source(),
+              FLAGS_provider == "shm" ? " (same-host shm figures)" : "");
+  std::printf("%-8s %-12s %6s %6s %5s | %9s %9s %9s | %9s %9s %9s | %7s %7s\n",
+              "provider", "mode", "size", "srv_us", "round", "off_p50", "off_p99",
+              "off_kops", "on_p50", "on_p99", "on_kops", "p50_on%", "scrapes");
+  for (const std::string& ms : std::vector<std::string>(absl::StrSplit(FLAGS_modes, ','))) {
+    absl::StatusOr<RpcMode> mode = ParseRpcMode(ms);
+    CHECK(mode.ok()) << mode.status();
+    for (int us : ParseInts(FLAGS_server_time_us)) {
+      for (int size : ParseInts(FLAGS_sizes)) {
+        std::vector<double> p50[2], p99[2], ops[2], paired;
+        int scrapes = 0;
+        int64_t scrape_us = 0;
+        size_t bytes = 0;
+        for (int r = 0; r < FLAGS_ab_rounds; ++r) {
+          // Alternate which goes first, so neither always runs on a
+          // warmer (or busier) machine.
+          Point both[2];
+          for (int k = 0; k < 2; ++k) {
+            const bool on = (r % 2 == 0) == (k == 1);
+            both[on] = RunFresh(m, on, *mode, size, us, &scrapes, &scrape_us, &bytes);
+            CHECK_EQ(both[on].failed, 0u) << "calls failed";
+          }
+          if (both[0].calls == 0 || both[1].calls == 0) {
+            // The machine gave a run no time at all: not a measurement.
+            std::printf("%-8s %-12s %6d %6d %5d | a run made no calls: round "
+                        "left out\n",
+                        FLAGS_provider.c_str(), ms.c_str(), size, us, r + 1);
+            continue;
+          }
+          for (int on = 0; on < 2; ++on) {
+            p50[on].push_back(both[on].p50_us);
+            p99[on].push_back(both[on].p99_us);
+            ops[on].push_back(both[on].ops / 1000);
+          }
+          paired.push_back(p50[1].back() / p50[0].back() - 1);
+          std::printf("%-8s %-12s %6d %6d %5d | %9.3f %9.3f %9.1f | %9.3f %9.3f %9.1f | %+6.1f%%\n",
+                      FLAGS_provider.c_str(), ms.c_str(), size, us, r + 1,
+                      p50[0].back(), p99[0].back(), ops[0].back(), p50[1].back(),
+                      p99[1].back(), ops[1].back(),
+                      100 * (p50[1].back() / p50[0].back() - 1));
+          std::fflush(stdout);
+        }
+        if (paired.empty()) continue;
+        const double off50 = bench::Median(p50[0]), on50 = bench::Median(p50[1]);
+        std::printf("%-8s %-12s %6d %6d %5s | %9.3f %9.3f %9.1f | %9.3f %9.3f %9.1f | %+6.1f%% %7d\n",
+                    FLAGS_provider.c_str(), ms.c_str(), size, us, "median", off50,
+                    bench::Median(p99[0]), bench::Median(ops[0]), on50,
+                    bench::Median(p99[1]), bench::Median(ops[1]),
+                    100 * (on50 / off50 - 1), scrapes);
+        // Other work on a shared machine only slows runs down (--repeats
+        // keeps the best run for the same reason): the best p50 of each side.
+        const double best_off = *std::min_element(p50[0].begin(), p50[0].end());
+        const double best_on = *std::min_element(p50[1].begin(), p50[1].end());
+        std::printf("# %s size=%d srv_us=%d: p50 with metrics on is %+.1f%% of off "
+                    "(medians of %zu runs each); median of the rounds' paired "
+                    "differences %+.1f%%; best runs %.3f vs %.3f us (%+.1f%%); "
+                    "provider %s\n",
+                    ms.c_str(), size, us, 100 * (on50 / off50 - 1),
+                    paired.size(), 100 * bench::Median(paired), best_off,
+                    best_on, 100 * (best_on / best_off - 1),
+                    FLAGS_provider.c_str());
+        if (scrapes > 0) {
+          std::printf("# %d scrapes of /metrics, %.2f ms each on average, the "
+                      "last %zu bytes\n",
+                      scrapes, scrape_us / 1000.0 / scrapes, bytes);
+        }
+        std::fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}
+
+int Main() {
+  if (FLAGS_metrics != "off" && FLAGS_metrics != "on" && FLAGS_metrics != "ab") {
+    std::fprintf(stderr, "rpc_bench: --metrics must be off, on or ab\n");
+    return 2;
+  }
+  std::unique_ptr<metrics::RpcMetrics> m;
+  if (FLAGS_metrics != "off") {
+    auto created = metrics::RpcMetrics::Create(
+        std::make_shared<prometheus::Registry>());
+    CHECK(created.ok()) << created.status();
+    m = std::move(*created);
+    m->NameMethod(MethodId(testing::kEchoMethod), testing::kEchoMethod);
+  }
+  if (FLAGS_metrics == "ab") return MainAb(m.get());
+  const bool on = FLAGS_metrics == "on";
+  Server server(BenchServerOptions(on));
   testing::TestService service;
   CHECK(server.RegisterService(&service).ok());
   absl::Status s = server.Start();
@@ -205,6 +422,8 @@ int Main() {
                  s.ToString().c_str());
     return 1;
   }
+  std::unique_ptr<Scraper> scraper;
+  if (on) scraper = std::make_unique<Scraper>(m.get());
   std::printf("# rpc_bench provider=%s workers=%d client_threads=%d R=%d F=%d K=%d "
               "latency clock=%s%s\n",
               FLAGS_provider.c_str(), FLAGS_workers, FLAGS_threads,
@@ -226,9 +445,9 @@ int Main() {
     CHECK(mode.ok()) << mode.status();
     for (int us : ParseInts(FLAGS_server_time_us)) {
       for (int size : ParseInts(FLAGS_sizes)) {
-        Point p = Run(server.address(), *mode, size, us);
+        Point p = Run(server.address(), *mode, size, us, on);
         for (int rep = 1; rep < FLAGS_repeats; ++rep) {
-          Point q = Run(server.address(), *mode, size, us);
+          Point q = Run(server.address(), *mode, size, us, on);
           if (q.ops > p.ops) p = std::move(q);
         }
         if (!FLAGS_cdf_csv.empty()) {
@@ -260,6 +479,13 @@ int Main() {
       }
     }
   }
+  if (scraper != nullptr && scraper->scrapes() > 0) {
+    std::printf("# %d scrapes of /metrics, %.2f ms each on average, the last "
+                "%zu bytes\n",
+                scraper->scrapes(), scraper->scrape_us() / 1000.0 / scraper->scrapes(),
+                scraper->bytes());
+  }
+  scraper.reset();
   server.Shutdown();
   return 0;
 }
@@ -270,5 +496,30 @@ int Main() {
 int main(int argc, char** argv) {
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
-  return rfrpc::Main();
+  // --rfrpc_metrics_port / --rfrpc_metrics_file: watch a long run from
+  // Prometheus, or keep its final counts (whatever --metrics says).
+  absl::StatusOr<std::unique_ptr<rfrpc::tools::FlagMetrics>> flag_metrics =
+      rfrpc::tools::FlagMetrics::Create();
+  if (!flag_metrics.ok()) {
+    std::fprintf(stderr, "rpc_bench: %s\n", flag_metrics.status().ToString().c_str());
+    return 2;
+  }
+  if (*flag_metrics != nullptr) {
+    (*flag_metrics)->metrics()->NameMethod(rfrpc::MethodId(rfrpc::testing::kEchoMethod),
+                                           rfrpc::testing::kEchoMethod);
+    absl::Status s = (*flag_metrics)->Serve();
+    if (!s.ok()) {
+      std::fprintf(stderr, "rpc_bench: %s\n", s.ToString().c_str());
+      return 1;
+    }
+    if ((*flag_metrics)->serving()) {
+      std::printf("# metrics on %s\n", (*flag_metrics)->url().c_str());
+    }
+  }
+  const int rc = rfrpc::Main();
+  if (*flag_metrics != nullptr) {
+    absl::Status s = (*flag_metrics)->WriteFile();
+    if (!s.ok()) std::fprintf(stderr, "rpc_bench: %s\n", s.ToString().c_str());
+  }
+  return rc;
 }

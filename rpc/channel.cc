@@ -24,6 +24,8 @@
 #include "rpc/client_connection.h"
 #include "base/clock.h"
 #include "base/status_macros.h"
+#include "rpc/method_counters.h"
+#include "rpc/stats_registry.h"
 #include "rpc/wire_format.h"
 #include "base/mutex.h"
 
@@ -109,7 +111,8 @@ class ChannelImpl final : public Channel {
         default_timeout_ns_(
             absl::ToInt64Nanoseconds(options_.default_timeout)),
         retries_(options_.retries),
-        fetch_size_(options_.fetch_size) {}
+        fetch_size_(options_.fetch_size),
+        call_counters_(options_.method_stats) {}
 
   ~ChannelImpl() override {
     {
@@ -127,6 +130,8 @@ class ChannelImpl final : public Channel {
       if (c) c->Abort(absl::CancelledError("channel destroyed"), &finished);
     }
     RunCallbacks(nullptr, &finished);
+    // Its counts, cancellations included, stay in the address's totals.
+    internal::RetireChannel(this);
   }
 
   absl::Status Init() {
@@ -151,6 +156,7 @@ class ChannelImpl final : public Channel {
       }
     }
     server_workers_ = Get(conns_[0].get())->server_workers();
+    internal::RegisterChannel(this, address_);
     return absl::OkStatus();
   }
 
@@ -189,6 +195,7 @@ class ChannelImpl final : public Channel {
       }
       RunCallbacks(conn.get(), &finished);
     }
+    CountSyncFinish(call);
     return call.status;
   }
 
@@ -310,6 +317,7 @@ class ChannelImpl final : public Channel {
     st.batch_size = counters_.batch_size.load();
     st.sizer_k = counters_.sizer_k.load();
     st.sizer_adjustments = counters_.sizer_adjustments.load();
+    st.fetched_call_fetches = counters_.fetched_call_fetches.load();
     st.rings = counters_.rings.load();
     st.rerings = counters_.rerings.load();
     st.notifies = counters_.notifies.load();
@@ -320,6 +328,7 @@ class ChannelImpl final : public Channel {
       if (!c) continue;
       st.fetch_rtt_ns += absl::ToDoubleNanoseconds(c->fetch_rtt());
       st.fetch_delay_ns += absl::ToDoubleNanoseconds(c->fetch_delay());
+      st.slots_in_use += c->busy_slots();
       ++n;
     }
     if (n > 0) {
@@ -327,6 +336,10 @@ class ChannelImpl final : public Channel {
       st.fetch_delay_ns /= n;
     }
     return st;
+  }
+
+  std::vector<MethodStats> method_stats() const override {
+    return call_counters_.Snapshot();
   }
 
  private:
@@ -376,7 +389,23 @@ class ChannelImpl final : public Channel {
     if (call->ctx != nullptr) {
       call->ctx->SetResult(options_.mode, 0, 0, absl::ZeroDuration());
     }
+    // Async: counted with its callback (RunCallbacks).
+    if (call->sync) CountSyncFinish(*call);
     return s;
+  }
+
+  // Per-method counts of a sync call that is returning.
+  void CountSyncFinish(const PendingCall& call) {
+    if (!call_counters_.enabled()) return;
+    call_counters_.Finished(
+        call.method_id, call.status.ok() ? 0 : static_cast<int>(call.status.code()),
+        FinishNs(call) - call.start_ns);
+  }
+
+  // When `call` finished: as its connection's progress round saw it, or
+  // now if it never reached a connection.
+  static int64_t FinishNs(const PendingCall& call) {
+    return call.finish_ns != 0 ? call.finish_ns : internal::UnixNanos();
   }
 
   // Picks the call's connection, reconnecting a failed one if it is time.
@@ -454,8 +483,8 @@ class ChannelImpl final : public Channel {
   // linearly (LatenciesToCallbackStart), since a clock read costs about as
   // much as a short callback (a batch of 128 takes 17 reads, not 128). A
   // failed call's callback, untimed, counts in its group's span.
-  static void RunCallbacks(ClientConnection* conn,
-                           std::vector<PendingCall*>* finished) {
+  void RunCallbacks(ClientConnection* conn,
+                    std::vector<PendingCall*>* finished) {
     const bool timed = conn != nullptr && conn->auto_sizing();
     // Each timed call's start, made its latency at the end.
     absl::InlinedVector<int64_t, 128> latencies;
@@ -464,6 +493,11 @@ class ChannelImpl final : public Channel {
     for (PendingCall* call : *finished) {
       std::function<void(absl::Status)> done = std::move(call->done);
       absl::Status s = std::move(call->status);
+      if (call_counters_.enabled()) {
+        call_counters_.Finished(call->method_id,
+                                s.ok() ? 0 : static_cast<int>(s.code()),
+                                FinishNs(*call) - call->start_ns);
+      }
       if (timed && s.ok()) {
         if (latencies.size() % kClockEvery == 0) {
           stamps.push_back(internal::UnixNanos());
@@ -584,6 +618,8 @@ class ChannelImpl final : public Channel {
   std::atomic<uint64_t> next_{0};
   std::atomic<int> retries_{0};
   std::atomic<uint32_t> fetch_size_{0};
+  // Per-method counts, kept per calling thread.
+  internal::ClientMethodCounters call_counters_;
 
   Mutex driver_mu_;
   std::condition_variable driver_cv_;

@@ -22,6 +22,9 @@
 // thread (or on a thread making a sync call or calling Poll()) and must not
 // block for long.
 // A ClientContext is for one call at a time.
+//
+// A channel is listed by SnapshotChannels() (rpc/stats.h) while it exists,
+// and its counts stay in its server address's totals after.
 
 #ifndef RFRPC_RPC_CHANNEL_H_
 #define RFRPC_RPC_CHANNEL_H_
@@ -31,11 +34,13 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "google/protobuf/message_lite.h"
+#include "rpc/call_stats.h"
 #include "rpc/options.h"
 
 namespace rfrpc {
@@ -103,6 +108,9 @@ struct ChannelStats {
   // fetch_histogram[i]: calls completed by remote fetching after i+1
   // fetches; the last bucket counts 16 or more.
   uint64_t fetch_histogram[16] = {};
+  // Header READs of the calls in fetch_histogram, summed (exact, where the
+  // histogram's last bucket is open-ended).
+  uint64_t fetched_call_fetches = 0;
   // Sum of server-reported processing time, ns.
   uint64_t server_time_ns = 0;
 
@@ -110,6 +118,8 @@ struct ChannelStats {
   // trip and the learned delay before a call's first fetch.
   double fetch_rtt_ns = 0;
   double fetch_delay_ns = 0;
+  // Now: slots (calls in flight, or batches) in use, over connections.
+  int slots_in_use = 0;
 
   // Batching.
   uint64_t batches = 0;               // Request batches sent.
@@ -194,6 +204,9 @@ class Channel {
   virtual RpcMode connection_mode(int connection) const = 0;
 
   virtual ChannelStats stats() const = 0;
+  // Per method id, sorted by id (names empty: a channel knows ids only);
+  // empty with ChannelOptions::method_stats off.
+  virtual std::vector<MethodStats> method_stats() const = 0;
 
   // The batch size N in force: 0 when batching is off; fixed and adaptive:
   // ChannelOptions::batch_size; auto: the size the sizer chose last (of any

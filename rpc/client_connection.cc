@@ -119,6 +119,11 @@ absl::Duration ClientConnection::fetch_delay() const {
   return absl::Nanoseconds(fetch_delay_ns_);
 }
 
+int ClientConnection::busy_slots() const {
+  MutexLock lock(&mu_);
+  return busy_slots_;
+}
+
 bool ClientConnection::Post(const WorkRequest& wr) {
   return PostList(absl::MakeConstSpan(&wr, 1));
 }
@@ -623,6 +628,7 @@ void ClientConnection::FinishCall(PendingCall* call, absl::Status status,
     RecordLatenciesLocked(absl::MakeConstSpan(&latency, 1), now);
   }
   call->status = std::move(status);
+  call->finish_ns = now_ns_;
   if (call->ctx != nullptr) {
     call->ctx->SetResult(call->mode_used, call->fetches, call->reads,
                          absl::Nanoseconds(call->server_time_ns));
@@ -645,6 +651,8 @@ void ClientConnection::CountResults(uint64_t n, RpcMode via, int fetches,
     counters_->calls_remote_fetch.fetch_add(n, std::memory_order_relaxed);
     const int b = std::min(std::max(fetches, 1), 16) - 1;
     counters_->fetch_histogram[b].fetch_add(n, std::memory_order_relaxed);
+    counters_->fetched_call_fetches.fetch_add(
+        n * static_cast<uint64_t>(std::max(fetches, 1)), std::memory_order_relaxed);
   } else {
     counters_->calls_server_reply.fetch_add(n, std::memory_order_relaxed);
   }
@@ -1038,6 +1046,7 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
     }
   }
   int64_t now = NowNs();
+  now_ns_ = now;
 
   // 0. The open batch goes when T has passed.
   if (open_ >= 0) {
@@ -1082,7 +1091,7 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
   // 2. Take completions.
   transport::Completion comps[16];
   int n = cq_->Poll(absl::MakeSpan(comps));
-  if (n > 0) now = NowNs();
+  if (n > 0) now_ns_ = now = NowNs();
   for (int i = 0; i < n; ++i) {
     const transport::Completion& c = comps[i];
     if (!c.ok()) {

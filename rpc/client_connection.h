@@ -65,6 +65,10 @@ struct PendingCall {
   int fetches = 0;
   int reads = 0;
   int64_t server_time_ns = 0;
+  // When Progress found it finished (Unix ns; the progress round's clock
+  // read, so per-method latency needs none of its own). 0 if it never
+  // reached a connection.
+  int64_t finish_ns = 0;
 };
 
 // Channel-wide counters, updated by every connection.
@@ -79,6 +83,7 @@ struct ChannelCounters {
   std::atomic<uint64_t> switches_to_server_reply{0};
   std::atomic<uint64_t> switches_to_remote_fetch{0};
   std::atomic<uint64_t> fetch_histogram[16] = {};
+  std::atomic<uint64_t> fetched_call_fetches{0};
   std::atomic<uint64_t> server_time_ns{0};
   std::atomic<uint64_t> batches{0};
   std::atomic<uint64_t> batched_calls{0};
@@ -152,6 +157,8 @@ class ClientConnection {
   const wire::ConnectionLayout& layout() const { return layout_; }
   absl::Duration fetch_rtt() const;
   absl::Duration fetch_delay() const;
+  // Slots holding a call or a batch now.
+  int busy_slots() const;
 
  private:
   enum class Phase : uint8_t {
@@ -349,6 +356,7 @@ class ClientConnection {
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   uint32_t unsignaled_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t rounds_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t now_ns_ ABSL_GUARDED_BY(mu_) = 0;       // Progress's last clock read.
   double rtt_ns_ ABSL_GUARDED_BY(mu_) = 0;         // EWMA of READ round trips.
   double fetch_delay_ns_ ABSL_GUARDED_BY(mu_) = 0;  // Adaptive first-fetch delay.
   double reply_ns_ ABSL_GUARDED_BY(mu_) = 0;        // EWMA of server-reply latency.

@@ -170,6 +170,12 @@ struct ChannelOptions {
   // call into the channel. Default: none.
   std::function<void(uint32_t result_bytes, absl::Duration server_time)>
       on_result;
+
+  // Keep per-method counts and a latency histogram of the calls
+  // (Channel::method_stats(), exported by //rpc:metrics): a thread-local
+  // lookup and a few plain stores per call, no clock read of its own (the
+  // progress round's is the call's end). Default: true.
+  bool method_stats = true;
 };
 
 struct ServerOptions {
@@ -222,6 +228,12 @@ struct ServerOptions {
   bool raise_fd_limit = true;
   // Shared secret clients must present; "" accepts everyone. Default: "".
   std::string auth_token;
+  // Keep per-method counts, a handler-time histogram and a result-size
+  // histogram (Server::method_stats(), exported by //rpc:metrics), per
+  // worker: a few plain stores per call after its result is published (the
+  // handler-end clock read doubles as the published server time).
+  // Default: true.
+  bool method_stats = true;
 };
 
 }  // namespace rfrpc

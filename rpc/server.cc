@@ -16,8 +16,10 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 #include "rpc/rpc_handshake.pb.h"
+#include "rpc/method_counters.h"
 #include "rpc/server_worker.h"
 #include "base/status_macros.h"
+#include "rpc/stats_registry.h"
 #include "rpc/wire_format.h"
 #include "base/mutex.h"
 
@@ -96,14 +98,23 @@ class Server::Impl {
                 << " each), max_connections " << options_.max_connections;
     }
     const wire::BellsLayout bells{internal::BellCapacity(options_)};
+    std::vector<const MethodEntry*> methods;
+    for (const auto& [id, m] : methods_) methods.push_back(m);
     for (int i = 0; i < options_.workers; ++i) {
       transport::CompletionQueueOptions cq_options;
       cq_options.poll_mode = transport::PollMode::kBusy;
       cq_options.remote_wake = true;  // Parked workers wake on notifies.
       RFRPC_ASSIGN_OR_RETURN(auto cq, provider_->CreateCompletionQueue(cq_options));
       RFRPC_ASSIGN_OR_RETURN(auto area, provider_->AllocateMemory(bells.Bytes()));
+      internal::WorkerMethodCounters* mc = nullptr;
+      if (options_.method_stats) {
+        method_counters_.push_back(
+            std::make_unique<internal::WorkerMethodCounters>(methods));
+        mc = method_counters_.back().get();
+      }
       workers_.push_back(std::make_unique<ServerWorker>(
-          i, options_, &methods_, &counters_, std::move(cq), std::move(area)));
+          i, options_, &methods_, &counters_, std::move(cq), std::move(area),
+          mc));
     }
     RFRPC_ASSIGN_OR_RETURN(listener_, provider_->Listen(options_.address));
     address_ = listener_->address();
@@ -132,6 +143,9 @@ class Server::Impl {
     for (auto& w : workers_) w->Stop();
     workers_.clear();
     listener_.reset();
+    // Every connection is gone, including any a worker had not taken yet.
+    counters_.connections_open.store(0);
+    counters_.connection_slots.store(0);
   }
 
   ServerStats stats() const {
@@ -149,7 +163,21 @@ class Server::Impl {
     s.parks = counters_.parks.load();
     s.park_notifies = counters_.park_notifies.load();
     s.hot_serves = counters_.hot_serves.load();
+    s.connections = counters_.connections_open.load();
+    s.connection_slots = counters_.connection_slots.load();
     return s;
+  }
+
+  std::vector<MethodStats> method_stats() const {
+    // Built by Start under mu_ and never changed after.
+    MutexLock lock(&mu_);
+    std::vector<MethodStats> out;
+    for (const auto& mc : method_counters_) mc->AddTo(&out);
+    std::sort(out.begin(), out.end(),
+              [](const MethodStats& a, const MethodStats& b) {
+                return a.method < b.method;
+              });
+    return out;
   }
 
  private:
@@ -276,6 +304,8 @@ class Server::Impl {
     setup.auth_token = options_.auth_token;
     RFRPC_ASSIGN_OR_RETURN(c->conn, in->Accept(setup));
     counters_.connections_accepted.fetch_add(1);
+    counters_.connections_open.fetch_add(1);
+    counters_.connection_slots.fetch_add(slots);
     guard.armed = false;
     w->Adopt(std::move(c));
     return absl::OkStatus();
@@ -288,6 +318,9 @@ class Server::Impl {
   std::string address_ ABSL_GUARDED_BY(mu_);
   internal::MethodTable methods_;
   internal::ServerCounters counters_;
+  // Per worker, when ServerOptions::method_stats; outlive the workers.
+  std::vector<std::unique_ptr<internal::WorkerMethodCounters>> method_counters_
+      ABSL_GUARDED_BY(mu_);
   std::unique_ptr<transport::Provider> provider_;
   std::unique_ptr<transport::Listener> listener_;
   std::vector<std::unique_ptr<ServerWorker>> workers_;
@@ -298,13 +331,25 @@ class Server::Impl {
 
 Server::Server(ServerOptions options)
     : impl_(std::make_unique<Impl>(std::move(options))) {}
-Server::~Server() = default;
+Server::~Server() {
+  impl_->Shutdown();
+  // Its counts stay in its address's totals (rpc/stats.h).
+  internal::RetireServer(this);
+}
 absl::Status Server::RegisterService(Service* service) {
   return impl_->RegisterService(service);
 }
-absl::Status Server::Start() { return impl_->Start(); }
+absl::Status Server::Start() {
+  RFRPC_RETURN_IF_ERROR(impl_->Start());
+  // Not under the server's lock: snapshots take the registry's, then it.
+  internal::RegisterServer(this, impl_->address());
+  return absl::OkStatus();
+}
 std::string Server::address() const { return impl_->address(); }
 void Server::Shutdown() { impl_->Shutdown(); }
 ServerStats Server::stats() const { return impl_->stats(); }
+std::vector<MethodStats> Server::method_stats() const {
+  return impl_->method_stats();
+}
 
 }  // namespace rfrpc

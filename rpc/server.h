@@ -18,8 +18,11 @@
 // request or a handler error become the caller's status; a malformed slot or
 // a protocol violation fails that one connection; everyone else is served.
 //
-// Thread safety: RegisterService before Start; Start, Shutdown, address and
-// stats are thread-safe.
+// Thread safety: RegisterService before Start; Start, Shutdown, address,
+// stats and method_stats are thread-safe.
+//
+// A started server is listed by SnapshotServers() (rpc/stats.h) until it is
+// destroyed, and its counts stay in its address's totals after.
 
 #ifndef RFRPC_RPC_SERVER_H_
 #define RFRPC_RPC_SERVER_H_
@@ -27,8 +30,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "rpc/call_stats.h"
 #include "rpc/options.h"
 #include "rpc/service.h"
 
@@ -53,6 +58,9 @@ struct ServerStats {
   uint64_t parks = 0;
   uint64_t park_notifies = 0;
   uint64_t hot_serves = 0;
+  // Now: open connections, and the request slots they hold.
+  uint64_t connections = 0;
+  uint64_t connection_slots = 0;
 };
 
 class Server {
@@ -78,6 +86,10 @@ class Server {
   void Shutdown();
 
   ServerStats stats() const;
+  // Per registered method (and, once there were any, calls of unknown ids:
+  // method ""), summed over workers; empty before Start or with
+  // ServerOptions::method_stats off. Counts survive Shutdown.
+  std::vector<MethodStats> method_stats() const;
 
  private:
   class Impl;

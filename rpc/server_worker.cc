@@ -56,7 +56,8 @@ constexpr uint64_t PushId(uint32_t bell, uint32_t slot) {
 ServerWorker::ServerWorker(int index, const ServerOptions& options,
                            const MethodTable* methods, ServerCounters* counters,
                            std::unique_ptr<transport::CompletionQueue> cq,
-                           std::unique_ptr<transport::MemoryRegion> bells)
+                           std::unique_ptr<transport::MemoryRegion> bells,
+                           WorkerMethodCounters* method_counters)
     : index_(index),
       options_(options),
       methods_(methods),
@@ -67,7 +68,8 @@ ServerWorker::ServerWorker(int index, const ServerOptions& options,
               WorkFinder::Options{BellCapacity(options),
                                   absl::ToInt64Nanoseconds(options.hot_window),
                                   kMaxHotSlots}),
-      by_bell_(BellCapacity(options), nullptr) {
+      by_bell_(BellCapacity(options), nullptr),
+      method_counters_(method_counters) {
   MutexLock lock(&bells_mu_);
   for (uint32_t b = BellCapacity(options); b > 0; --b) {
     free_bells_.push_back(b - 1);
@@ -141,6 +143,8 @@ void ServerWorker::Close(size_t i, const absl::Status& why) {
   finder_.Remove(c->bell);
   by_bell_[c->bell] = nullptr;
   ReleaseBell(c->bell);
+  counters_->connections_open.fetch_sub(1, std::memory_order_relaxed);
+  counters_->connection_slots.fetch_sub(c->layout.slots, std::memory_order_relaxed);
   conns_[i] = std::move(conns_.back());
   conns_.pop_back();
   connections_.fetch_sub(1);
@@ -348,13 +352,19 @@ bool ServerWorker::Serve(ServerConnection* c, uint32_t s) {
     counters_->calls_failed.fetch_add(1, std::memory_order_relaxed);
   }
   const bool large = len > options_.large_result_bytes;
-  const int64_t elapsed = UnixNanos() - start_ns;
+  // With per-method stats RunHandler read the clock as this call's handler
+  // ended (an earlier call's end is before start_ns): no second read.
+  const int64_t end_ns = method_counters_ != nullptr && last_handler_end_ns_ >= start_ns
+                             ? last_handler_end_ns_
+                             : UnixNanos();
+  const int64_t elapsed = end_ns - start_ns;
   c->expected_seq[s] = wire::NextSeq(seq);
   const size_t framed = wire::PublishResponse(
       resp, static_cast<uint32_t>(len), seq, wire::EncodeServerTime(elapsed),
       code, static_cast<uint16_t>((large ? wire::kResponseFlagPushed : 0) | hot));
   counters_->calls.fetch_add(1, std::memory_order_relaxed);
   FinishPublish(c, s, 0, framed, large);
+  FlushMethodStats();
   return true;
 }
 
@@ -367,11 +377,16 @@ absl::Status ServerWorker::RunHandler(ServerConnection* c, uint32_t method_id,
   if (m == nullptr || m->id != method_id) {
     auto it = methods_->find(method_id);
     if (it == methods_->end()) {
+      if (method_counters_ != nullptr) {
+        method_counters_->unknown()->Served(
+            static_cast<int>(absl::StatusCode::kUnimplemented), 0, 0);
+      }
       return absl::UnimplementedError(absl::StrFormat(
           "no method with id 0x%08x on this server", method_id));
     }
     m = it->second;
     last_method_ = m;
+    if (method_counters_ != nullptr) last_counters_ = method_counters_->For(m->id);
   }
   ctx_.Reset(m->full_name, c->peer, index_, absl::FromUnixNanos(start_ns));
   absl::Status status;
@@ -390,6 +405,15 @@ absl::Status ServerWorker::RunHandler(ServerConnection* c, uint32_t method_id,
         "response of ", *len, " bytes exceeds the ", cap,
         " bytes left in the connection's response slot (raise "
         "ChannelOptions::max_response_bytes)"));
+  }
+  if (method_counters_ != nullptr) {
+    // A batch's calls share start_ns: each is timed from the previous end.
+    const int64_t end = UnixNanos();
+    FlushMethodStats();  // A batch's previous call.
+    pending_served_ = {last_counters_,
+                       status.ok() ? 0 : static_cast<int>(status.code()),
+                       end - std::max(start_ns, last_handler_end_ns_), *len};
+    last_handler_end_ns_ = end;
   }
   return status;
 }
@@ -501,6 +525,7 @@ void ServerWorker::ServeBatch(ServerConnection* c, uint32_t s,
     ++done;
   }
   if (part_entries > 0) publish();
+  FlushMethodStats();
 }
 
 void ServerWorker::FinishPublish(ServerConnection* c, uint32_t s,

@@ -36,6 +36,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "base/mutex.h"
+#include "rpc/method_counters.h"
 #include "rpc/options.h"
 #include "rpc/service.h"
 #include "rpc/slot_codec.h"
@@ -62,6 +63,9 @@ struct ServerCounters {
   std::atomic<uint64_t> parks{0};        // Times a worker went to sleep.
   std::atomic<uint64_t> park_notifies{0};  // Parks a client's notify ended.
   std::atomic<uint64_t> hot_serves{0};   // Requests served with the hot flag.
+  // Gauges: open connections and their slots (reset by Shutdown).
+  std::atomic<uint64_t> connections_open{0};
+  std::atomic<uint64_t> connection_slots{0};
 };
 
 // One accepted client connection and its memory.
@@ -94,11 +98,14 @@ class ServerWorker {
   // `methods` and `counters` are not owned and must outlive the worker.
   // `bells` is the worker's doorbell area (wire::BellsLayout of
   // RoundUp64(options.max_connections) bells), exposed piecewise to its
-  // connections; `cq` is created with remote_wake.
+  // connections; `cq` is created with remote_wake. `method_counters` (not
+  // owned, may be null: per-method counts off) must outlive the worker and
+  // is written only by it.
   ServerWorker(int index, const ServerOptions& options,
                const MethodTable* methods, ServerCounters* counters,
                std::unique_ptr<transport::CompletionQueue> cq,
-               std::unique_ptr<transport::MemoryRegion> bells);
+               std::unique_ptr<transport::MemoryRegion> bells,
+               WorkerMethodCounters* method_counters = nullptr);
   ~ServerWorker();
 
   void Start();
@@ -165,6 +172,27 @@ class ServerWorker {
   // The method RunHandler ran last (null: none yet). The method table does
   // not change once the server runs.
   const MethodEntry* last_method_ = nullptr;
+  // Per-method counts (null: off), those of last_method_, and when the last
+  // handler ended (a batch's next call is timed from there).
+  WorkerMethodCounters* const method_counters_;
+  MethodCounters* last_counters_ = nullptr;
+  int64_t last_handler_end_ns_ = 0;
+  // The last call's figures, recorded once its result is published
+  // (FlushMethodStats), off the reply's path.
+  struct PendingServed {
+    MethodCounters* counters = nullptr;
+    int code = 0;
+    int64_t handler_ns = 0;
+    uint64_t result_bytes = 0;
+  };
+  PendingServed pending_served_;
+  void FlushMethodStats() {
+    if (pending_served_.counters == nullptr) return;
+    pending_served_.counters->Served(pending_served_.code,
+                                     pending_served_.handler_ns,
+                                     pending_served_.result_bytes);
+    pending_served_.counters = nullptr;
+  }
   // Signaled WRITEs (pushes) posted on any connection, less completions
   // taken (never below 0); the loop polls the completion queue only while
   // > 0, as nothing else posts to it. Counts failed posts too, so it may

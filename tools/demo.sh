@@ -11,6 +11,9 @@
 # about --seconds each, with a status line every second and dataintegrity=true
 # (every value read is checked). Prints the YCSB summaries, stops the server
 # with SIGTERM and leaves no process behind, even on failure or Ctrl-C.
+# The server serves Prometheus metrics (docs/observability.md) on a free
+# local port: the demo prints where, and shows a few of them (and of the last
+# YCSB run's client metrics) at the end.
 #
 # Options: --provider=shm|verbs  --address=ADDR  --seconds=N (default 10)
 #          --records=N (default 50000)  --mode=rf|server_reply|hybrid
@@ -92,6 +95,7 @@ LIMIT=$((SECONDS_PER_RUN * 3 + 300))
 echo "== starting kvstore_server (provider $PROVIDER, 1 worker)"
 timeout -k 5 "$LIMIT" "$SERVER" --provider="$PROVIDER" --address="$ADDRESS" \
   --workers=1 --kv_memory_mb=256 --address_file="$WORK/address" \
+  --rfrpc_metrics_port=-1 --rfrpc_metrics_host=127.0.0.1 \
   "${SERVER_CPU[@]}" 2>"$WORK/server.log" >"$WORK/server.out" &
 SERVER_PID=$!
 for _ in $(seq 1 300); do
@@ -107,6 +111,9 @@ done
 ADDR="$(cat "$WORK/address")"
 grep -v "^W" "$WORK/server.log" | sed 's/^/[server] /' || true
 cat "$WORK/server.out"
+METRICS_URL="$(sed -n 's/^metrics on //p' "$WORK/server.out")"
+echo "== Prometheus metrics of the server: $METRICS_URL (while the demo runs;"
+echo "   e.g. curl -s $METRICS_URL | grep ^rfrpc_)"
 
 YCSB_ARGS=(-db jakiro -p jakiro.servers="$ADDR" -p jakiro.provider="$PROVIDER"
   -p jakiro.mode="$MODE" -p jakiro.print_stats=true
@@ -135,7 +142,21 @@ run "YCSB workload A (50% read, 50% update, zipfian) for ${SECONDS_PER_RUN} s" \
   -p maxexecutiontime="$SECONDS_PER_RUN"
 run "YCSB workload C (100% read, zipfian) for ${SECONDS_PER_RUN} s" \
   -t -P kvstore/workloads/workloadc -p operationcount=100000000 \
-  -p maxexecutiontime="$SECONDS_PER_RUN"
+  -p maxexecutiontime="$SECONDS_PER_RUN" --rfrpc_metrics_file="$WORK/ycsb_c.prom"
+
+echo
+# The server label is the one address of this demo: left out below.
+NO_SERVER_LABEL='s/,server="[^"]*"//; s/server="[^"]*",//; s/server="[^"]*"//; s/{}//'
+echo "== a few metrics: the server's, from $METRICS_URL"
+if curl -sSf --max-time 10 "$METRICS_URL" -o "$WORK/server.prom"; then
+  grep -E '^(rfrpc_server_calls_total|rfrpc_server_call_failures_total|rfrpc_server_handler_seconds_count|rfrpc_server_connections_accepted_total|rfrpc_server_reply_writes_total|rfrpc_jakiro_(items|hits_total|misses_total|evictions_total))' \
+    "$WORK/server.prom" | sed "$NO_SERVER_LABEL" | head -20
+else
+  echo "demo: could not scrape $METRICS_URL" >&2
+fi
+echo "== and the last YCSB run's client metrics (--rfrpc_metrics_file)"
+grep -E '^(rfrpc_client_calls_total|rfrpc_client_results_total|rfrpc_client_mode_switches_total|rfrpc_client_fetches_per_call_(count|sum))' \
+  "$WORK/ycsb_c.prom" | sed "$NO_SERVER_LABEL" | head -10 || true
 
 echo
 echo "== stopping kvstore_server (SIGTERM)"

@@ -43,14 +43,16 @@ LIB_SRCS=(
   transport/transport.cc transport/bootstrap.cc transport/auth_token.cc
   rpc/service.cc rpc/slot_codec.cc rpc/batch_format.cc rpc/batch_policy.cc
   rpc/options.cc rpc/hybrid_policy.cc rpc/channel.cc rpc/client_connection.cc
-  rpc/server.cc rpc/server_worker.cc
+  rpc/server.cc rpc/server_worker.cc rpc/work_finder.cc
+  rpc/call_stats.cc rpc/method_counters.cc rpc/stats_registry.cc
   rpc/tuner/profile.cc
   kvstore/ycsb/properties.cc
   fuzz/fuzz_service.cc
 )
 # Linked whole (they register the provider at load time).
 SHM_SRCS=(transport/shm/shm_completion_queue.cc transport/shm/shm_datapath.cc
-          transport/shm/shm_provider.cc transport/shm/shm_segment.cc)
+          transport/shm/shm_provider.cc transport/shm/shm_segment.cc
+          transport/liveness_monitor.cc)
 LIBS=(-lprotobuf -lglog -lgflags
       $(grep -o '"-labsl_[a-z_0-9]*"' third_party/BUILD | tr -d '"') -lpthread)
 SAN=(-fsanitize=address,undefined -fno-sanitize-recover=all)

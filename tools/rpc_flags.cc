@@ -75,6 +75,9 @@ DEFINE_int64(rfrpc_hot_window_us,
              "each request (its client skips the doorbell); 0 turns it off.");
 
 // Both.
+DEFINE_bool(rfrpc_method_stats, kServerDefaults.method_stats,
+            "Keep per-method call counts and latency histograms (what "
+            "--rfrpc_metrics_port serves per method).");
 DEFINE_string(rfrpc_auth_token, "",
               "Shared secret presented (client) or required (server) in the "
               "handshake; empty: none.");
@@ -152,6 +155,7 @@ absl::Status ApplyChannelFlags(ChannelOptions* o) {
   o->slots_per_connection = FLAGS_rfrpc_slots;
   o->default_timeout = absl::Milliseconds(FLAGS_rfrpc_timeout_ms);
   o->auth_token = FLAGS_rfrpc_auth_token;
+  o->method_stats = FLAGS_rfrpc_method_stats;
   return absl::OkStatus();
 }
 
@@ -180,6 +184,7 @@ absl::Status ApplyServerFlags(ServerOptions* o) {
                            : absl::Microseconds(FLAGS_rfrpc_idle_park_after_us);
   o->hot_window = absl::Microseconds(FLAGS_rfrpc_hot_window_us);
   o->auth_token = FLAGS_rfrpc_auth_token;
+  o->method_stats = FLAGS_rfrpc_method_stats;
   return absl::OkStatus();
 }
 

@@ -25,8 +25,8 @@
 //   --rfrpc_result_batch_bytes, --rfrpc_max_connections,
 //   --rfrpc_max_slots_per_connection, --rfrpc_idle_spin_rounds,
 //   --rfrpc_idle_park_after_us, --rfrpc_hot_window_us.
-// Both: --rfrpc_auth_token, and the provider's --rfrpc_device,
-//   --rfrpc_ib_port, --rfrpc_gid_index, --rfrpc_socket_dir.
+// Both: --rfrpc_auth_token, --rfrpc_method_stats, and the provider's
+//   --rfrpc_device, --rfrpc_ib_port, --rfrpc_gid_index, --rfrpc_socket_dir.
 //
 // Thread-safety: call after flag parsing, before starting threads that read
 // or change flags.

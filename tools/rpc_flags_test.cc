@@ -28,6 +28,7 @@ TEST(RpcFlagsTest, DefaultsAreTheLibraryDefaults) {
   EXPECT_EQ(s.idle_park_after, ds.idle_park_after);
   EXPECT_EQ(s.hot_window, ds.hot_window);
   EXPECT_EQ(s.large_result_bytes, ds.large_result_bytes);
+  EXPECT_TRUE(s.method_stats);
 }
 
 TEST(RpcFlagsTest, MapsFlagsOntoOptions) {
@@ -40,6 +41,7 @@ TEST(RpcFlagsTest, MapsFlagsOntoOptions) {
   gflags::SetCommandLineOption("rfrpc_batch_timeout_us", "20");
   gflags::SetCommandLineOption("rfrpc_auth_token", "s3cret");
   gflags::SetCommandLineOption("rfrpc_pin_first_cpu", "1");
+  gflags::SetCommandLineOption("rfrpc_method_stats", "false");
   ChannelOptions c;
   ASSERT_TRUE(ApplyChannelFlags(&c).ok());
   EXPECT_EQ(c.mode, RpcMode::kServerReply);
@@ -49,10 +51,12 @@ TEST(RpcFlagsTest, MapsFlagsOntoOptions) {
   EXPECT_EQ(c.batch_size, 32);
   EXPECT_EQ(c.batch_timeout, absl::Microseconds(20));
   EXPECT_EQ(c.auth_token, "s3cret");
+  EXPECT_FALSE(c.method_stats);
   ServerOptions s;
   ASSERT_TRUE(ApplyServerFlags(&s).ok());
   EXPECT_EQ(s.pin_first_cpu, 1);
   EXPECT_EQ(s.auth_token, "s3cret");
+  EXPECT_FALSE(s.method_stats);
 }
 
 TEST(RpcFlagsTest, RejectsBadValuesNamingTheFlag) {

@@ -25,7 +25,8 @@ if [ -n "${CI:-}" ]; then FLAGS+=(--config=ci); fi
 # Threads meet here: client/server workers, the accept thread, channels used
 # from several threads, the shm provider's liveness monitor, the YCSB client
 # threads (start barrier, shared store, measurements, the insert counter), the
-# tuner's calibration server, and the in-process server fuzzer.
+# tuner's calibration server, the in-process server fuzzer, and metrics
+# (per-thread counters read by scrapes, the /metrics endpoint's threads).
 TSAN_TESTS=(
   //tests:rpc_e2e_test
   //tests:rpc_batch_e2e_test
@@ -41,6 +42,8 @@ TSAN_TESTS=(
   //tests:rpc_isolation_test
   //codegen:generated_echo_e2e_test
   //tests:rpc_discovery_test
+  //rpc:method_counters_test
+  //tests:rpc_metrics_test
 )
 
 configs=("$@")

@@ -10,6 +10,10 @@ PACKAGES=(
   protobuf-compiler libprotobuf-dev libprotoc-dev
   libabsl-dev libgflags-dev libgoogle-glog-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
+  # Metrics: prometheus-cpp (core + pull) for //rpc:metrics and the binaries'
+  # /metrics endpoint; prometheus for promtool, which
+  # //tests:kvstore_metrics_e2e_test checks the scraped text with.
+  prometheus-cpp-dev prometheus curl
   # RDMA verbs (the shm provider needs none of it at run time).
   libibverbs-dev rdma-core ibverbs-providers ibverbs-utils
 )

@@ -32,6 +32,8 @@ absl::StatusOr<std::unique_ptr<JakiroService>> JakiroService::Create(
                                        p.status().message()));
     }
     service->partitions_.push_back(std::move(*p));
+    service->published_.push_back(std::make_unique<Published>());
+    service->Publish(w);
   }
   return service;
 }
@@ -70,6 +72,7 @@ absl::Status JakiroService::Get(ServerContext* ctx,
   absl::StatusOr<Partition*> p = OwnerPartition(*ctx, request->key());
   if (!p.ok()) return p.status();
   absl::StatusOr<absl::string_view> v = (*p)->GetView(request->key());
+  Publish(ctx->worker());
   if (!v.ok()) return v.status();
   // assign(), not set_value(data, size): that builds a temporary string,
   // while this reuses the buffer of the (reused, see rpc/service.h)
@@ -88,7 +91,9 @@ absl::Status JakiroService::Put(ServerContext* ctx,
         absl::StrCat("value of ", request->value().size(),
                      " bytes exceeds the maximum of ", options_.max_value_bytes));
   }
-  return (*p)->Put(request->key(), request->value());
+  absl::Status s = (*p)->Put(request->key(), request->value());
+  Publish(ctx->worker());
+  return s;
 }
 
 absl::Status JakiroService::Delete(ServerContext* ctx,
@@ -96,7 +101,45 @@ absl::Status JakiroService::Delete(ServerContext* ctx,
                                    rfrpc::kv::DeleteResponse* response) {
   absl::StatusOr<Partition*> p = OwnerPartition(*ctx, request->key());
   if (!p.ok()) return p.status();
-  return (*p)->Delete(request->key());
+  absl::Status s = (*p)->Delete(request->key());
+  Publish(ctx->worker());
+  return s;
+}
+
+void JakiroService::Publish(int w) {
+  const PartitionStats& s = partitions_[w]->stats();
+  Published& p = *published_[w];
+  constexpr auto kRelaxed = std::memory_order_relaxed;
+  p.items.store(s.items, kRelaxed);
+  p.live_bytes.store(s.live_bytes, kRelaxed);
+  p.arena_bytes.store(s.arena_bytes, kRelaxed);
+  p.index_bytes.store(s.index_bytes, kRelaxed);
+  p.hits.store(s.hits, kRelaxed);
+  p.misses.store(s.misses, kRelaxed);
+  p.puts.store(s.puts, kRelaxed);
+  p.deletes.store(s.deletes, kRelaxed);
+  p.evictions_bucket_full.store(s.evictions_bucket_full, kRelaxed);
+  p.evictions_memory.store(s.evictions_memory, kRelaxed);
+  p.compactions.store(s.compactions, kRelaxed);
+  p.compacted_bytes.store(s.compacted_bytes, kRelaxed);
+}
+
+PartitionStats JakiroService::PublishedStats(int i) const {
+  const Published& p = *published_[i];
+  PartitionStats s;
+  s.items = p.items.load(std::memory_order_relaxed);
+  s.live_bytes = p.live_bytes.load(std::memory_order_relaxed);
+  s.arena_bytes = p.arena_bytes.load(std::memory_order_relaxed);
+  s.index_bytes = p.index_bytes.load(std::memory_order_relaxed);
+  s.hits = p.hits.load(std::memory_order_relaxed);
+  s.misses = p.misses.load(std::memory_order_relaxed);
+  s.puts = p.puts.load(std::memory_order_relaxed);
+  s.deletes = p.deletes.load(std::memory_order_relaxed);
+  s.evictions_bucket_full = p.evictions_bucket_full.load(std::memory_order_relaxed);
+  s.evictions_memory = p.evictions_memory.load(std::memory_order_relaxed);
+  s.compactions = p.compactions.load(std::memory_order_relaxed);
+  s.compacted_bytes = p.compacted_bytes.load(std::memory_order_relaxed);
+  return s;
 }
 
 const PartitionStats& JakiroService::partition_stats(int i) const {

@@ -18,9 +18,12 @@
 //
 // Thread safety: handlers may run concurrently on different workers (each on
 // its own partition). REQUIRES: the Server runs exactly `options.workers`
-// workers; a call from a worker index >= workers is INTERNAL. stats() reads
-// partitions that workers mutate: call it only while no worker runs (after
-// Server::Shutdown).
+// workers; a call from a worker index >= workers is INTERNAL.
+// partition_stats() and TotalStats() read partitions that workers mutate:
+// call them only while no worker runs (after Server::Shutdown).
+// PublishedStats() is thread-safe: each handler copies its partition's
+// counters into relaxed atomics after it ran (a dozen stores), for
+// kvstore/server/jakiro_metrics.h to read while the server runs.
 //
 //   JakiroServiceOptions opts;
 //   opts.workers = 2;
@@ -34,7 +37,9 @@
 #ifndef RFRPC_KVSTORE_SERVER_JAKIRO_SERVICE_H_
 #define RFRPC_KVSTORE_SERVER_JAKIRO_SERVICE_H_
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -82,8 +87,22 @@ class JakiroService final : public rfrpc::kv::Jakiro::Service {
   // REQUIRES: no worker is running (see the header comment); 0 <= i < workers.
   const PartitionStats& partition_stats(int i) const;
   PartitionStats TotalStats() const;
+  // Partition i's counters as of the end of the last call its worker ran.
+  // Any thread, any time. REQUIRES: 0 <= i < workers.
+  PartitionStats PublishedStats(int i) const;
 
  private:
+  // PartitionStats, readable from other threads; written by one worker.
+  struct alignas(64) Published {
+    std::atomic<uint64_t> items{0}, live_bytes{0}, arena_bytes{0},
+        index_bytes{0}, hits{0}, misses{0}, puts{0}, deletes{0},
+        evictions_bucket_full{0}, evictions_memory{0}, compactions{0},
+        compacted_bytes{0};
+  };
+  // Copies partition w's counters into published_[w]. Worker w only (or
+  // before the server runs).
+  void Publish(int w);
+
   explicit JakiroService(const JakiroServiceOptions& options);
 
   // The partition of the worker running `ctx` after checking that `key` is
@@ -94,6 +113,7 @@ class JakiroService final : public rfrpc::kv::Jakiro::Service {
   const JakiroServiceOptions options_;
   // partitions_[w] is used only by server worker w.
   std::vector<std::unique_ptr<Partition>> partitions_;
+  std::vector<std::unique_ptr<Published>> published_;
 };
 
 }  // namespace kvstore

@@ -181,6 +181,43 @@ TEST(JakiroServiceCreateTest, RejectsBadOptions) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST_F(JakiroServiceTest, PublishedStatsFollowEveryCall) {
+  Create(2);
+  for (int w = 0; w < 2; ++w) {
+    const PartitionStats p = service_->PublishedStats(w);
+    EXPECT_EQ(p.items, 0u);
+    EXPECT_EQ(p.arena_bytes, service_->partition_stats(w).arena_bytes);
+    EXPECT_GT(p.index_bytes, 0u);
+  }
+  std::string v;
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(Put(absl::StrCat("k", i), "v").ok());
+  for (int i = 0; i < 80; ++i) (void)Get(absl::StrCat("k", i), &v);  // 30 miss.
+  ASSERT_TRUE(Delete("k0").ok());
+  // A misrouted call touches no partition.
+  EXPECT_EQ(Get("k1", &v, 1 - static_cast<int>(PartitionOfHash(KeyHash("k1"), 2)))
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
+  PartitionStats sum;
+  for (int w = 0; w < 2; ++w) {
+    const PartitionStats p = service_->PublishedStats(w);
+    const PartitionStats& want = service_->partition_stats(w);
+    EXPECT_EQ(p.items, want.items);
+    EXPECT_EQ(p.live_bytes, want.live_bytes);
+    EXPECT_EQ(p.hits, want.hits);
+    EXPECT_EQ(p.misses, want.misses);
+    sum.items += p.items;
+    sum.hits += p.hits;
+    sum.misses += p.misses;
+    sum.puts += p.puts;
+    sum.deletes += p.deletes;
+  }
+  EXPECT_EQ(sum.items, 49u);
+  EXPECT_EQ(sum.hits, 50u);
+  EXPECT_EQ(sum.misses, 30u);
+  EXPECT_EQ(sum.puts, 50u);
+  EXPECT_EQ(sum.deletes, 1u);
+}
+
 }  // namespace
 }  // namespace kvstore
 }  // namespace rfrpc

@@ -4,9 +4,12 @@
 //
 //   kvstore_server --provider=shm --address=/tmp/jakiro.sock --workers=2
 //       --kv_memory_mb=64 [--address_file=F] [--rfrpc_* server knobs]
+//       [--rfrpc_metrics_port=N]
 //
 // Prints "listening on <address>" on stdout once clients can connect (and
-// writes the address to --address_file, atomically, if given). Runs until
+// writes the address to --address_file, atomically, if given). With
+// --rfrpc_metrics_port it serves Prometheus metrics (rfrpc's and Jakiro's
+// partitions', docs/observability.md) and prints "metrics on <url>" first. Runs until
 // SIGINT or SIGTERM, then shuts the server down, logs the partitions'
 // statistics and exits 0. Exit status 1: the server could not start; 2: bad
 // flags.
@@ -30,9 +33,11 @@
 #include "absl/strings/str_cat.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
+#include "kvstore/server/jakiro_metrics.h"
 #include "kvstore/server/jakiro_service.h"
 #include "kvstore/server/message_limits.h"
 #include "rpc/server.h"
+#include "tools/metrics_flags.h"
 #include "tools/rpc_flags.h"
 
 DEFINE_string(provider, "shm", "Transport provider: shm, verbs or auto.");
@@ -113,6 +118,21 @@ int Main() {
     return service.status().code() == absl::StatusCode::kInvalidArgument ? 2
                                                                           : 1;
   }
+  // Before the server: destroyed after it, its folds read the service.
+  absl::StatusOr<std::unique_ptr<tools::FlagMetrics>> metrics =
+      tools::FlagMetrics::Create();
+  if (!metrics.ok()) {
+    LOG(ERROR) << metrics.status();
+    return 2;
+  }
+  if (*metrics != nullptr) {
+    s = ExportJakiroMetrics(service->get(), (*metrics)->metrics());
+    if (s.ok()) s = (*metrics)->Serve();
+    if (!s.ok()) {
+      LOG(ERROR) << "cannot export metrics: " << s;
+      return 1;
+    }
+  }
   Server server(so);
   s = server.RegisterService(service->get());
   if (s.ok()) s = server.Start();
@@ -128,6 +148,10 @@ int Main() {
       server.Shutdown();
       return 1;
     }
+  }
+  if (*metrics != nullptr && (*metrics)->serving()) {
+    std::printf("metrics on %s\n", (*metrics)->url().c_str());
+    LOG(INFO) << "metrics on " << (*metrics)->url();
   }
   std::printf("listening on %s\n", address.c_str());
   std::fflush(stdout);
@@ -156,6 +180,10 @@ int Main() {
               << " deletes=" << p.deletes
               << " evictions(bucket/memory)=" << p.evictions_bucket_full << "/"
               << p.evictions_memory << " compactions=" << p.compactions;
+  }
+  if (*metrics != nullptr) {
+    s = (*metrics)->WriteFile();
+    if (!s.ok()) LOG(ERROR) << s;
   }
   if (!FLAGS_address_file.empty()) std::remove(FLAGS_address_file.c_str());
   LOG(INFO) << "kvstore_server: stopped";

@@ -10,6 +10,11 @@
 // property files load in order, then -p, -threads, -target, -db and -l
 // override them in command-line order.
 //
+// --rfrpc_metrics_port=N serves the client's rfrpc metrics (the jakiro
+// driver's channels, docs/observability.md) while it runs and prints
+// "metrics on <url>" on stderr; --rfrpc_metrics_file=F writes them to F when
+// the run ends (every channel closed by then: the final counts).
+//
 // Exit status: 0 on success; 1 if the run failed (driver error, a thread
 // stopped early, a data-integrity mismatch); 2 on a usage or configuration
 // error.
@@ -30,6 +35,8 @@
 #include "kvstore/ycsb/client.h"
 #include "kvstore/ycsb/db.h"
 #include "kvstore/ycsb/properties.h"
+#include "proto/kvstore.rfrpc.h"
+#include "tools/metrics_flags.h"
 
 DEFINE_bool(list_drivers, false, "Print the registered drivers and exit.");
 DEFINE_bool(print_properties, false,
@@ -158,6 +165,22 @@ int Main(int argc, char** argv) {
     std::cout << absl::StrJoin(RegisteredDrivers(), "\n") << "\n";
     return 0;
   }
+  absl::StatusOr<std::unique_ptr<tools::FlagMetrics>> metrics =
+      tools::FlagMetrics::Create();
+  if (!metrics.ok()) {
+    std::cerr << "ycsb: " << metrics.status().message() << "\n";
+    return 2;
+  }
+  if (*metrics != nullptr) {
+    (*metrics)->metrics()->NameMethods<rfrpc::kv::Jakiro>();
+    if (absl::Status s = (*metrics)->Serve(); !s.ok()) {
+      std::cerr << "ycsb: " << s.message() << "\n";
+      return 1;
+    }
+    if ((*metrics)->serving()) {
+      std::cerr << "metrics on " << (*metrics)->url() << "\n";
+    }
+  }
 
   CommandLine cl;
   if (absl::Status s = ParseYcsbArgs(ycsb_args, &cl); !s.ok()) {
@@ -223,6 +246,12 @@ int Main(int argc, char** argv) {
   options.status = cl.status;
   options.factory = *factory;
   absl::StatusOr<RunResult> result = RunClient(*spec, props, options);
+  if (*metrics != nullptr) {
+    if (absl::Status s = (*metrics)->WriteFile(); !s.ok()) {
+      std::cerr << "ycsb: " << s.message() << "\n";
+      return 1;
+    }
+  }
   if (!result.ok()) {
     std::cerr << "ycsb: " << result.status() << "\n";
     return 1;

@@ -1,0 +1,221 @@
+// Copyright 2026 The rfrpc Authors.
+
+#include "rpc/method_counters.h"
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "base/mutex.h"
+
+namespace rfrpc {
+namespace internal {
+
+void MethodCounters::Finish(int code, int64_t latency) {
+  calls.Add(1);
+  if (code != 0) {
+    failures[code > 0 && code < kStatusCodes ? code : 2].Add(1);
+  }
+  latency_ns.Record(static_cast<uint64_t>(std::max<int64_t>(latency, 0)));
+}
+
+void MethodCounters::Served(int code, int64_t handler_ns, uint64_t bytes) {
+  Finish(code, handler_ns);
+  if (code == 0) result_bytes.Record(bytes);
+}
+
+void MethodCounters::AddTo(MethodStats* out) const {
+  out->calls += calls.Read();
+  for (int i = 0; i < kStatusCodes; ++i) out->failures[i] += failures[i].Read();
+  latency_ns.AddTo(&out->latency_ns);
+  result_bytes.AddTo(&out->result_bytes);
+}
+
+WorkerMethodCounters::WorkerMethodCounters(
+    absl::Span<const MethodEntry* const> methods) {
+  methods_.reserve(methods.size());
+  for (const MethodEntry* m : methods) {
+    methods_.push_back(
+        Named{m->id, m->full_name, std::make_unique<MethodCounters>()});
+    index_.emplace(m->id, methods_.back().counters.get());
+  }
+}
+
+namespace {
+
+MethodStats* FindOrAdd(std::vector<MethodStats>* out, uint32_t id,
+                       const std::string& name) {
+  for (MethodStats& m : *out) {
+    if (m.method == name) return &m;
+  }
+  out->emplace_back();
+  out->back().method_id = id;
+  out->back().method = name;
+  return &out->back();
+}
+
+}  // namespace
+
+void WorkerMethodCounters::AddTo(std::vector<MethodStats>* out) const {
+  for (const Named& m : methods_) {
+    m.counters->AddTo(FindOrAdd(out, m.id, m.name));
+  }
+  // Unknown ids: shown only once there were any.
+  if (unknown_.calls.Read() > 0) {
+    unknown_.AddTo(FindOrAdd(out, 0, ""));
+  }
+}
+
+// ---------------------------------------------------------------------------
+// ClientMethodCounters
+
+struct ClientMethodCounters::Shared {
+  explicit Shared(uint64_t s) : serial(s) {}
+
+  // Never reused, unlike the object's address: names it in thread caches.
+  const uint64_t serial;
+  // Set when the ClientMethodCounters is destroyed.
+  std::atomic<bool> closed{false};
+
+  mutable Mutex mu;
+  std::vector<std::unique_ptr<ClientThreadBlock>> blocks ABSL_GUARDED_BY(mu);
+  std::vector<ClientThreadBlock*> free ABSL_GUARDED_BY(mu);
+  // Updates from threads whose thread-locals are gone, under mu.
+  ClientThreadBlock fallback ABSL_GUARDED_BY(mu);
+};
+
+namespace {
+
+std::atomic<uint64_t> next_serial{1};
+
+using SharedPtr = std::shared_ptr<ClientMethodCounters::Shared>;
+
+// A thread's claimed blocks, one per channel it used lately. Holding the
+// Shared keeps the block alive after its channel is gone, until the entry is
+// pruned (next miss) or the thread exits.
+struct ThreadCache {
+  struct Entry {
+    uint64_t serial;
+    SharedPtr shared;
+    ClientThreadBlock* block;
+  };
+  std::vector<Entry> entries;
+
+  ~ThreadCache();
+};
+
+// Entries kept at most; past it the oldest goes back to its channel.
+constexpr size_t kMaxCacheEntries = 64;
+
+// Trivially destructible, so it can be read after the cache's destructor ran
+// (a callback running from another thread-local's destructor).
+thread_local bool thread_cache_gone = false;
+thread_local ThreadCache thread_cache;
+
+void Release(const ThreadCache::Entry& e) {
+  ClientMethodCounters::Shared* s = e.shared.get();
+  MutexLock lock(&s->mu);
+  e.block->last = nullptr;
+  e.block->last_id = 0;
+  s->free.push_back(e.block);
+}
+
+ThreadCache::~ThreadCache() {
+  thread_cache_gone = true;
+  for (const Entry& e : entries) Release(e);
+  entries.clear();
+}
+
+}  // namespace
+
+ClientThreadBlock* ThreadBlockOf(const SharedPtr& shared) {
+  if (thread_cache_gone) return nullptr;
+  ThreadCache& cache = thread_cache;
+  const uint64_t serial = shared->serial;
+  for (const ThreadCache::Entry& e : cache.entries) {
+    if (e.serial == serial) return e.block;
+  }
+  // A channel this thread has not used (lately): drop the blocks of closed
+  // channels and the oldest if there are too many, then claim one.
+  auto closed = std::remove_if(
+      cache.entries.begin(), cache.entries.end(), [](const ThreadCache::Entry& e) {
+        if (!e.shared->closed.load(std::memory_order_acquire)) return false;
+        Release(e);
+        return true;
+      });
+  cache.entries.erase(closed, cache.entries.end());
+  if (cache.entries.size() >= kMaxCacheEntries) {
+    Release(cache.entries.front());
+    cache.entries.erase(cache.entries.begin());
+  }
+  ClientThreadBlock* block;
+  {
+    MutexLock lock(&shared->mu);
+    if (!shared->free.empty()) {
+      block = shared->free.back();
+      shared->free.pop_back();
+    } else {
+      shared->blocks.push_back(std::make_unique<ClientThreadBlock>());
+      block = shared->blocks.back().get();
+    }
+  }
+  cache.entries.push_back(ThreadCache::Entry{serial, shared, block});
+  return block;
+}
+
+MethodCounters* AddMethod(ClientMethodCounters::Shared* shared,
+                          ClientThreadBlock* block, uint32_t id) {
+  MutexLock lock(&shared->mu);
+  auto& slot = block->methods[id];
+  if (slot == nullptr) slot = std::make_unique<MethodCounters>();
+  return slot.get();
+}
+
+void RecordLocked(ClientMethodCounters::Shared* shared, uint32_t id,
+                  void (*f)(MethodCounters*, const void*), const void* arg) {
+  MutexLock lock(&shared->mu);
+  auto& slot = shared->fallback.methods[id];
+  if (slot == nullptr) slot = std::make_unique<MethodCounters>();
+  f(slot.get(), arg);
+}
+
+ClientMethodCounters::ClientMethodCounters(bool enabled)
+    : enabled_(enabled),
+      shared_(std::make_shared<Shared>(
+          next_serial.fetch_add(1, std::memory_order_relaxed))) {}
+
+ClientMethodCounters::~ClientMethodCounters() {
+  shared_->closed.store(true, std::memory_order_release);
+}
+
+std::vector<MethodStats> ClientMethodCounters::Snapshot() const {
+  std::vector<MethodStats> out;
+  if (!enabled_) return out;
+  absl::flat_hash_map<uint32_t, size_t> index;
+  auto add = [&](const ClientThreadBlock& b) {
+    for (const auto& [id, counters] : b.methods) {
+      auto [it, inserted] = index.emplace(id, out.size());
+      if (inserted) {
+        out.emplace_back();
+        out.back().method_id = id;
+      }
+      counters->AddTo(&out[it->second]);
+    }
+  };
+  {
+    MutexLock lock(&shared_->mu);
+    for (const auto& b : shared_->blocks) add(*b);
+    add(shared_->fallback);
+  }
+  for (MethodStats& m : out) m.result_bytes = HistogramStats();  // Not kept.
+  std::sort(out.begin(), out.end(),
+            [](const MethodStats& a, const MethodStats& b) {
+              return a.method_id < b.method_id;
+            });
+  return out;
+}
+
+}  // namespace internal
+}  // namespace rfrpc

@@ -1,0 +1,62 @@
+// Copyright 2026 The rfrpc Authors.
+
+#include "rpc/metrics_endpoint.h"
+
+#include <exception>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "prometheus/exposer.h"
+
+namespace rfrpc {
+namespace metrics {
+
+absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
+    absl::string_view host, int port,
+    std::shared_ptr<prometheus::Collectable> collectable) {
+  if (port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metrics port ", port, " is outside [0, 65535]"));
+  }
+  const std::string bind = absl::StrCat(host, ":", port);
+  std::unique_ptr<prometheus::Exposer> exposer;
+  // civetweb reports a failed listen by throwing.
+  try {
+    exposer = std::make_unique<prometheus::Exposer>(bind, /*num_threads=*/2);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve metrics on ", bind, ": ", e.what()));
+  }
+  const std::vector<int> ports = exposer->GetListeningPorts();
+  if (ports.empty()) {
+    return absl::UnavailableError(
+        absl::StrCat("metrics endpoint on ", bind, " listens on no port"));
+  }
+  exposer->RegisterCollectable(collectable);
+  return std::unique_ptr<MetricsEndpoint>(new MetricsEndpoint(
+      std::move(exposer), std::move(collectable), std::string(host), ports[0]));
+}
+
+MetricsEndpoint::MetricsEndpoint(
+    std::unique_ptr<prometheus::Exposer> exposer,
+    std::shared_ptr<prometheus::Collectable> collectable, std::string host,
+    int port)
+    : exposer_(std::move(exposer)),
+      collectable_(std::move(collectable)),
+      host_(std::move(host)),
+      port_(port) {}
+
+MetricsEndpoint::~MetricsEndpoint() {
+  // Stops the HTTP threads before the collectable can go.
+  exposer_.reset();
+}
+
+std::string MetricsEndpoint::url() const {
+  const std::string host =
+      host_.empty() || host_ == "0.0.0.0" || host_ == "[::]" ? "127.0.0.1" : host_;
+  return absl::StrCat("http://", host, ":", port_, "/metrics");
+}
+
+}  // namespace metrics
+}  // namespace rfrpc
