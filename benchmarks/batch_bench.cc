@@ -512,7 +512,7 @@ SyncPoint RunSync(const std::string& address, int threads, BatchMode batch) {
   p.full = after.flushes_full - before.flushes_full;
   p.bytes = after.flushes_bytes - before.flushes_bytes;
   p.timeout = after.flushes_timeout - before.flushes_timeout;
-  p.idle = 0;  // No such trigger yet.
+  p.idle = after.flushes_idle - before.flushes_idle;
   p.final_batch_size = final_batch_size;
   return p;
 }

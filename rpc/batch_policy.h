@@ -1,9 +1,9 @@
 // Copyright 2026 The rfrpc Authors.
 //
 // Pure batching decisions, tested with a fake clock: when a client flushes
-// its open request batch (paper §4.1), and the automatic batch sizer that
-// keeps at most alpha of calls above a latency bound (paper §4.2).
-// Thread-compatible.
+// its open request batch (paper §4.1, plus the idle flush below), and the
+// automatic batch sizer that keeps at most alpha of calls above a latency
+// bound (paper §4.2). Thread-compatible.
 
 #ifndef RFRPC_RPC_BATCH_POLICY_H_
 #define RFRPC_RPC_BATCH_POLICY_H_
@@ -17,16 +17,23 @@
 
 namespace rfrpc {
 
-enum class FlushReason { kNone, kEntries, kBytes, kTimeout };
+enum class FlushReason { kNone, kEntries, kBytes, kTimeout, kIdle };
 
 // Flush when the batch holds N requests, or its payload would exceed L, or T
-// has passed since its first request.
+// has passed since its first request (the paper's three triggers), or when
+// it is idle (WhenIdle): a caller is about to wait for it, nobody is adding
+// a call to it, and fewer than `idle_in_flight` batches are in flight. T is
+// then only an upper bound: a batch waits for company only while company is
+// on its way.
 class FlushPolicy {
  public:
-  FlushPolicy(int max_entries, size_t max_bytes, absl::Duration timeout)
+  // idle_in_flight <= 0 turns the idle flush off.
+  FlushPolicy(int max_entries, size_t max_bytes, absl::Duration timeout,
+              int idle_in_flight = 0)
       : max_entries_(max_entries),
         max_bytes_(max_bytes),
-        timeout_ns_(absl::ToInt64Nanoseconds(timeout)) {}
+        timeout_ns_(absl::ToInt64Nanoseconds(timeout)),
+        idle_in_flight_(idle_in_flight) {}
 
   // Before adding an entry of `entry_bytes` to a batch of `entries` entries
   // and `bytes` payload bytes: kBytes if the batch must go first because
@@ -47,14 +54,40 @@ class FlushPolicy {
                                                           : FlushReason::kNone;
   }
 
+  // When a caller is about to wait while the batch is open (a sync caller
+  // whose call just went into it; any round of the poller that drives the
+  // connection): kIdle if the batch holds entries, no caller is in the
+  // middle of adding one, and fewer than idle_in_flight batches are in
+  // flight (published, results not all in). Waiting longer would wait for
+  // company that is not coming, except that of a batch in flight: its
+  // callers come back when it returns, and join the open batch meanwhile
+  // (sync callers of many threads combine this way, as Nagle's algorithm
+  // combines small segments while one is unacknowledged).
+  //
+  // `adding`: callers that asked to add a call and do not hold the
+  // connection yet. They are waited for only while the batch is younger
+  // than kAdderWaitNs (`age_ns`, since its first entry): an adder
+  // descheduled on its way in (milliseconds on a busy host) must not hold
+  // the batch of everyone else until T.
+  static constexpr int64_t kAdderWaitNs = 5000;
+  FlushReason WhenIdle(int entries, int adding, int64_t age_ns,
+                       int batches_in_flight) const {
+    return entries > 0 && (adding == 0 || age_ns >= kAdderWaitNs) &&
+                   batches_in_flight < idle_in_flight_
+               ? FlushReason::kIdle
+               : FlushReason::kNone;
+  }
+
   int max_entries() const { return max_entries_; }
   size_t max_bytes() const { return max_bytes_; }
   int64_t timeout_ns() const { return timeout_ns_; }
+  int idle_in_flight() const { return idle_in_flight_; }
 
  private:
   int max_entries_;
   size_t max_bytes_;
   int64_t timeout_ns_;
+  int idle_in_flight_;
 };
 
 // The automatic batch sizer: paper §4.2, with refinements.
@@ -104,7 +137,12 @@ class FlushPolicy {
 // instead of a heap operation for about a fifth of them (17 ns a call).
 //
 // A window lasts at least `window` calls and, when min_window_duration > 0,
-// at least that long (timestamps passed to Record), up to 64 * window calls.
+// at least that long (timestamps passed to Record), up to 64 * window calls;
+// and when max_window_duration > 0, a window that has lasted that long ends
+// at its next call however few calls it holds (at least min_window_duration
+// still), so a caller too slow to fill `window` calls (a lone sync caller,
+// a few hundred calls a second) still gets decisions, one per
+// max_window_duration, instead of none in a run.
 // k is a fraction of calls, which means something only over a span longer
 // than what disturbs it: a client or server descheduled for a scheduler
 // slice (milliseconds) makes every call in flight late at once. In a window
@@ -124,9 +162,9 @@ class FlushPolicy {
 // so they would show the old size's latency and, acted on, push N further
 // the same way (the paper's rule, holdoff_windows = 0, does that).
 //
-// With proportional_steps = false, holdoff_windows = 0, shrink_windows = 1
-// and min_window_duration = 0 (the Options defaults but the first and the
-// third) this is the paper's rule exactly. N stays within [min_size,
+// With proportional_steps = false, holdoff_windows = 0, shrink_windows = 1,
+// min_window_duration = 0 and max_window_duration = 0 (the Options defaults
+// but the first and the third) this is the paper's rule exactly. N stays within [min_size,
 // max_size].
 //
 // Usage (one per connection, under the connection's lock):
@@ -153,6 +191,10 @@ class AutoBatchSizer {
     // Consecutive windows with k > alpha before N shrinks (values < 1 count
     // as 1; the paper: 1).
     int shrink_windows = 2;
+    // Longest window in time: a window this old ends at its next call,
+    // whatever its call count (never before min_window_duration). Zero:
+    // windows end on calls only (the paper).
+    absl::Duration max_window_duration = absl::ZeroDuration();
   };
 
   // A window ends after at most this many times `window` calls, however
@@ -163,11 +205,12 @@ class AutoBatchSizer {
 
   // Records one call's latency, finished at `now_ns` (any clock in
   // nanoseconds, the same for every call: ClientConnection passes
-  // UnixNanos). now_ns is read only when min_window_duration > 0; then a
-  // clock stepped back stretches a window to its call cap, one stepped
-  // forward ends it early, and a caller that leaves now_ns at 0 gets
-  // windows of 64 * window calls. At the end of a window may change the
-  // size. Returns true if the size changed.
+  // UnixNanos). now_ns is read only when min_window_duration > 0 or
+  // max_window_duration > 0; then a clock stepped back stretches a window
+  // to its call cap, one stepped forward ends it early, and a caller that
+  // leaves now_ns at 0 gets windows of 64 * window calls (min) or of window
+  // calls (max only). At the end of a window may change the size. Returns
+  // true if the size changed.
   bool Record(absl::Duration latency, int64_t now_ns = 0) {
     return RecordNanos(absl::ToInt64Nanoseconds(latency), now_ns);
   }
@@ -192,6 +235,7 @@ class AutoBatchSizer {
   const int window_;
   const int64_t limit_ns_;
   const int64_t min_window_ns_;
+  const int64_t max_window_ns_;  // 0: none.
   const int max_window_;  // Calls in the longest window.
   // Slowest latencies kept per window: ceil(alpha * the longest window).
   const int keep_;

@@ -304,6 +304,9 @@ class ChannelImpl final : public Channel {
     st.flushes_full = counters_.flushes_full.load();
     st.flushes_bytes = counters_.flushes_bytes.load();
     st.flushes_timeout = counters_.flushes_timeout.load();
+    st.flushes_idle = counters_.flushes_idle.load();
+    st.groups_sent_ahead = counters_.groups_sent_ahead.load();
+    st.outstanding_peak = counters_.outstanding_peak.load();
     st.result_parts = counters_.result_parts.load();
     st.publishes_delayed = counters_.publishes_delayed.load();
     st.calls_queued = counters_.calls_queued.load();

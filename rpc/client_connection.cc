@@ -131,8 +131,17 @@ bool ClientConnection::PostList(absl::Span<const WorkRequest> wrs) {
 
 absl::Status ClientConnection::Start(
     PendingCall* call, const google::protobuf::MessageLite& request) {
+  if (!batching()) {
+    const size_t size = request.ByteSizeLong();
+    MutexLock lock(&mu_);
+    return StartLocked(call, nullptr, &request, size);
+  }
+  // Announced before the lock, so a caller holding it sees that this call
+  // is on its way into the open batch (FlushIfIdleLocked).
+  adding_.fetch_add(1, std::memory_order_relaxed);
   const size_t size = request.ByteSizeLong();
   MutexLock lock(&mu_);
+  adding_.fetch_sub(1, std::memory_order_relaxed);
   return StartLocked(call, nullptr, &request, size);
 }
 
@@ -299,7 +308,14 @@ absl::Status ClientConnection::AddToBatchLocked(
       std::min(slot.earliest_deadline_ns, call->deadline_ns);
   ++slot.live_calls;
   ++slot.untransmitted_entries;
-  ++outstanding_;
+  if (++outstanding_ > outstanding_peak_) {
+    outstanding_peak_ = outstanding_;
+    int peak = counters_->outstanding_peak.load(std::memory_order_relaxed);
+    while (peak < outstanding_peak_ &&
+           !counters_->outstanding_peak.compare_exchange_weak(
+               peak, outstanding_peak_, std::memory_order_relaxed)) {
+    }
+  }
   if (!call->sync) ++async_slots_;
   if (options_.batch == BatchMode::kAdaptive &&
       slot.untransmitted_entries >= static_cast<uint32_t>(std::max(1, options_.batch_group))) {
@@ -311,6 +327,11 @@ absl::Status ClientConnection::AddToBatchLocked(
   } else if (flush_.AfterAdd(static_cast<int>(slot.calls.size()),
                              BatchSizeNow()) == FlushReason::kEntries) {
     FlushLocked(FlushReason::kEntries);
+  } else if (call->sync) {
+    // A sync caller waits for its result from here on: nobody else coming
+    // means nothing to wait for. (An async caller may add more; the poller
+    // flushes its batch when idle.)
+    FlushIfIdleLocked(/*now=*/0);
   }
   // Adding a call abandons no slot: the count of the last scan still holds.
   UpdateNeedsDriver(/*rescan=*/false);
@@ -334,6 +355,20 @@ void ClientConnection::TransmitGroupLocked(uint32_t s) {
   if (Post(wr)) {
     slot.transmitted = slot.bytes;
     slot.untransmitted_entries = 0;
+    counters_->groups_sent_ahead.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void ClientConnection::FlushIfIdleLocked(int64_t now) {
+  if (open_ < 0) return;
+  const Slot& o = slots_[open_];
+  if (o.publish_pending) return;  // Goes when the previous publish is done.
+  const int adding = adding_.load(std::memory_order_relaxed);
+  // The batch's age matters only while someone is adding.
+  const int64_t age = adding == 0 ? 0 : (now != 0 ? now : NowNs()) - o.first_ns;
+  if (flush_.WhenIdle(static_cast<int>(o.calls.size()), adding, age,
+                      batches_in_flight_) == FlushReason::kIdle) {
+    FlushLocked(FlushReason::kIdle);
   }
 }
 
@@ -350,6 +385,9 @@ void ClientConnection::FlushLocked(FlushReason reason) {
       break;
     case FlushReason::kTimeout:
       counters_->flushes_timeout.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case FlushReason::kIdle:
+      counters_->flushes_idle.fetch_add(1, std::memory_order_relaxed);
       break;
     case FlushReason::kNone:
       break;
@@ -372,6 +410,7 @@ void ClientConnection::PublishLocked(uint32_t s) {
   Slot& slot = slots_[s];
   open_ = -1;
   slot.publish_pending = false;
+  ++batches_in_flight_;  // Until FreeSlot.
   char* buf = staging(s);
   slot.seq = wire::NextSeq(slot.seq);
   const size_t framed = wire::FinishRequest(
@@ -470,6 +509,7 @@ void ClientConnection::FreeSlot(uint32_t s) {
   outstanding_ -= slot.batch ? static_cast<int>(slot.calls.size() -
                                                 slot.results_done)
                              : 1;
+  if (slot.batch && slot.phase != Phase::kFilling) --batches_in_flight_;
   slot.call = nullptr;
   slot.calls.clear();
   slot.live_calls = 0;
@@ -1104,6 +1144,12 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
       FinishCall(call, st, finished);
     }
     progressed = true;
+  }
+  // 5. Whoever polls is about to wait: send the open batch if nobody is
+  // adding to it (and few enough batches are in flight).
+  if (open_ >= 0) {
+    FlushIfIdleLocked(now);
+    if (open_ < 0) progressed = true;
   }
   UpdateNeedsDriver();
   return progressed;

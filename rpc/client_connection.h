@@ -85,6 +85,9 @@ struct ChannelCounters {
   std::atomic<uint64_t> flushes_full{0};
   std::atomic<uint64_t> flushes_bytes{0};
   std::atomic<uint64_t> flushes_timeout{0};
+  std::atomic<uint64_t> flushes_idle{0};
+  std::atomic<uint64_t> groups_sent_ahead{0};
+  std::atomic<int> outstanding_peak{0};
   std::atomic<uint64_t> result_parts{0};
   std::atomic<uint64_t> publishes_delayed{0};
   std::atomic<uint64_t> calls_queued{0};
@@ -211,6 +214,11 @@ class ClientConnection {
                                 size_t size) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sends the open batch (or holds it, adaptive's elastic threshold).
   void FlushLocked(FlushReason reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The idle flush (FlushPolicy::WhenIdle): sends the open batch if nobody
+  // is adding to it and few enough batches are in flight. Called where a
+  // caller is about to wait for it; `now` (UnixNanos) may be 0: read here if
+  // needed.
+  void FlushIfIdleLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PublishLocked(uint32_t s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void TransmitGroupLocked(uint32_t s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PostHeaderRead(uint32_t s, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -295,6 +303,12 @@ class ClientConnection {
   AutoBatchSizer sizer_ ABSL_GUARDED_BY(mu_);
   int open_ ABSL_GUARDED_BY(mu_) = -1;            // Slot of the open batch.
   int outstanding_ ABSL_GUARDED_BY(mu_) = 0;      // Requests in flight.
+  int outstanding_peak_ ABSL_GUARDED_BY(mu_) = 0;
+  // Published batches whose results are not all in (abandoned ones too).
+  int batches_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  // Batching: callers between asking to add a call (Start) and holding mu_,
+  // i.e. about to add one. The idle flush waits for them.
+  std::atomic<int> adding_{0};
   bool publish_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   int64_t publish_posted_ns_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status status_ ABSL_GUARDED_BY(mu_);

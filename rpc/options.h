@@ -99,7 +99,18 @@ struct ChannelOptions {
   // L: a batch is flushed before its payload would exceed this. Default: 2048.
   uint32_t batch_bytes = 2048;
   // T: a batch is flushed this long after its first request. Default: 5 ms.
+  // With the idle flush on, an upper bound that a batch reaches only while
+  // batches are in flight and callers keep adding (docs/rpc.md).
   absl::Duration batch_timeout = absl::Milliseconds(5);
+  // Idle flush: the open batch is sent as soon as a caller would otherwise
+  // wait for it (a sync caller whose call is in it, or the poller driving
+  // the connection) and no other caller is in the middle of adding a call,
+  // provided fewer than this many batches are in flight on the connection;
+  // with that many in flight it waits for one to return (its callers come
+  // back and join), or for N, L or T. So a lone sync caller never waits for
+  // T, and sync callers of many threads combine into batches. 0 turns the
+  // idle flush off (N, L and T only, as in the paper). Default: 1.
+  int batch_idle_in_flight = 1;
   // Requests in flight per connection (batches are pipelined up to this); a
   // batched call stops counting when its result part arrives, not when the
   // whole batch is done. Async calls past it wait in a queue
@@ -117,6 +128,11 @@ struct ChannelOptions {
   double latency_alpha = 0.05;
   int sizer_window = 1000;
   absl::Duration sizer_min_window = absl::Milliseconds(10);
+  // A sizer window this old ends at its next call even if it holds fewer
+  // than sizer_window calls, so a slow caller (e.g. one sync thread at a
+  // few hundred calls a second) still gets a decision this often; zero:
+  // windows end on their call count only (the paper). Default: 50 ms.
+  absl::Duration sizer_max_window = absl::Milliseconds(50);
   // Steps to the size the window's latency quantiles point at (bounded to
   // halving / doubling) instead of the paper's -1 / +1. Default: true.
   bool sizer_proportional_steps = true;
