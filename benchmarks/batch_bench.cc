@@ -276,6 +276,7 @@ Point Run(const std::string& address, const Config& cfg) {
         // The paper's rule: windows of sizer_window calls, shrink at once.
         opts.sizer_shrink_windows = 1;
         opts.sizer_min_window = absl::ZeroDuration();
+        opts.sizer_max_window = absl::ZeroDuration();
       }
       if (FLAGS_sizer_window > 0) opts.sizer_window = FLAGS_sizer_window;
       if (FLAGS_sizer_min_window_ms >= 0) {
