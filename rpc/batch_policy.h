@@ -22,18 +22,20 @@ enum class FlushReason { kNone, kEntries, kBytes, kTimeout, kIdle };
 // Flush when the batch holds N requests, or its payload would exceed L, or T
 // has passed since its first request (the paper's three triggers), or when
 // it is idle (WhenIdle): a caller is about to wait for it, nobody is adding
-// a call to it, and fewer than `idle_in_flight` batches are in flight. T is
-// then only an upper bound: a batch waits for company only while company is
-// on its way.
+// a call to it, and no batch in flight is worth waiting for. T is then only
+// an upper bound: a batch waits for company only while company is on its
+// way.
 class FlushPolicy {
  public:
-  // idle_in_flight <= 0 turns the idle flush off.
+  // idle_in_flight <= 0 turns the idle flush off; hold_sync: batches with a
+  // sync call wait behind batches in flight too (see WhenIdle).
   FlushPolicy(int max_entries, size_t max_bytes, absl::Duration timeout,
-              int idle_in_flight = 0)
+              int idle_in_flight = 0, bool hold_sync = false)
       : max_entries_(max_entries),
         max_bytes_(max_bytes),
         timeout_ns_(absl::ToInt64Nanoseconds(timeout)),
-        idle_in_flight_(idle_in_flight) {}
+        idle_in_flight_(idle_in_flight),
+        hold_sync_(hold_sync) {}
 
   // Before adding an entry of `entry_bytes` to a batch of `entries` entries
   // and `bytes` payload bytes: kBytes if the batch must go first because
@@ -54,40 +56,70 @@ class FlushPolicy {
                                                           : FlushReason::kNone;
   }
 
+  // What WhenIdle looks at.
+  struct IdleState {
+    int entries = 0;  // In the open batch.
+    // Callers that asked to add a call and do not hold the connection yet.
+    int adding = 0;
+    int64_t open_age_ns = 0;  // Since the open batch's first entry.
+    // Batches published whose results are not all in, and the age of the
+    // oldest of them (since its publish).
+    int in_flight = 0;
+    int64_t oldest_in_flight_age_ns = 0;
+    // The connection's typical batch turnaround (publish to first result
+    // part; 0 if not known yet).
+    int64_t turnaround_ns = 0;
+    // A sync caller is blocked on the open batch.
+    bool sync = false;
+  };
+
   // When a caller is about to wait while the batch is open (a sync caller
   // whose call just went into it; any round of the poller that drives the
   // connection): kIdle if the batch holds entries, no caller is in the
-  // middle of adding one, and fewer than idle_in_flight batches are in
-  // flight (published, results not all in). Waiting longer would wait for
-  // company that is not coming, except that of a batch in flight: its
-  // callers come back when it returns, and join the open batch meanwhile
-  // (sync callers of many threads combine this way, as Nagle's algorithm
-  // combines small segments while one is unacknowledged).
+  // middle of adding one, and no batch in flight is worth waiting for.
+  // Waiting longer would wait for company that is not coming, except that
+  // of a batch in flight: its callers come back when it returns and join
+  // the open batch meanwhile (sync callers of many threads combine this
+  // way, as Nagle's algorithm combines small segments while one is
+  // unacknowledged).
   //
-  // `adding`: callers that asked to add a call and do not hold the
-  // connection yet. They are waited for only while the batch is younger
-  // than kAdderWaitNs (`age_ns`, since its first entry): an adder
-  // descheduled on its way in (milliseconds on a busy host) must not hold
-  // the batch of everyone else until T.
+  // * Adders are waited for only while the batch is younger than
+  //   kAdderWaitNs: one descheduled on its way in (milliseconds on a busy
+  //   host) must not hold everyone else's batch until T.
+  // * Batches in flight are waited for while there are idle_in_flight of
+  //   them or more, and only until the oldest has been out kHoldTurnarounds
+  //   typical turnarounds: a batch that late is stuck behind a slow handler
+  //   or a descheduled server, and the open batch is better off waiting at
+  //   the server beside it (a worker serves every published slot of a
+  //   connection in one scan) than behind it for another round trip.
+  //   A batch with a sync call in it is held so only with hold_sync: its
+  //   caller is blocked, and the hold costs it up to a round trip, which
+  //   pays only where the callers run in parallel and the server is the
+  //   bottleneck (on time-sliced cores nobody joins meanwhile).
   static constexpr int64_t kAdderWaitNs = 5000;
-  FlushReason WhenIdle(int entries, int adding, int64_t age_ns,
-                       int batches_in_flight) const {
-    return entries > 0 && (adding == 0 || age_ns >= kAdderWaitNs) &&
-                   batches_in_flight < idle_in_flight_
-               ? FlushReason::kIdle
-               : FlushReason::kNone;
+  static constexpr int kHoldTurnarounds = 2;
+  FlushReason WhenIdle(const IdleState& s) const {
+    if (s.entries <= 0 || idle_in_flight_ <= 0) return FlushReason::kNone;
+    if (s.adding > 0 && s.open_age_ns < kAdderWaitNs) return FlushReason::kNone;
+    if ((!s.sync || hold_sync_) && s.in_flight >= idle_in_flight_ &&
+        s.oldest_in_flight_age_ns < kHoldTurnarounds * s.turnaround_ns) {
+      return FlushReason::kNone;
+    }
+    return FlushReason::kIdle;
   }
 
   int max_entries() const { return max_entries_; }
   size_t max_bytes() const { return max_bytes_; }
   int64_t timeout_ns() const { return timeout_ns_; }
   int idle_in_flight() const { return idle_in_flight_; }
+  bool hold_sync() const { return hold_sync_; }
 
  private:
   int max_entries_;
   size_t max_bytes_;
   int64_t timeout_ns_;
   int idle_in_flight_;
+  bool hold_sync_;
 };
 
 // The automatic batch sizer: paper §4.2, with refinements.

@@ -129,36 +129,67 @@ TEST(FlushPolicyTest, EachTriggerFires) {
 }
 
 // The idle flush: a batch nobody is adding to goes as soon as a caller
-// would wait for it, unless enough batches are in flight to bring company.
-TEST(FlushPolicyTest, IdleFlushWhenNobodyAddsAndLittleIsInFlight) {
+// would wait for it, unless a batch in flight will bring company soon.
+FlushPolicy::IdleState Idle(int entries, int adding, int64_t open_age_ns,
+                            int in_flight, int64_t oldest_age_ns = 0,
+                            int64_t turnaround_ns = 1000) {
+  FlushPolicy::IdleState s;
+  s.entries = entries;
+  s.adding = adding;
+  s.open_age_ns = open_age_ns;
+  s.in_flight = in_flight;
+  s.oldest_in_flight_age_ns = oldest_age_ns;
+  s.turnaround_ns = turnaround_ns;
+  return s;
+}
+
+TEST(FlushPolicyTest, IdleFlushWhenNobodyAddsAndNothingIsComingBack) {
   FlushPolicy p(/*max_entries=*/16, /*max_bytes=*/2048,
                 absl::Milliseconds(5), /*idle_in_flight=*/1);
   // A lone caller: nothing in flight, nobody adding.
-  EXPECT_EQ(p.WhenIdle(1, 0, 0, 0), FlushReason::kIdle);
+  EXPECT_EQ(p.WhenIdle(Idle(1, 0, 0, 0)), FlushReason::kIdle);
   // Nothing to send.
-  EXPECT_EQ(p.WhenIdle(0, 0, 0, 0), FlushReason::kNone);
-  // A batch in flight: its callers come back and join (combining).
-  EXPECT_EQ(p.WhenIdle(3, 0, 0, 1), FlushReason::kNone);
+  EXPECT_EQ(p.WhenIdle(Idle(0, 0, 0, 0)), FlushReason::kNone);
+  // A batch in flight, out for less than two turnarounds: its callers come
+  // back soon and join (combining).
+  EXPECT_EQ(p.WhenIdle(Idle(3, 0, 0, 1, 1999, 1000)), FlushReason::kNone);
+  // Out for two turnarounds: it is late; the open batch goes beside it.
+  EXPECT_EQ(p.WhenIdle(Idle(3, 0, 0, 1, 2000, 1000)), FlushReason::kIdle);
+  // No turnaround measured yet: nothing to wait for.
+  EXPECT_EQ(p.WhenIdle(Idle(3, 0, 0, 1, 0, 0)), FlushReason::kIdle);
   // Someone is on the way in: wait for them, a short while.
-  EXPECT_EQ(p.WhenIdle(1, 1, 0, 0), FlushReason::kNone);
-  EXPECT_EQ(p.WhenIdle(1, 2, FlushPolicy::kAdderWaitNs - 1, 0),
+  EXPECT_EQ(p.WhenIdle(Idle(1, 1, 0, 0)), FlushReason::kNone);
+  EXPECT_EQ(p.WhenIdle(Idle(1, 2, FlushPolicy::kAdderWaitNs - 1, 0)),
             FlushReason::kNone);
-  // An adder that got descheduled on its way does not hold the batch.
-  EXPECT_EQ(p.WhenIdle(1, 1, FlushPolicy::kAdderWaitNs, 0), FlushReason::kIdle);
-  // ...but a batch in flight still does.
-  EXPECT_EQ(p.WhenIdle(1, 1, FlushPolicy::kAdderWaitNs, 1), FlushReason::kNone);
+  // An adder that got descheduled on its way does not hold the batch...
+  EXPECT_EQ(p.WhenIdle(Idle(1, 1, FlushPolicy::kAdderWaitNs, 0)),
+            FlushReason::kIdle);
+  // ...but a batch in flight that is not late still does.
+  EXPECT_EQ(p.WhenIdle(Idle(1, 1, FlushPolicy::kAdderWaitNs, 1, 10, 1000)),
+            FlushReason::kNone);
+
+  // A batch with a sync call in it is not held behind batches in flight
+  // (its caller is blocked) unless hold_sync...
+  FlushPolicy::IdleState sync = Idle(1, 0, 0, 1, 10, 1000);
+  sync.sync = true;
+  EXPECT_EQ(p.WhenIdle(sync), FlushReason::kIdle);
+  FlushPolicy hold(16, 2048, absl::Milliseconds(5), 1, /*hold_sync=*/true);
+  EXPECT_EQ(hold.WhenIdle(sync), FlushReason::kNone);
+  // ...but it still waits for adders.
+  sync.adding = 1;
+  EXPECT_EQ(p.WhenIdle(sync), FlushReason::kNone);
 
   // Two batches may be in flight before the idle flush holds.
   FlushPolicy two(16, 2048, absl::Milliseconds(5), 2);
-  EXPECT_EQ(two.WhenIdle(1, 0, 0, 1), FlushReason::kIdle);
-  EXPECT_EQ(two.WhenIdle(1, 0, 0, 2), FlushReason::kNone);
+  EXPECT_EQ(two.WhenIdle(Idle(1, 0, 0, 1, 10, 1000)), FlushReason::kIdle);
+  EXPECT_EQ(two.WhenIdle(Idle(1, 0, 0, 2, 10, 1000)), FlushReason::kNone);
 }
 
 TEST(FlushPolicyTest, IdleFlushOffIsThePapersNLT) {
   FlushPolicy p(16, 2048, absl::Milliseconds(5), /*idle_in_flight=*/0);
-  EXPECT_EQ(p.WhenIdle(1, 0, 0, 0), FlushReason::kNone);
+  EXPECT_EQ(p.WhenIdle(Idle(1, 0, 0, 0)), FlushReason::kNone);
   FlushPolicy defaulted(16, 2048, absl::Milliseconds(5));
-  EXPECT_EQ(defaulted.WhenIdle(5, 0, 0, 0), FlushReason::kNone);
+  EXPECT_EQ(defaulted.WhenIdle(Idle(5, 0, 0, 0)), FlushReason::kNone);
 }
 
 // N = 1 sends every call as it is added.

@@ -112,7 +112,10 @@ struct ChannelStats {
   double fetch_delay_ns = 0;
 
   // Batching.
-  uint64_t batches = 0;               // Request batches sent.
+  // Request batches sent; a batch of one call goes as a plain request
+  // (nothing to share framing with) and counts here and in batches_plain.
+  uint64_t batches = 0;
+  uint64_t batches_plain = 0;
   uint64_t batched_calls = 0;         // Calls that went in them.
   uint64_t flushes_full = 0;          // Flushed on N.
   uint64_t flushes_bytes = 0;         // Flushed because L would be exceeded.

@@ -136,13 +136,19 @@ absl::Status ClientConnection::Start(
     MutexLock lock(&mu_);
     return StartLocked(call, nullptr, &request, size);
   }
-  // Announced before the lock, so a caller holding it sees that this call
-  // is on its way into the open batch (FlushIfIdleLocked).
-  adding_.fetch_add(1, std::memory_order_relaxed);
   const size_t size = request.ByteSizeLong();
-  MutexLock lock(&mu_);
-  adding_.fetch_sub(1, std::memory_order_relaxed);
-  return StartLocked(call, nullptr, &request, size);
+  if (!mu_.TryLock()) {
+    // Someone holds the connection: announce this call while waiting for
+    // it, so that holder sees a call on its way into the open batch
+    // (FlushIfIdleLocked). Uncontended, no announcement is needed: nobody
+    // can look at the open batch before this call is in it.
+    adding_.fetch_add(1, std::memory_order_relaxed);
+    mu_.Lock();
+    adding_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  absl::Status st = StartLocked(call, nullptr, &request, size);
+  mu_.Unlock();
+  return st;
 }
 
 void ClientConnection::Enqueue(PendingCall* call) {
@@ -169,9 +175,11 @@ int ClientConnection::BatchSizeNow() const {
 
 absl::Status ClientConnection::StartLocked(
     PendingCall* call, const char* serialized,
-    const google::protobuf::MessageLite* request, size_t size) {
+    const google::protobuf::MessageLite* request, size_t size, bool alone) {
   if (!status_.ok()) return status_;
-  if (batching()) return AddToBatchLocked(call, serialized, request, size);
+  if (batching() && !alone) {
+    return AddToBatchLocked(call, serialized, request, size);
+  }
   if (size > layout_.RequestPayloadCapacity()) {
     return absl::InvalidArgumentError(
         absl::StrCat("request of ", size, " bytes exceeds the connection's ",
@@ -219,6 +227,15 @@ absl::Status ClientConnection::StartLocked(
   ++busy_slots_;
   ++outstanding_;
   if (!call->sync) ++async_slots_;
+  if (alone) {
+    // A batch of one sent as the plain request it is (AddToBatchLocked):
+    // in flight for the idle flush, as the batch it stands for.
+    slot.in_flight_counted = true;
+    ++batches_in_flight_;
+    NoteOutstandingLocked();
+    counters_->batches_plain.fetch_add(1, std::memory_order_relaxed);
+    counters_->flushes_idle.fetch_add(1, std::memory_order_relaxed);
+  }
   if (policy_.current() == RpcMode::kServerReply) {
     slot.phase = Phase::kWaitReply;
   } else {
@@ -253,6 +270,15 @@ absl::Status ClientConnection::AddToBatchLocked(
   if (outstanding_ >= options_.max_outstanding) {
     return absl::ResourceExhaustedError(
         "max_outstanding requests already in flight on the connection");
+  }
+  if (call->sync && open_ < 0) {
+    // A sync caller about to open a batch that the idle flush would send
+    // at once, alone: send it as the plain request it is, on the unbatched
+    // path (nothing to share the batch framing with).
+    int64_t now = 0;
+    if (IdleLocked(/*entries=*/1, /*sync=*/true, /*first_ns=*/0, &now)) {
+      return StartLocked(call, serialized, request, size, /*alone=*/true);
+    }
   }
   if (open_ >= 0) {
     const Slot& o = slots_[open_];
@@ -289,6 +315,7 @@ absl::Status ClientConnection::AddToBatchLocked(
     slot.results_done = 0;
     slot.live_calls = 0;
     slot.publish_pending = false;
+    slot.has_sync = false;
     slot.earliest_deadline_ns = INT64_MAX;
     ++busy_slots_;
   }
@@ -308,14 +335,9 @@ absl::Status ClientConnection::AddToBatchLocked(
       std::min(slot.earliest_deadline_ns, call->deadline_ns);
   ++slot.live_calls;
   ++slot.untransmitted_entries;
-  if (++outstanding_ > outstanding_peak_) {
-    outstanding_peak_ = outstanding_;
-    int peak = counters_->outstanding_peak.load(std::memory_order_relaxed);
-    while (peak < outstanding_peak_ &&
-           !counters_->outstanding_peak.compare_exchange_weak(
-               peak, outstanding_peak_, std::memory_order_relaxed)) {
-    }
-  }
+  ++outstanding_;
+  NoteOutstandingLocked();
+  if (call->sync) slot.has_sync = true;
   if (!call->sync) ++async_slots_;
   if (options_.batch == BatchMode::kAdaptive &&
       slot.untransmitted_entries >= static_cast<uint32_t>(std::max(1, options_.batch_group))) {
@@ -330,8 +352,9 @@ absl::Status ClientConnection::AddToBatchLocked(
   } else if (call->sync) {
     // A sync caller waits for its result from here on: nobody else coming
     // means nothing to wait for. (An async caller may add more; the poller
-    // flushes its batch when idle.)
-    FlushIfIdleLocked(/*now=*/0);
+    // flushes its batch when idle.) A batch opened by this call read the
+    // clock just now.
+    FlushIfIdleLocked(slot.calls.size() == 1 ? slot.first_ns : 0);
   }
   // Adding a call abandons no slot: the count of the last scan still holds.
   UpdateNeedsDriver(/*rescan=*/false);
@@ -359,20 +382,52 @@ void ClientConnection::TransmitGroupLocked(uint32_t s) {
   }
 }
 
+void ClientConnection::NoteOutstandingLocked() {
+  if (outstanding_ <= outstanding_peak_) return;
+  outstanding_peak_ = outstanding_;
+  int peak = counters_->outstanding_peak.load(std::memory_order_relaxed);
+  while (peak < outstanding_peak_ &&
+         !counters_->outstanding_peak.compare_exchange_weak(
+             peak, outstanding_peak_, std::memory_order_relaxed)) {
+  }
+}
+
+bool ClientConnection::IdleLocked(int entries, bool sync, int64_t first_ns,
+                                  int64_t* now) {
+  if (flush_.idle_in_flight() <= 0) return false;
+  FlushPolicy::IdleState st;
+  st.entries = entries;
+  st.sync = sync;
+  st.adding = adding_.load(std::memory_order_relaxed);
+  st.in_flight = batches_in_flight_;
+  st.turnaround_ns = static_cast<int64_t>(turnaround_ns_);
+  // Ages matter only while someone is adding or a hold may apply: the
+  // clock is read (and the slots scanned) only then.
+  if (st.adding > 0 || ((!sync || flush_.hold_sync()) &&
+                        st.in_flight >= flush_.idle_in_flight())) {
+    if (*now == 0) *now = NowNs();
+    st.open_age_ns = first_ns == 0 ? 0 : *now - first_ns;
+    int64_t oldest = *now;
+    for (uint32_t s = 0; s < used_slots_ && st.in_flight > 0; ++s) {
+      const Slot& b = slots_[s];
+      if (b.in_flight_counted) oldest = std::min(oldest, b.posted_ns);
+    }
+    st.oldest_in_flight_age_ns = *now - oldest;
+  }
+  return flush_.WhenIdle(st) == FlushReason::kIdle;
+}
+
 void ClientConnection::FlushIfIdleLocked(int64_t now) {
   if (open_ < 0) return;
   const Slot& o = slots_[open_];
   if (o.publish_pending) return;  // Goes when the previous publish is done.
-  const int adding = adding_.load(std::memory_order_relaxed);
-  // The batch's age matters only while someone is adding.
-  const int64_t age = adding == 0 ? 0 : (now != 0 ? now : NowNs()) - o.first_ns;
-  if (flush_.WhenIdle(static_cast<int>(o.calls.size()), adding, age,
-                      batches_in_flight_) == FlushReason::kIdle) {
-    FlushLocked(FlushReason::kIdle);
+  if (IdleLocked(static_cast<int>(o.calls.size()), o.has_sync, o.first_ns,
+                 &now)) {
+    FlushLocked(FlushReason::kIdle, now);
   }
 }
 
-void ClientConnection::FlushLocked(FlushReason reason) {
+void ClientConnection::FlushLocked(FlushReason reason, int64_t now) {
   if (open_ < 0) return;
   const uint32_t s = static_cast<uint32_t>(open_);
   Slot& slot = slots_[s];
@@ -403,20 +458,42 @@ void ClientConnection::FlushLocked(FlushReason reason) {
     TransmitGroupLocked(s);
     return;
   }
-  PublishLocked(s);
+  PublishLocked(s, now);
 }
 
-void ClientConnection::PublishLocked(uint32_t s) {
+void ClientConnection::PublishLocked(uint32_t s, int64_t now) {
   Slot& slot = slots_[s];
   open_ = -1;
   slot.publish_pending = false;
+  slot.in_flight_counted = true;
   ++batches_in_flight_;  // Until FreeSlot.
   char* buf = staging(s);
   slot.seq = wire::NextSeq(slot.seq);
-  const size_t framed = wire::FinishRequest(
-      buf, slot.bytes, slot.seq, /*method_id=*/0,
-      static_cast<uint16_t>(std::min(BatchSizeNow(), 0xffff)),
-      wire::kRequestFlagBatch);
+  // A batch of one has nothing to share its framing with: it goes as the
+  // plain request it would have been unbatched (its payload moved over the
+  // entry header), and the server answers it with a plain response. Not in
+  // adaptive mode, whose entries may already be in the server's slot.
+  const bool plain =
+      slot.calls.size() == 1 && options_.batch != BatchMode::kAdaptive;
+  size_t framed;
+  if (plain) {
+    PendingCall* call = slot.calls[0];
+    uint32_t size;  // The entry's size field (batch_format.h).
+    std::memcpy(&size, buf + wire::kHeaderBytes, sizeof(size));
+    std::memmove(buf + wire::kHeaderBytes,
+                 buf + wire::kHeaderBytes + wire::kEntryHeaderBytes, size);
+    framed = wire::FinishRequest(buf, size, slot.seq, call->method_id, 0, 0);
+    slot.batch = false;
+    slot.call = call;
+    slot.calls.clear();
+    slot.live_calls = 0;
+    counters_->batches_plain.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    framed = wire::FinishRequest(
+        buf, slot.bytes, slot.seq, /*method_id=*/0,
+        static_cast<uint16_t>(std::min(BatchSizeNow(), 0xffff)),
+        wire::kRequestFlagBatch);
+  }
   const uint64_t base = staging_offset_ + size_t{s} * layout_.request_slot_bytes;
   const uint64_t rbase = layout_.RequestSlotOffset(s);
   bool ok;
@@ -445,9 +522,12 @@ void ClientConnection::PublishLocked(uint32_t s) {
     if (wr.signaled) unsignaled_ = 0;
     ok = Post(wr);
   }
-  counters_->batches.fetch_add(1, std::memory_order_relaxed);
-  counters_->batched_calls.fetch_add(slot.calls.size(), std::memory_order_relaxed);
-  const int64_t now = NowNs();
+  if (!plain) {  // Plain ones are counted in batches_plain only.
+    counters_->batches.fetch_add(1, std::memory_order_relaxed);
+    counters_->batched_calls.fetch_add(slot.calls.size(),
+                                       std::memory_order_relaxed);
+  }
+  if (now == 0) now = NowNs();
   slot.fetches = 0;
   slot.reads = 0;
   slot.counted_slow = false;
@@ -509,7 +589,10 @@ void ClientConnection::FreeSlot(uint32_t s) {
   outstanding_ -= slot.batch ? static_cast<int>(slot.calls.size() -
                                                 slot.results_done)
                              : 1;
-  if (slot.batch && slot.phase != Phase::kFilling) --batches_in_flight_;
+  if (slot.in_flight_counted) {
+    slot.in_flight_counted = false;
+    --batches_in_flight_;
+  }
   slot.call = nullptr;
   slot.calls.clear();
   slot.live_calls = 0;
@@ -664,6 +747,17 @@ void ClientConnection::Complete(uint32_t s, const char* payload,
   if (options_.on_result) {
     options_.on_result(static_cast<uint32_t>(wire::FramedBytes(view.size)),
                        absl::Nanoseconds(server_ns));
+  }
+  if (slot.in_flight_counted && slot.part_offset == 0) {
+    // The batcher's turnaround (publish to first result), tracked near its
+    // lower envelope as rtt_ns_ is: how long a batch in flight is worth
+    // waiting for (FlushPolicy::WhenIdle).
+    const double t = static_cast<double>(NowNs() - slot.posted_ns);
+    if (turnaround_ns_ == 0 || t < turnaround_ns_) {
+      turnaround_ns_ += turnaround_ns_ == 0 ? t : 0.2 * (t - turnaround_ns_);
+    } else {
+      turnaround_ns_ += 0.01 * (std::min(t, 4 * turnaround_ns_) - turnaround_ns_);
+    }
   }
   if (slot.batch) {
     CompletePart(s, payload, view, via, finished);

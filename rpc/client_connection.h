@@ -80,12 +80,13 @@ struct ChannelCounters {
   std::atomic<uint64_t> switches_to_remote_fetch{0};
   std::atomic<uint64_t> fetch_histogram[16] = {};
   std::atomic<uint64_t> server_time_ns{0};
-  std::atomic<uint64_t> batches{0};
-  std::atomic<uint64_t> batched_calls{0};
+  std::atomic<uint64_t> batches{0};        // Framed (plain: batches_plain).
+  std::atomic<uint64_t> batched_calls{0};  // In framed batches.
   std::atomic<uint64_t> flushes_full{0};
   std::atomic<uint64_t> flushes_bytes{0};
   std::atomic<uint64_t> flushes_timeout{0};
   std::atomic<uint64_t> flushes_idle{0};
+  std::atomic<uint64_t> batches_plain{0};
   std::atomic<uint64_t> groups_sent_ahead{0};
   std::atomic<int> outstanding_peak{0};
   std::atomic<uint64_t> result_parts{0};
@@ -198,6 +199,10 @@ class ClientConnection {
     // have set it, and it is recomputed when ExpireCalls runs.
     int64_t earliest_deadline_ns = INT64_MAX;
     bool publish_pending = false;     // Adaptive: held by the elastic rule.
+    // Sent by the batcher (a batch, or a batch of one sent plain) and
+    // counted in batches_in_flight_ until FreeSlot.
+    bool in_flight_counted = false;
+    bool has_sync = false;  // The open batch holds a sync call.
   };
 
   // A near miss grows the adaptive first-fetch delay by this fraction (see
@@ -206,20 +211,34 @@ class ClientConnection {
 
   ClientConnection(ChannelOptions options, ChannelCounters* counters);
 
+  // Starts `call`: into the open batch when batching, else (or `alone`: a
+  // batch of one the batcher sends at once) as a plain request.
   absl::Status StartLocked(PendingCall* call, const char* serialized,
                            const google::protobuf::MessageLite* request,
-                           size_t size) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                           size_t size, bool alone = false)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status AddToBatchLocked(PendingCall* call, const char* serialized,
                                 const google::protobuf::MessageLite* request,
                                 size_t size) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sends the open batch (or holds it, adaptive's elastic threshold).
-  void FlushLocked(FlushReason reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `now` (UnixNanos) may be 0: PublishLocked reads the clock then.
+  void FlushLocked(FlushReason reason, int64_t now = 0)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The idle flush (FlushPolicy::WhenIdle): sends the open batch if nobody
   // is adding to it and few enough batches are in flight. Called where a
   // caller is about to wait for it; `now` (UnixNanos) may be 0: read here if
   // needed.
   void FlushIfIdleLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void PublishLocked(uint32_t s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether an open batch of `entries` (with a sync call in it: `sync`)
+  // opened at `first_ns` (0: being opened now) is idle
+  // (FlushPolicy::WhenIdle). `*now` (UnixNanos, 0 if
+  // not read yet) is read here if needed.
+  bool IdleLocked(int entries, bool sync, int64_t first_ns, int64_t* now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records a new peak of outstanding_ (ChannelStats::outstanding_peak).
+  void NoteOutstandingLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PublishLocked(uint32_t s, int64_t now = 0)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void TransmitGroupLocked(uint32_t s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PostHeaderRead(uint32_t s, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleHeader(uint32_t s, int64_t now, std::vector<PendingCall*>* finished)
@@ -304,10 +323,14 @@ class ClientConnection {
   int open_ ABSL_GUARDED_BY(mu_) = -1;            // Slot of the open batch.
   int outstanding_ ABSL_GUARDED_BY(mu_) = 0;      // Requests in flight.
   int outstanding_peak_ ABSL_GUARDED_BY(mu_) = 0;
-  // Published batches whose results are not all in (abandoned ones too).
+  // Slots the batcher sent (batches, and batches of one sent plain) whose
+  // results are not all in (abandoned ones too).
   int batches_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
-  // Batching: callers between asking to add a call (Start) and holding mu_,
-  // i.e. about to add one. The idle flush waits for them.
+  // Typical time from a batch's publish to its first result part (near the
+  // lower envelope), for the idle flush.
+  double turnaround_ns_ ABSL_GUARDED_BY(mu_) = 0;
+  // Batching: callers of Start waiting for mu_ (found it held), i.e. about
+  // to add a call. The idle flush waits for them.
   std::atomic<int> adding_{0};
   bool publish_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   int64_t publish_posted_ns_ ABSL_GUARDED_BY(mu_) = 0;

@@ -132,7 +132,9 @@ TEST_P(BatchE2eTest, AsyncCallsAreBatchedAndEveryReplyMatches) {
   EXPECT_GT(st.CallsPerBatch(), 2.0) << st.batches << " batches";
   // Some results took more than one part.
   EXPECT_GT(st.result_parts, st.batches);
-  EXPECT_EQ(server_->stats().batches, st.batches);
+  // Batches of one go as plain requests, which the server does not count
+  // as batches.
+  EXPECT_EQ(server_->stats().batches, st.batches - st.batches_plain);
 }
 
 TEST_P(BatchE2eTest, SyncCallsFromManyThreads) {
@@ -348,13 +350,16 @@ TEST_P(BatchE2eTest, StaleReplySlotBytesAreNotTakenForTheNextPart) {
   const size_t a_len = a_resp.ByteSizeLong();
   const size_t p1 = 16 + 8 + ((a_len + 7) & ~size_t{7}) + 8;
   // First batch: D's echoed payload puts the fake head at p1 of the reply
-  // slot (D's result starts after the part header and the entry header; id
-  // and worker are 0, so the payload field comes first).
+  // slot (D's result starts after the response header, and in adaptive mode
+  // after a result entry header: a batch of one is sent as a plain request
+  // in the other modes; id and worker are 0, so the payload field comes
+  // first).
   std::string fake(600, 'd');
   TestResponse d_probe;
   d_probe.set_payload(fake);
   const size_t d_field = d_probe.ByteSizeLong() - fake.size();
-  const size_t at = p1 - 16 - 8 - d_field;
+  const size_t d_entry = GetParam().batch == BatchMode::kAdaptive ? 8 : 0;
+  const size_t at = p1 - 16 - d_entry - d_field;
   const uint32_t head[2] = {0x80000000u | 0x1910f551u, kFirstSeq + 1};
   std::memcpy(&fake[at], head, sizeof(head));
   TestRequest d;
@@ -377,7 +382,8 @@ TEST_P(BatchE2eTest, StaleReplySlotBytesAreNotTakenForTheNextPart) {
   EXPECT_EQ(resps[2].id(), 9u);
   if (GetParam().batch == BatchMode::kFixed) {
     EXPECT_EQ(ch->stats().batches, 2u);
-    EXPECT_GE(ch->stats().result_parts, 3u);  // D's, then A's and B+C's.
+    EXPECT_EQ(ch->stats().batches_plain, 1u);  // D, alone.
+    EXPECT_GE(ch->stats().result_parts, 2u);   // A's and B+C's.
   }
 }
 
@@ -580,16 +586,16 @@ TEST_F(BatchMechanismTest, ServerCutsResultPartsAtTheClientsBatchSize) {
 }
 
 // Each flush trigger, counted in one end-to-end run (fixed batching, N = 4,
-// L = 256 bytes, T = 20 ms; no progress thread, so the test decides when
-// anyone polls). Each step would be counted under another trigger (or not
-// finish) if its own were removed.
+// L = 256 bytes; no progress thread, so the test decides when anyone
+// polls). Each step would be counted under another trigger (or not finish)
+// if its own were removed.
 TEST_F(BatchMechanismTest, EveryFlushTriggerIsCounted) {
   ChannelOptions opts;
   opts.batch = BatchMode::kFixed;
   opts.mode = RpcMode::kRemoteFetch;
   opts.batch_size = 4;
   opts.batch_bytes = 256;
-  opts.batch_timeout = absl::Milliseconds(20);
+  opts.batch_timeout = absl::Hours(1);
   opts.progress_thread = false;
   std::unique_ptr<Channel> ch = Connect(opts);
   ASSERT_NE(ch, nullptr);
@@ -617,17 +623,24 @@ TEST_F(BatchMechanismTest, EveryFlushTriggerIsCounted) {
   ASSERT_TRUE(PollUntil(ch.get(), done, 6));
   EXPECT_EQ(delta(before, ch->stats()), (V{0, 1, 0, 1}));
 
-  // T: a batch held behind one in flight (the server sleeps 300 ms in it)
-  // goes when T has passed, not when the first returns.
+  // Idle, behind a late batch: X keeps the server 300 ms; Y, held behind
+  // it at first, goes as soon as X has been out two typical turnarounds
+  // (microseconds, learned above), not when X returns (nor at T, an hour).
   before = ch->stats();
   EchoAsync(ch.get(), 300, 8, 300, &done);
   ch->Poll();  // Idle: nothing in flight.
   EXPECT_EQ(delta(before, ch->stats()), (V{0, 0, 0, 1}));
   EchoAsync(ch.get(), 301, 8, 0, &done);
+  const absl::Time give_up = absl::Now() + absl::Milliseconds(100);
+  while (ch->stats().batches - before.batches < 2 && absl::Now() < give_up) {
+    if (!ch->Poll()) absl::SleepFor(absl::Microseconds(20));
+  }
+  EXPECT_EQ(ch->stats().batches - before.batches, 2u);
+  EXPECT_EQ(done.load(), 6);  // X is still being served.
+  EXPECT_EQ(delta(before, ch->stats()), (V{0, 0, 0, 2}));
   ASSERT_TRUE(PollUntil(ch.get(), done, 8));
-  EXPECT_EQ(delta(before, ch->stats()), (V{0, 0, 1, 1}));
 
-  // Idle: a sync call goes as its caller starts to wait, long before T.
+  // Idle: a sync call goes as its caller starts to wait.
   before = ch->stats();
   TestRequest req;
   req.set_id(400);
@@ -635,6 +648,19 @@ TEST_F(BatchMechanismTest, EveryFlushTriggerIsCounted) {
   ASSERT_TRUE(CallEcho(ch.get(), nullptr, req, &resp).ok());
   EXPECT_EQ(resp.id(), 400u);
   EXPECT_EQ(delta(before, ch->stats()), (V{0, 0, 0, 1}));
+  EXPECT_EQ(bad_.load(), 0);
+
+  // T: with the idle flush off (batch_idle_in_flight = 0, the paper's
+  // rule) a lone async call waits for T (20 ms). With it on, T is only an
+  // upper bound, reached when it is shorter than a hold.
+  opts.batch_idle_in_flight = 0;
+  opts.batch_timeout = absl::Milliseconds(20);
+  std::unique_ptr<Channel> paper = Connect(opts);
+  ASSERT_NE(paper, nullptr);
+  std::atomic<int> paper_done{0};
+  EchoAsync(paper.get(), 500, 8, 0, &paper_done);
+  ASSERT_TRUE(PollUntil(paper.get(), paper_done, 1));
+  EXPECT_EQ(delta(ChannelStats(), paper->stats()), (V{0, 0, 1, 0}));
   EXPECT_EQ(bad_.load(), 0);
 }
 
@@ -686,16 +712,24 @@ TEST_F(BatchMechanismTest, BatchSizeOneFlushesAtOnce) {
   }
 }
 
-// Leader/follower combining: while one sync caller's batch is in flight
-// (the server sleeps 500 ms in it), three more sync callers join the open
-// batch; it goes as the first returns. Without the hold behind a batch in
-// flight each of the three would go alone (4 batches).
-TEST_F(BatchMechanismTest, SyncCallersJoinTheOpenBatchWhileOneIsInFlight) {
+// Leader/follower combining (batch_hold_sync): while one sync caller's
+// batch is in flight, and not late, three more sync callers join the open
+// batch; it goes as the first returns. A first call (the server sleeps
+// 500 ms in it) teaches the connection that its batches take that long, so
+// the leader's (500 ms too) is not late while the followers join. Without
+// the hold each follower goes at once, while the leader is still out (the
+// default: a blocked caller is not held).
+class SyncHoldTest : public BatchMechanismTest,
+                     public ::testing::WithParamInterface<bool> {};
+
+TEST_P(SyncHoldTest, SyncCallersJoinTheOpenBatchOnlyWithTheHold) {
+  const bool hold = GetParam();
   ChannelOptions opts;
   opts.batch = BatchMode::kFixed;
   opts.batch_size = 16;
   opts.batch_timeout = absl::Hours(1);
   opts.batch_idle_in_flight = 1;
+  opts.batch_hold_sync = hold;
   std::unique_ptr<Channel> ch = Connect(opts);
   ASSERT_NE(ch, nullptr);
   std::atomic<int> bad{0};
@@ -712,23 +746,45 @@ TEST_F(BatchMechanismTest, SyncCallersJoinTheOpenBatchWhileOneIsInFlight) {
       bad.fetch_add(1);
     }
   };
-  std::thread leader(call, 1, 500);
-  // The leader's batch is being served.
-  const absl::Time give_up = absl::Now() + absl::Seconds(30);
-  while (server_->stats().batches < 1 && absl::Now() < give_up) {
+  call(1, 500);  // Turnaround: 500 ms.
+  std::atomic<bool> leader_back{false};
+  std::thread leader([&] {
+    call(2, 500);
+    leader_back = true;
+  });
+  // The leader's batch is in flight.
+  absl::Time give_up = absl::Now() + absl::Seconds(30);
+  while (ch->stats().batches < 2 && absl::Now() < give_up) {
     absl::SleepFor(absl::Milliseconds(1));
   }
   std::vector<std::thread> followers;
-  for (uint64_t id = 2; id <= 4; ++id) followers.emplace_back(call, id, 0);
+  for (uint64_t id = 3; id <= 5; ++id) followers.emplace_back(call, id, 0);
+  // When were all five calls sent: before the leader returned?
+  give_up = absl::Now() + absl::Seconds(30);
+  while (ch->stats().batched_calls < 5 && absl::Now() < give_up) {
+    absl::SleepFor(absl::Microseconds(100));
+  }
+  const bool sent_while_leader_out = !leader_back.load();
   for (auto& t : followers) t.join();
   leader.join();
   EXPECT_EQ(bad.load(), 0);
   const ChannelStats st = ch->stats();
-  EXPECT_EQ(st.batches, 2u);
-  EXPECT_EQ(st.batched_calls, 4u);
-  EXPECT_EQ(st.flushes_idle, 2u);
+  EXPECT_EQ(st.batched_calls, 5u);
   EXPECT_EQ(st.flushes_timeout, 0u);
+  if (hold) {
+    EXPECT_FALSE(sent_while_leader_out);
+    EXPECT_EQ(st.batches, 3u);
+    EXPECT_EQ(st.batches_plain, 2u);  // The first two, alone.
+    EXPECT_EQ(st.flushes_idle, 3u);
+  } else {
+    EXPECT_TRUE(sent_while_leader_out);
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(Hold, SyncHoldTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "hold_sync" : "no_hold";
+                         });
 
 // The auto sizer decides within a bounded time for a slow caller: 120 sync
 // calls, one a millisecond, do not fill one 1000-call window, but a 50 ms

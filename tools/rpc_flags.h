@@ -19,7 +19,8 @@
 //   --rfrpc_retries (R), --rfrpc_fetch_size (F), --rfrpc_switch_after (K),
 //   --rfrpc_batch=off|fixed|auto|adaptive, --rfrpc_batch_size,
 //   --rfrpc_batch_bytes, --rfrpc_batch_timeout_us,
-//   --rfrpc_batch_idle_in_flight, --rfrpc_max_outstanding,
+//   --rfrpc_batch_idle_in_flight, --rfrpc_batch_hold_sync,
+//   --rfrpc_max_outstanding,
 //   --rfrpc_latency_limit_us, --rfrpc_latency_alpha, --rfrpc_slots,
 //   --rfrpc_timeout_ms.
 // Server (ServerOptions): --rfrpc_pin_first_cpu, --rfrpc_large_result_bytes,

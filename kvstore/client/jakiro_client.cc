@@ -223,6 +223,7 @@ ChannelStats JakiroClient::TotalStats() const {
     t.flushes_bytes += c.flushes_bytes;
     t.flushes_timeout += c.flushes_timeout;
     t.flushes_idle += c.flushes_idle;
+    t.batches_plain += c.batches_plain;
     t.groups_sent_ahead += c.groups_sent_ahead;
     t.outstanding_peak = std::max(t.outstanding_peak, c.outstanding_peak);
     t.result_parts += c.result_parts;

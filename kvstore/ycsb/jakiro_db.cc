@@ -40,6 +40,7 @@ constexpr const char* kKnown[] = {
     "jakiro.connect_retry_ms", "jakiro.shared_client",
     "jakiro.print_stats",      "jakiro.progress_thread",
     "jakiro.fetch_miss_target", "jakiro.batch_idle_in_flight",
+    "jakiro.batch_hold_sync",
 };
 
 // Reads an integer property in [min, max] into *out if set.
@@ -199,6 +200,8 @@ absl::StatusOr<JakiroDbOptions> JakiroDbOptions::FromProperties(
   }
   o.shared_client = c.batch != BatchMode::kOff;
   s = BoolProperty(p, "jakiro.shared_client", &o.shared_client);
+  if (!s.ok()) return s;
+  s = BoolProperty(p, "jakiro.batch_hold_sync", &c.batch_hold_sync);
   if (!s.ok()) return s;
   s = BoolProperty(p, "jakiro.print_stats", &o.print_stats);
   if (!s.ok()) return s;
