@@ -271,10 +271,14 @@ absl::Status ClientConnection::AddToBatchLocked(
     return absl::ResourceExhaustedError(
         "max_outstanding requests already in flight on the connection");
   }
-  if (call->sync && open_ < 0) {
+  if (call->sync && open_ < 0 && options_.batch != BatchMode::kAdaptive) {
     // A sync caller about to open a batch that the idle flush would send
     // at once, alone: send it as the plain request it is, on the unbatched
-    // path (nothing to share the batch framing with).
+    // path (nothing to share the batch framing with). Not in adaptive mode,
+    // whose slots must carry batches only: its publish WRITEs the 16-byte
+    // header after the payload and tail, and a WRITE orders only its last
+    // 8 bytes, so the server may read the new head word with the previous
+    // request's aux, flags and method_id, which are then a plain request's.
     int64_t now = 0;
     if (IdleLocked(/*entries=*/1, /*sync=*/true, /*first_ns=*/0, &now)) {
       return StartLocked(call, serialized, request, size, /*alone=*/true);
@@ -472,7 +476,8 @@ void ClientConnection::PublishLocked(uint32_t s, int64_t now) {
   // A batch of one has nothing to share its framing with: it goes as the
   // plain request it would have been unbatched (its payload moved over the
   // entry header), and the server answers it with a plain response. Not in
-  // adaptive mode, whose entries may already be in the server's slot.
+  // adaptive mode, whose entries may already be in the server's slot and
+  // whose slots carry batches only (see AddToBatchLocked).
   const bool plain =
       slot.calls.size() == 1 && options_.batch != BatchMode::kAdaptive;
   size_t framed;

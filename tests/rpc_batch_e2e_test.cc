@@ -714,11 +714,11 @@ TEST_F(BatchMechanismTest, BatchSizeOneFlushesAtOnce) {
 
 // Leader/follower combining (batch_hold_sync): while one sync caller's
 // batch is in flight, and not late, three more sync callers join the open
-// batch; it goes as the first returns. A first call (the server sleeps
-// 500 ms in it) teaches the connection that its batches take that long, so
-// the leader's (500 ms too) is not late while the followers join. Without
-// the hold each follower goes at once, while the leader is still out (the
-// default: a blocked caller is not held).
+// batch; it goes as the first returns. A first call (the server sleeps 1 s
+// in it) teaches the connection that its batches take that long, so the
+// leader's (1 s too) is not late while the followers join. Without the hold
+// each follower goes at once, while the leader is still out (the default:
+// a blocked caller is not held).
 class SyncHoldTest : public BatchMechanismTest,
                      public ::testing::WithParamInterface<bool> {};
 
@@ -746,12 +746,8 @@ TEST_P(SyncHoldTest, SyncCallersJoinTheOpenBatchOnlyWithTheHold) {
       bad.fetch_add(1);
     }
   };
-  call(1, 500);  // Turnaround: 500 ms.
-  std::atomic<bool> leader_back{false};
-  std::thread leader([&] {
-    call(2, 500);
-    leader_back = true;
-  });
+  call(1, 1000);  // Turnaround: 1 s.
+  std::thread leader(call, 2, 1000);
   // The leader's batch is in flight.
   absl::Time give_up = absl::Now() + absl::Seconds(30);
   while (ch->stats().batches < 2 && absl::Now() < give_up) {
@@ -759,12 +755,14 @@ TEST_P(SyncHoldTest, SyncCallersJoinTheOpenBatchOnlyWithTheHold) {
   }
   std::vector<std::thread> followers;
   for (uint64_t id = 3; id <= 5; ++id) followers.emplace_back(call, id, 0);
-  // When were all five calls sent: before the leader returned?
+  // The three followers have added their calls (four outstanding with the
+  // leader's), well within the leader's second: what has been sent?
   give_up = absl::Now() + absl::Seconds(30);
-  while (ch->stats().batched_calls < 5 && absl::Now() < give_up) {
+  while (ch->stats().outstanding_peak < 4 && absl::Now() < give_up) {
     absl::SleepFor(absl::Microseconds(100));
   }
-  const bool sent_while_leader_out = !leader_back.load();
+  absl::SleepFor(absl::Milliseconds(50));
+  const uint64_t sent_while_leader_out = ch->stats().batched_calls;
   for (auto& t : followers) t.join();
   leader.join();
   EXPECT_EQ(bad.load(), 0);
@@ -772,12 +770,12 @@ TEST_P(SyncHoldTest, SyncCallersJoinTheOpenBatchOnlyWithTheHold) {
   EXPECT_EQ(st.batched_calls, 5u);
   EXPECT_EQ(st.flushes_timeout, 0u);
   if (hold) {
-    EXPECT_FALSE(sent_while_leader_out);
+    EXPECT_EQ(sent_while_leader_out, 2u);  // The first call and the leader.
     EXPECT_EQ(st.batches, 3u);
     EXPECT_EQ(st.batches_plain, 2u);  // The first two, alone.
     EXPECT_EQ(st.flushes_idle, 3u);
   } else {
-    EXPECT_TRUE(sent_while_leader_out);
+    EXPECT_EQ(sent_while_leader_out, 5u);
   }
 }
 
