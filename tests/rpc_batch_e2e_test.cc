@@ -622,6 +622,8 @@ TEST_F(BatchMechanismTest, EveryFlushTriggerIsCounted) {
   EXPECT_EQ(delta(before, ch->stats()), (V{0, 1, 0, 0}));
   ASSERT_TRUE(PollUntil(ch.get(), done, 6));
   EXPECT_EQ(delta(before, ch->stats()), (V{0, 1, 0, 1}));
+  // Each went alone, so each as a plain request (not served as a batch).
+  EXPECT_EQ(ch->stats().batches_plain - before.batches_plain, 2u);
 
   // Idle, behind a late batch: X keeps the server 300 ms; Y, held behind
   // it at first, goes as soon as X has been out two typical turnarounds
