@@ -134,9 +134,9 @@ DEFINE_string(sync_points, "off,fixed,auto",
 DEFINE_int32(sync_idle_in_flight, -1,
              "Sync mode: ChannelOptions::batch_idle_in_flight of the batched "
              "points; < 0 keeps the library default.");
-DEFINE_bool(sync_hold, false,
-            "Sync mode: ChannelOptions::batch_hold_sync of the batched points "
-            "(sync callers wait behind batches in flight).");
+DEFINE_bool(sync_combine, false,
+            "Sync mode: ChannelOptions::batch_sync_combine of the batched "
+            "points (sync callers wait for company).");
 DEFINE_string(sync_mode, "hybrid",
               "Sync mode: RpcMode of every point (the library default: "
               "hybrid).");
@@ -467,7 +467,7 @@ SyncPoint RunSync(const std::string& address, int threads, BatchMode batch) {
   if (FLAGS_sync_idle_in_flight >= 0) {
     opts.batch_idle_in_flight = FLAGS_sync_idle_in_flight;
   }
-  opts.batch_hold_sync = FLAGS_sync_hold;
+  opts.batch_sync_combine = FLAGS_sync_combine;
   absl::StatusOr<std::unique_ptr<Channel>> made = Channel::Create(address, opts);
   CHECK(made.ok()) << made.status();
   Channel* ch = made->get();
@@ -545,13 +545,13 @@ void SyncMode(const std::string& address) {
       "# sync mode provider=%s mode=%s size=%d: threads share one channel, "
       "closed loop; %d rounds of %.1f s per point, order rotating; library "
       "defaults otherwise (T=%s, batch_idle_in_flight=%d, "
-      "batch_hold_sync=%d)\n",
+      "batch_sync_combine=%d)\n",
       FLAGS_provider.c_str(), FLAGS_sync_mode.c_str(), FLAGS_size,
       FLAGS_sync_rounds, FLAGS_sync_seconds,
       absl::FormatDuration(ChannelOptions().batch_timeout).c_str(),
       FLAGS_sync_idle_in_flight >= 0 ? FLAGS_sync_idle_in_flight
                                      : ChannelOptions().batch_idle_in_flight,
-      FLAGS_sync_hold ? 1 : 0);
+      FLAGS_sync_combine ? 1 : 0);
   std::printf("%-8s %7s %-10s %5s %12s %8s %8s %8s %7s %8s %8s %8s %8s %5s %5s\n",
               "provider", "threads", "batch", "round", "calls/s", "p50_us",
               "p95_us", "p99_us", "c/batch", "fl_N", "fl_L", "fl_T", "fl_idle",

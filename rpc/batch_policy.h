@@ -27,15 +27,15 @@ enum class FlushReason { kNone, kEntries, kBytes, kTimeout, kIdle };
 // way.
 class FlushPolicy {
  public:
-  // idle_in_flight <= 0 turns the idle flush off; hold_sync: batches with a
-  // sync call wait behind batches in flight too (see WhenIdle).
+  // idle_in_flight <= 0 turns the idle flush off; sync_combine: batches
+  // with a sync call wait for company too (see WhenIdle).
   FlushPolicy(int max_entries, size_t max_bytes, absl::Duration timeout,
-              int idle_in_flight = 0, bool hold_sync = false)
+              int idle_in_flight = 0, bool sync_combine = false)
       : max_entries_(max_entries),
         max_bytes_(max_bytes),
         timeout_ns_(absl::ToInt64Nanoseconds(timeout)),
         idle_in_flight_(idle_in_flight),
-        hold_sync_(hold_sync) {}
+        sync_combine_(sync_combine) {}
 
   // Before adding an entry of `entry_bytes` to a batch of `entries` entries
   // and `bytes` payload bytes: kBytes if the batch must go first because
@@ -75,33 +75,34 @@ class FlushPolicy {
 
   // When a caller is about to wait while the batch is open (a sync caller
   // whose call just went into it; any round of the poller that drives the
-  // connection): kIdle if the batch holds entries, no caller is in the
-  // middle of adding one, and no batch in flight is worth waiting for.
-  // Waiting longer would wait for company that is not coming, except that
-  // of a batch in flight: its callers come back when it returns and join
-  // the open batch meanwhile (sync callers of many threads combine this
-  // way, as Nagle's algorithm combines small segments while one is
-  // unacknowledged).
+  // connection): kIdle if the batch holds entries and no company worth
+  // waiting for is on its way:
   //
-  // * Adders are waited for only while the batch is younger than
-  //   kAdderWaitNs: one descheduled on its way in (milliseconds on a busy
-  //   host) must not hold everyone else's batch until T.
-  // * Batches in flight are waited for while there are idle_in_flight of
-  //   them or more, and only until the oldest has been out kHoldTurnarounds
-  //   typical turnarounds: a batch that late is stuck behind a slow handler
-  //   or a descheduled server, and the open batch is better off waiting at
-  //   the server beside it (a worker serves every published slot of a
-  //   connection in one scan) than behind it for another round trip.
-  //   A batch with a sync call in it is held so only with hold_sync: its
-  //   caller is blocked, and the hold costs it up to a round trip, which
-  //   pays only where the callers run in parallel and the server is the
-  //   bottleneck (on time-sliced cores nobody joins meanwhile).
+  // * Callers in the middle of adding a call, while the batch is younger
+  //   than kAdderWaitNs: an adder descheduled on its way in (milliseconds on
+  //   a busy host) must not hold everyone else's batch until T. The last
+  //   of a group of adders sends the batch (flat combining).
+  // * Batches in flight, while there are idle_in_flight of them or more and
+  //   the oldest has been out less than kHoldTurnarounds typical
+  //   turnarounds: their callers come back and join the open batch
+  //   (pipelined async load fills its batches this way, and sync callers of
+  //   many threads combine as Nagle's algorithm combines small segments
+  //   while one is unacknowledged). A batch that late is stuck behind a slow
+  //   handler or a descheduled server, and the open batch is better off
+  //   waiting at the server beside it (a worker serves every published slot
+  //   of a connection in one scan) than behind it for another round trip.
+  //
+  // A batch with a sync call in it waits for either only with sync_combine:
+  // its caller is blocked and pays every wait, which pays back only where
+  // the other callers run in parallel and the server or fabric is the
+  // bottleneck; where they are time-sliced nobody joins meanwhile.
   static constexpr int64_t kAdderWaitNs = 5000;
   static constexpr int kHoldTurnarounds = 2;
   FlushReason WhenIdle(const IdleState& s) const {
     if (s.entries <= 0 || idle_in_flight_ <= 0) return FlushReason::kNone;
+    if (s.sync && !sync_combine_) return FlushReason::kIdle;
     if (s.adding > 0 && s.open_age_ns < kAdderWaitNs) return FlushReason::kNone;
-    if ((!s.sync || hold_sync_) && s.in_flight >= idle_in_flight_ &&
+    if (s.in_flight >= idle_in_flight_ &&
         s.oldest_in_flight_age_ns < kHoldTurnarounds * s.turnaround_ns) {
       return FlushReason::kNone;
     }
@@ -112,14 +113,14 @@ class FlushPolicy {
   size_t max_bytes() const { return max_bytes_; }
   int64_t timeout_ns() const { return timeout_ns_; }
   int idle_in_flight() const { return idle_in_flight_; }
-  bool hold_sync() const { return hold_sync_; }
+  bool sync_combine() const { return sync_combine_; }
 
  private:
   int max_entries_;
   size_t max_bytes_;
   int64_t timeout_ns_;
   int idle_in_flight_;
-  bool hold_sync_;
+  bool sync_combine_;
 };
 
 // The automatic batch sizer: paper §4.2, with refinements.

@@ -168,16 +168,19 @@ TEST(FlushPolicyTest, IdleFlushWhenNobodyAddsAndNothingIsComingBack) {
   EXPECT_EQ(p.WhenIdle(Idle(1, 1, FlushPolicy::kAdderWaitNs, 1, 10, 1000)),
             FlushReason::kNone);
 
-  // A batch with a sync call in it is not held behind batches in flight
-  // (its caller is blocked) unless hold_sync...
+  // A batch with a sync call in it (its caller is blocked) waits for
+  // nobody unless sync_combine: neither behind batches in flight...
   FlushPolicy::IdleState sync = Idle(1, 0, 0, 1, 10, 1000);
   sync.sync = true;
   EXPECT_EQ(p.WhenIdle(sync), FlushReason::kIdle);
-  FlushPolicy hold(16, 2048, absl::Milliseconds(5), 1, /*hold_sync=*/true);
-  EXPECT_EQ(hold.WhenIdle(sync), FlushReason::kNone);
-  // ...but it still waits for adders.
-  sync.adding = 1;
-  EXPECT_EQ(p.WhenIdle(sync), FlushReason::kNone);
+  FlushPolicy combine(16, 2048, absl::Milliseconds(5), 1,
+                      /*sync_combine=*/true);
+  EXPECT_EQ(combine.WhenIdle(sync), FlushReason::kNone);
+  // ...nor for adders.
+  sync = Idle(1, 1, 0, 0);
+  sync.sync = true;
+  EXPECT_EQ(p.WhenIdle(sync), FlushReason::kIdle);
+  EXPECT_EQ(combine.WhenIdle(sync), FlushReason::kNone);
 
   // Two batches may be in flight before the idle flush holds.
   FlushPolicy two(16, 2048, absl::Milliseconds(5), 2);

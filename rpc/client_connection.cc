@@ -405,10 +405,10 @@ bool ClientConnection::IdleLocked(int entries, bool sync, int64_t first_ns,
   st.adding = adding_.load(std::memory_order_relaxed);
   st.in_flight = batches_in_flight_;
   st.turnaround_ns = static_cast<int64_t>(turnaround_ns_);
-  // Ages matter only while someone is adding or a hold may apply: the
-  // clock is read (and the slots scanned) only then.
-  if (st.adding > 0 || ((!sync || flush_.hold_sync()) &&
-                        st.in_flight >= flush_.idle_in_flight())) {
+  // Ages matter only while a wait may apply: the clock is read (and the
+  // slots scanned) only then.
+  if ((!sync || flush_.sync_combine()) &&
+      (st.adding > 0 || st.in_flight >= flush_.idle_in_flight())) {
     if (*now == 0) *now = NowNs();
     st.open_age_ns = first_ns == 0 ? 0 : *now - first_ns;
     int64_t oldest = *now;

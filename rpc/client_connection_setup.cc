@@ -37,7 +37,7 @@ ClientConnection::ClientConnection(ChannelOptions options,
                                    options_.switch_back_ratio}),
       flush_(std::max(1, options_.batch_size), options_.batch_bytes,
              options_.batch_timeout, options_.batch_idle_in_flight,
-             options_.batch_hold_sync),
+             options_.batch_sync_combine),
       sizer_(AutoBatchSizer::Options{
           options_.latency_limit, options_.latency_alpha,
           std::max(1, options_.sizer_window), 1, 128,

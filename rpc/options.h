@@ -112,13 +112,18 @@ struct ChannelOptions {
   // batches. 0 turns the idle flush off (N, L and T only, as in the paper).
   // Default: 1.
   int batch_idle_in_flight = 1;
-  // Batches with a sync call wait behind batches in flight too
-  // (leader/follower: sync callers of many threads join the open batch
-  // while one batch is out). Pays where those threads run in parallel and
-  // the server is the bottleneck; costs each held caller up to a round trip
-  // where they are time-sliced (measured on 2 cores: 4 sync threads at 0.3x
-  // to 0.8x of batch off, against ~1.0x without). Default: false.
-  bool batch_hold_sync = false;
+  // Sync callers of many threads combine: a batch with a sync call waits
+  // for company as a batch of async calls does, for callers in the middle
+  // of adding (flat combining; up to 5 us) and behind batches in flight
+  // (leader/follower; until the oldest is late). Off, a sync caller's batch
+  // goes the moment its caller would wait, and a lone sync call takes the
+  // unbatched path. Combining pays where those threads run in parallel and
+  // the server or fabric is the bottleneck; where they are time-sliced
+  // nobody joins meanwhile and every wait is the blocked caller's (on the
+  // 2-core development machine: 4 sync threads never formed a batch of two
+  // either way, at 0.7x to 1.0x of batch-off calls/s with it, ~1.0x without;
+  // benchmarks/RESULTS.md). Default: false.
+  bool batch_sync_combine = false;
   // Requests in flight per connection (batches are pipelined up to this); a
   // batched call stops counting when its result part arrives, not when the
   // whole batch is done. Async calls past it wait in a queue

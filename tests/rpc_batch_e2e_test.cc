@@ -714,24 +714,24 @@ TEST_F(BatchMechanismTest, BatchSizeOneFlushesAtOnce) {
   }
 }
 
-// Leader/follower combining (batch_hold_sync): while one sync caller's
+// Leader/follower combining (batch_sync_combine): while one sync caller's
 // batch is in flight, and not late, three more sync callers join the open
 // batch; it goes as the first returns. A first call (the server sleeps 1 s
 // in it) teaches the connection that its batches take that long, so the
-// leader's (1 s too) is not late while the followers join. Without the hold
-// each follower goes at once, while the leader is still out (the default:
-// a blocked caller is not held).
-class SyncHoldTest : public BatchMechanismTest,
-                     public ::testing::WithParamInterface<bool> {};
+// leader's (1 s too) is not late while the followers join. Without
+// combining each follower goes at once, while the leader is still out (the
+// default: a blocked caller waits for nobody).
+class SyncCombineTest : public BatchMechanismTest,
+                        public ::testing::WithParamInterface<bool> {};
 
-TEST_P(SyncHoldTest, SyncCallersJoinTheOpenBatchOnlyWithTheHold) {
-  const bool hold = GetParam();
+TEST_P(SyncCombineTest, SyncCallersJoinTheOpenBatchOnlyWhenCombining) {
+  const bool combine = GetParam();
   ChannelOptions opts;
   opts.batch = BatchMode::kFixed;
   opts.batch_size = 16;
   opts.batch_timeout = absl::Hours(1);
   opts.batch_idle_in_flight = 1;
-  opts.batch_hold_sync = hold;
+  opts.batch_sync_combine = combine;
   std::unique_ptr<Channel> ch = Connect(opts);
   ASSERT_NE(ch, nullptr);
   std::atomic<int> bad{0};
@@ -771,7 +771,7 @@ TEST_P(SyncHoldTest, SyncCallersJoinTheOpenBatchOnlyWithTheHold) {
   const ChannelStats st = ch->stats();
   EXPECT_EQ(st.batched_calls, 5u);
   EXPECT_EQ(st.flushes_timeout, 0u);
-  if (hold) {
+  if (combine) {
     EXPECT_EQ(sent_while_leader_out, 2u);  // The first call and the leader.
     EXPECT_EQ(st.batches, 3u);
     EXPECT_EQ(st.batches_plain, 2u);  // The first two, alone.
@@ -781,9 +781,9 @@ TEST_P(SyncHoldTest, SyncCallersJoinTheOpenBatchOnlyWithTheHold) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Hold, SyncHoldTest, ::testing::Bool(),
+INSTANTIATE_TEST_SUITE_P(Combine, SyncCombineTest, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& info) {
-                           return info.param ? "hold_sync" : "no_hold";
+                           return info.param ? "combine" : "no_combine";
                          });
 
 // The auto sizer decides within a bounded time for a slow caller: 120 sync

@@ -41,9 +41,9 @@ DEFINE_int32(rfrpc_batch_idle_in_flight, kChannelDefaults.batch_idle_in_flight,
              "Idle flush: send an open batch nobody is adding to as soon as a "
              "caller would wait for it, while fewer than this many batches "
              "are in flight; 0: N, L and T only.");
-DEFINE_bool(rfrpc_batch_hold_sync, kChannelDefaults.batch_hold_sync,
-            "Idle flush: batches with a sync call wait behind batches in "
-            "flight too (leader/follower combining of sync threads).");
+DEFINE_bool(rfrpc_batch_sync_combine, kChannelDefaults.batch_sync_combine,
+            "Idle flush: batches with a sync call wait for company too "
+            "(callers adding, batches in flight): sync threads combine.");
 DEFINE_int32(rfrpc_max_outstanding, kChannelDefaults.max_outstanding,
              "Requests in flight per connection.");
 DEFINE_int64(rfrpc_latency_limit_us,
@@ -149,7 +149,7 @@ absl::Status ApplyChannelFlags(ChannelOptions* o) {
   o->batch_bytes = FLAGS_rfrpc_batch_bytes;
   o->batch_timeout = absl::Microseconds(FLAGS_rfrpc_batch_timeout_us);
   o->batch_idle_in_flight = FLAGS_rfrpc_batch_idle_in_flight;
-  o->batch_hold_sync = FLAGS_rfrpc_batch_hold_sync;
+  o->batch_sync_combine = FLAGS_rfrpc_batch_sync_combine;
   o->max_outstanding = FLAGS_rfrpc_max_outstanding;
   o->latency_limit = absl::Microseconds(FLAGS_rfrpc_latency_limit_us);
   o->latency_alpha = FLAGS_rfrpc_latency_alpha;

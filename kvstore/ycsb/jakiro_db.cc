@@ -40,7 +40,7 @@ constexpr const char* kKnown[] = {
     "jakiro.connect_retry_ms", "jakiro.shared_client",
     "jakiro.print_stats",      "jakiro.progress_thread",
     "jakiro.fetch_miss_target", "jakiro.batch_idle_in_flight",
-    "jakiro.batch_hold_sync",
+    "jakiro.batch_sync_combine",
 };
 
 // Reads an integer property in [min, max] into *out if set.
@@ -201,7 +201,7 @@ absl::StatusOr<JakiroDbOptions> JakiroDbOptions::FromProperties(
   o.shared_client = c.batch != BatchMode::kOff;
   s = BoolProperty(p, "jakiro.shared_client", &o.shared_client);
   if (!s.ok()) return s;
-  s = BoolProperty(p, "jakiro.batch_hold_sync", &c.batch_hold_sync);
+  s = BoolProperty(p, "jakiro.batch_sync_combine", &c.batch_sync_combine);
   if (!s.ok()) return s;
   s = BoolProperty(p, "jakiro.print_stats", &o.print_stats);
   if (!s.ok()) return s;

@@ -41,8 +41,10 @@
 //                           goes as soon as a caller would wait for it,
 //                           while fewer than this many batches are in
 //                           flight; 0: N, L and T only. Default: 1
-//   jakiro.batch_hold_sync  true: batches of sync calls wait behind batches
-//                           in flight too (leader/follower). Default: false
+//   jakiro.batch_sync_combine
+//                           true: batches of sync calls wait for company too
+//                           (callers adding, batches in flight), so sync
+//                           threads combine. Default: false
 //   jakiro.max_outstanding  Default: 256
 //   jakiro.latency_limit_us auto sizer bound. Default: 100
 //   jakiro.latency_alpha    auto sizer alpha. Default: 0.05
