@@ -230,6 +230,7 @@ absl::Status ClientConnection::StartLocked(
   if (alone) {
     // A batch of one sent as the plain request it is (AddToBatchLocked):
     // in flight for the idle flush, as the batch it stands for.
+    call->alone = true;
     slot.in_flight_counted = true;
     ++batches_in_flight_;
     NoteOutstandingLocked();
@@ -644,9 +645,10 @@ void ClientConnection::FinishCall(PendingCall* call, absl::Status status,
                                   std::vector<PendingCall*>* finished) {
   if (!status.ok()) {
     counters_->calls_failed.fetch_add(1, std::memory_order_relaxed);
-  } else if (call->sync && options_.batch == BatchMode::kAuto) {
+  } else if (call->sync && options_.batch == BatchMode::kAuto && !call->alone) {
     // A sync caller returns as soon as it sees `finished`; an async call's
-    // latency is taken when its callback runs (RecordLatencies).
+    // latency is taken when its callback runs (RecordLatencies). A call that
+    // never waited in a batch tells nothing about N.
     const int64_t now = NowNs();
     const int64_t latency = now - call->start_ns;
     RecordLatenciesLocked(absl::MakeConstSpan(&latency, 1), now);

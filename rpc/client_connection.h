@@ -57,6 +57,9 @@ struct PendingCall {
   // For async calls that waited for a slot: the serialized request.
   std::string queued_request;
   bool sync = false;
+  // Batching: sent as a plain request without waiting in a batch (a lone
+  // sync call): its latency owes nothing to N, so the auto sizer skips it.
+  bool alone = false;
 
   // Results.
   absl::Status status;

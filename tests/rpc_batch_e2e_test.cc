@@ -786,11 +786,12 @@ INSTANTIATE_TEST_SUITE_P(Combine, SyncCombineTest, ::testing::Bool(),
                            return info.param ? "combine" : "no_combine";
                          });
 
-// The auto sizer decides within a bounded time for a slow caller: 120 sync
-// calls, one a millisecond, do not fill one 1000-call window, but a 50 ms
-// window ends anyway, and with every call far under l_limit N grows.
-// Without the max window time there would be no decision in the run.
-TEST_F(BatchMechanismTest, AutoSizerDecidesForASlowSyncCaller) {
+// The auto sizer decides within a bounded time for a slow caller: 120
+// async calls, one a millisecond, each awaited (every one flushed idle,
+// alone in its batch), do not fill one 1000-call window, but a 50 ms window
+// ends anyway, and with every call far under l_limit N grows. Without the
+// max window time there would be no decision in the run.
+TEST_F(BatchMechanismTest, AutoSizerDecidesForASlowCaller) {
   ChannelOptions opts;
   opts.batch = BatchMode::kAuto;
   opts.batch_size = 4;
@@ -801,17 +802,21 @@ TEST_F(BatchMechanismTest, AutoSizerDecidesForASlowSyncCaller) {
   std::unique_ptr<Channel> ch = Connect(opts);
   ASSERT_NE(ch, nullptr);
   const absl::Time start = absl::Now();
+  std::atomic<int> done{0};
   int calls = 0;
   while (absl::Now() - start < absl::Milliseconds(120) || calls < 10) {
-    TestRequest req;
-    req.set_id(calls);
-    TestResponse resp;
-    ASSERT_TRUE(CallEcho(ch.get(), nullptr, req, &resp).ok());
-    ASSERT_EQ(resp.id(), static_cast<uint64_t>(calls));
+    EchoAsync(ch.get(), calls, 8, 0, &done);
     ++calls;
+    ASSERT_TRUE(WaitForCount(done, calls, absl::Seconds(30)));
     absl::SleepFor(absl::Milliseconds(1));
   }
   ASSERT_LT(calls, 1000);
+  EXPECT_EQ(bad_.load(), 0);
+  // The sizer is fed once the callbacks have run.
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  while (ch->stats().sizer_adjustments == 0 && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
   EXPECT_GE(ch->stats().sizer_adjustments, 1u);
   EXPECT_GT(ch->batch_size(), 4);
 }
