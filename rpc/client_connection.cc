@@ -173,12 +173,33 @@ int ClientConnection::BatchSizeNow() const {
                                             : std::max(1, options_.batch_size);
 }
 
+bool ClientConnection::SendAloneLocked(const PendingCall* call, size_t size) {
+  // A sync caller about to open a batch that the idle flush would send at
+  // once, alone: it goes as the plain request it is, on the unbatched path
+  // (nothing to share the batch framing with). Not in adaptive mode, whose
+  // slots must carry batches only: its publish WRITEs the 16-byte header
+  // after the payload and tail, and a WRITE orders only its last 8 bytes,
+  // so the server may read the new head word with the previous request's
+  // aux, flags and method_id, which are then a plain request's.
+  if (!call->sync || open_ >= 0 || options_.batch == BatchMode::kAdaptive ||
+      outstanding_ >= options_.max_outstanding ||
+      wire::EntryBytes(size) > layout_.RequestPayloadCapacity()) {
+    return false;  // AddToBatchLocked takes it (or reports why not).
+  }
+  int64_t now = 0;
+  return IdleLocked(/*entries=*/1, /*sync=*/true, /*first_ns=*/0, &now);
+}
+
 absl::Status ClientConnection::StartLocked(
     PendingCall* call, const char* serialized,
-    const google::protobuf::MessageLite* request, size_t size, bool alone) {
+    const google::protobuf::MessageLite* request, size_t size) {
   if (!status_.ok()) return status_;
-  if (batching() && !alone) {
-    return AddToBatchLocked(call, serialized, request, size);
+  bool alone = false;
+  if (batching()) {
+    if (!SendAloneLocked(call, size)) {
+      return AddToBatchLocked(call, serialized, request, size);
+    }
+    alone = true;
   }
   if (size > layout_.RequestPayloadCapacity()) {
     return absl::InvalidArgumentError(
@@ -228,10 +249,13 @@ absl::Status ClientConnection::StartLocked(
   ++outstanding_;
   if (!call->sync) ++async_slots_;
   if (alone) {
-    // A batch of one sent as the plain request it is (AddToBatchLocked):
-    // in flight for the idle flush, as the batch it stands for.
+    // A batch of one sent as the plain request it is (SendAloneLocked): in
+    // flight for the idle flush, as the batch it stands for.
     call->alone = true;
     slot.in_flight_counted = true;
+    // Its turnaround matters only to batches of sync calls waiting behind
+    // it (sync_combine): the clock is not read for it otherwise.
+    slot.timed = flush_.sync_combine();
     ++batches_in_flight_;
     NoteOutstandingLocked();
     counters_->batches_plain.fetch_add(1, std::memory_order_relaxed);
@@ -271,19 +295,6 @@ absl::Status ClientConnection::AddToBatchLocked(
   if (outstanding_ >= options_.max_outstanding) {
     return absl::ResourceExhaustedError(
         "max_outstanding requests already in flight on the connection");
-  }
-  if (call->sync && open_ < 0 && options_.batch != BatchMode::kAdaptive) {
-    // A sync caller about to open a batch that the idle flush would send
-    // at once, alone: send it as the plain request it is, on the unbatched
-    // path (nothing to share the batch framing with). Not in adaptive mode,
-    // whose slots must carry batches only: its publish WRITEs the 16-byte
-    // header after the payload and tail, and a WRITE orders only its last
-    // 8 bytes, so the server may read the new head word with the previous
-    // request's aux, flags and method_id, which are then a plain request's.
-    int64_t now = 0;
-    if (IdleLocked(/*entries=*/1, /*sync=*/true, /*first_ns=*/0, &now)) {
-      return StartLocked(call, serialized, request, size, /*alone=*/true);
-    }
   }
   if (open_ >= 0) {
     const Slot& o = slots_[open_];
@@ -471,6 +482,7 @@ void ClientConnection::PublishLocked(uint32_t s, int64_t now) {
   open_ = -1;
   slot.publish_pending = false;
   slot.in_flight_counted = true;
+  slot.timed = true;
   ++batches_in_flight_;  // Until FreeSlot.
   char* buf = staging(s);
   slot.seq = wire::NextSeq(slot.seq);
@@ -597,6 +609,7 @@ void ClientConnection::FreeSlot(uint32_t s) {
                              : 1;
   if (slot.in_flight_counted) {
     slot.in_flight_counted = false;
+    slot.timed = false;
     --batches_in_flight_;
   }
   slot.call = nullptr;
@@ -755,7 +768,7 @@ void ClientConnection::Complete(uint32_t s, const char* payload,
     options_.on_result(static_cast<uint32_t>(wire::FramedBytes(view.size)),
                        absl::Nanoseconds(server_ns));
   }
-  if (slot.in_flight_counted && slot.part_offset == 0) {
+  if (slot.timed && slot.part_offset == 0) {
     // The batcher's turnaround (publish to first result), tracked near its
     // lower envelope as rtt_ns_ is: how long a batch in flight is worth
     // waiting for (FlushPolicy::WhenIdle).

@@ -205,6 +205,7 @@ class ClientConnection {
     // Sent by the batcher (a batch, or a batch of one sent plain) and
     // counted in batches_in_flight_ until FreeSlot.
     bool in_flight_counted = false;
+    bool timed = false;  // Its turnaround feeds turnaround_ns_.
     bool has_sync = false;  // The open batch holds a sync call.
   };
 
@@ -214,11 +215,15 @@ class ClientConnection {
 
   ClientConnection(ChannelOptions options, ChannelCounters* counters);
 
-  // Starts `call`: into the open batch when batching, else (or `alone`: a
-  // batch of one the batcher sends at once) as a plain request.
+  // Starts `call`: into the open batch when batching (unless it goes
+  // alone, SendAloneLocked), else as a plain request.
   absl::Status StartLocked(PendingCall* call, const char* serialized,
                            const google::protobuf::MessageLite* request,
-                           size_t size, bool alone = false)
+                           size_t size) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Batching: whether `call` (of `size` bytes) goes as a batch of one sent
+  // at once, as a plain request (a sync call that opens a batch the idle
+  // flush would send at once).
+  bool SendAloneLocked(const PendingCall* call, size_t size)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status AddToBatchLocked(PendingCall* call, const char* serialized,
                                 const google::protobuf::MessageLite* request,
