@@ -120,9 +120,10 @@ struct ChannelOptions {
   // unbatched path. Combining pays where those threads run in parallel and
   // the server or fabric is the bottleneck; where they are time-sliced
   // nobody joins meanwhile and every wait is the blocked caller's (on the
-  // 2-core development machine: 4 sync threads never formed a batch of two
-  // either way, at 0.7x to 1.0x of batch-off calls/s with it, ~1.0x without;
-  // benchmarks/RESULTS.md). Default: false.
+  // 2-core development machine 4 sync threads averaged 1.00 to 1.08 calls
+  // a batch either way, at 0.26x to 1.06x of batch-off calls/s with it
+  // (most runs 0.7x to 0.9x), 0.95x to 1.21x without; benchmarks/RESULTS.md).
+  // Default: false.
   bool batch_sync_combine = false;
   // Requests in flight per connection (batches are pipelined up to this); a
   // batched call stops counting when its result part arrives, not when the
