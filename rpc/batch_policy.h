@@ -197,8 +197,8 @@ class FlushPolicy {
 //
 // With proportional_steps = false, holdoff_windows = 0, shrink_windows = 1,
 // min_window_duration = 0 and max_window_duration = 0 (the Options defaults
-// but the first and the third) this is the paper's rule exactly. N stays within [min_size,
-// max_size].
+// but the first and the third) this is the paper's rule exactly. N stays
+// within [min_size, max_size].
 //
 // Usage (one per connection, under the connection's lock):
 //   AutoBatchSizer::Options o;

@@ -99,8 +99,7 @@ struct ChannelOptions {
   // L: a batch is flushed before its payload would exceed this. Default: 2048.
   uint32_t batch_bytes = 2048;
   // T: a batch is flushed this long after its first request. Default: 5 ms.
-  // With the idle flush on, an upper bound that a batch reaches only while
-  // batches are in flight and callers keep adding (docs/rpc.md).
+  // With the idle flush on, only an upper bound (docs/rpc.md).
   absl::Duration batch_timeout = absl::Milliseconds(5);
   // Idle flush: the open batch is sent as soon as a caller would otherwise
   // wait for it (a sync caller whose call is in it, or the poller driving
@@ -143,9 +142,9 @@ struct ChannelOptions {
   int sizer_window = 1000;
   absl::Duration sizer_min_window = absl::Milliseconds(10);
   // A sizer window this old ends at its next call even if it holds fewer
-  // than sizer_window calls, so a slow caller (e.g. one sync thread at a
-  // few hundred calls a second) still gets a decision this often; zero:
-  // windows end on their call count only (the paper). Default: 50 ms.
+  // than sizer_window calls, so a slow caller (a few hundred calls a
+  // second) still gets a decision this often; zero: windows end on their
+  // call count only (the paper). Default: 50 ms.
   absl::Duration sizer_max_window = absl::Milliseconds(50);
   // Steps to the size the window's latency quantiles point at (bounded to
   // halving / doubling) instead of the paper's -1 / +1. Default: true.
