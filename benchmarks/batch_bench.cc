@@ -39,6 +39,21 @@
 //   bazel run //benchmarks:batch_bench -- --batch_sizes=2,4,8,16,32,64,96
 //       --auto_limits_us=20,50,100 --csv
 //
+// Sync mode (--sync_threads=1,4, issue 16): synchronous callers, every
+// thread on ONE shared channel, closed loop (the next call when the last
+// returns), as an application that turns batching on without restructuring
+// itself. Per thread count, batch off, fixed --sync_batch_size and auto at
+// --sync_limit_us run interleaved for --sync_rounds rounds (the order
+// rotating), with the library defaults otherwise (T = 5 ms); it prints each
+// round, then medians with min/max, each batched point's ratio to the batch-
+// off point of the same round (median [min, max]), and the targets on those
+// paired medians: 1 thread, batch on >= 90% of batch-off calls/s and p50 <=
+// 1.2x; 4 threads, batch on >= batch off calls/s; and auto's median p95 <=
+// l_limit. --sweep=false skips the async sweep.
+//
+//   bazel run -c opt //benchmarks:batch_bench -- --sweep=false
+//       --sync_threads=1,4 --sync_rounds=5
+//
 // Same-host shm figures; Soft-RoCE VM figures show correctness, not speed.
 
 #include <algorithm>
@@ -101,6 +116,30 @@ DEFINE_int32(final_rounds, 3,
              "its bound in the sweep are re-measured alternately this many "
              "times; medians compared (0: verdict from the sweep alone).");
 DEFINE_bool(csv, false, "Print CSV rows instead of a table.");
+DEFINE_bool(sweep, true,
+            "Run the pipelined async sweep (baseline, fixed, auto, adaptive).");
+DEFINE_string(sync_threads, "",
+              "Sync mode: client thread counts, all threads on one channel, "
+              "each making sync calls in a closed loop; batch off vs fixed "
+              "--sync_batch_size vs auto --sync_limit_us, interleaved. Empty: "
+              "no sync mode.");
+DEFINE_int32(sync_rounds, 5, "Sync mode: rounds of {off, fixed, auto}.");
+DEFINE_double(sync_seconds, 1.0, "Sync mode: measured seconds per point.");
+DEFINE_double(sync_warmup_seconds, 0.3, "Sync mode: unmeasured warm-up.");
+DEFINE_int32(sync_batch_size, 16, "Sync mode: N of the fixed point.");
+DEFINE_int32(sync_limit_us, 20, "Sync mode: l_limit of the auto point.");
+DEFINE_string(sync_points, "off,fixed,auto",
+              "Sync mode: the points to run (off, fixed, auto); the targets "
+              "need off.");
+DEFINE_int32(sync_idle_in_flight, -1,
+             "Sync mode: ChannelOptions::batch_idle_in_flight of the batched "
+             "points; < 0 keeps the library default.");
+DEFINE_bool(sync_combine, false,
+            "Sync mode: ChannelOptions::batch_sync_combine of the batched "
+            "points (sync callers wait for company).");
+DEFINE_string(sync_mode, "hybrid",
+              "Sync mode: RpcMode of every point (the library default: "
+              "hybrid).");
 DEFINE_string(sizer_trace_csv, "",
               "Auto points: append the sizer's state every driver tick "
               "(l_limit_us,phase,t_ms,batch_size,k,adjustments,inflight) "
@@ -248,6 +287,7 @@ Point Run(const std::string& address, const Config& cfg) {
         // The paper's rule: windows of sizer_window calls, shrink at once.
         opts.sizer_shrink_windows = 1;
         opts.sizer_min_window = absl::ZeroDuration();
+        opts.sizer_max_window = absl::ZeroDuration();
       }
       if (FLAGS_sizer_window > 0) opts.sizer_window = FLAGS_sizer_window;
       if (FLAGS_sizer_min_window_ms >= 0) {
@@ -390,6 +430,229 @@ void Print(const Config& c, const Point& p) {
   std::fflush(stdout);
 }
 
+
+// ---- Sync mode ----
+
+struct SyncPoint {
+  double ops = 0, p50 = 0, p95 = 0, p99 = 0;
+  double calls_per_batch = 0;
+  uint64_t failed = 0;
+  // Flushes during the measured span, by trigger.
+  uint64_t full = 0, bytes = 0, timeout = 0, idle = 0;
+  int final_batch_size = 0;
+};
+
+std::string SyncName(BatchMode b) {
+  switch (b) {
+    case BatchMode::kOff:
+      return "off";
+    case BatchMode::kFixed:
+      return absl::StrFormat("fixed%d", FLAGS_sync_batch_size);
+    default:
+      return absl::StrFormat("auto%dus", FLAGS_sync_limit_us);
+  }
+}
+
+// `threads` threads on one channel, each calling Echo synchronously in a
+// closed loop; every reply is checked (id and payload).
+SyncPoint RunSync(const std::string& address, int threads, BatchMode batch) {
+  absl::StatusOr<RpcMode> mode = ParseRpcMode(FLAGS_sync_mode);
+  CHECK(mode.ok()) << mode.status();
+  ChannelOptions opts;  // Library defaults but for these.
+  opts.provider = FLAGS_provider;
+  opts.mode = *mode;
+  opts.batch = batch;
+  opts.batch_size = FLAGS_sync_batch_size;
+  opts.latency_limit = absl::Microseconds(FLAGS_sync_limit_us);
+  if (FLAGS_sync_idle_in_flight >= 0) {
+    opts.batch_idle_in_flight = FLAGS_sync_idle_in_flight;
+  }
+  opts.batch_sync_combine = FLAGS_sync_combine;
+  absl::StatusOr<std::unique_ptr<Channel>> made = Channel::Create(address, opts);
+  CHECK(made.ok()) << made.status();
+  Channel* ch = made->get();
+  std::atomic<bool> measure{false}, stop{false};
+  std::atomic<uint64_t> failed{0};
+  std::vector<std::vector<double>> lat(threads);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      static const uint32_t kMethod = MethodId(testing::kEchoMethod);
+      testing::TestRequest req;
+      req.set_payload(std::string(FLAGS_size, 'p'));
+      testing::TestResponse resp;
+      std::vector<double>& mine = lat[t];
+      mine.reserve(1 << 20);
+      uint64_t id = uint64_t{static_cast<uint32_t>(t)} << 40;
+      const bench::TickClock& ticks = bench::ProcessTicks();
+      while (!stop.load(std::memory_order_relaxed)) {
+        req.set_id(++id);
+        const uint64_t t0 = ticks.Now();
+        absl::Status s = ch->Call(kMethod, req, &resp, nullptr);
+        const uint64_t t1 = ticks.Now();
+        if (!s.ok() || resp.id() != id || resp.payload() != req.payload()) {
+          failed++;
+        } else if (measure.load(std::memory_order_relaxed)) {
+          mine.push_back(ticks.NsBetween(t0, t1) / 1000.0);
+        }
+      }
+    });
+  }
+  absl::SleepFor(absl::Seconds(FLAGS_sync_warmup_seconds));
+  const ChannelStats before = ch->stats();
+  measure = true;
+  const absl::Time start = absl::Now();
+  absl::SleepFor(absl::Seconds(FLAGS_sync_seconds));
+  measure = false;
+  const double secs = absl::ToDoubleSeconds(absl::Now() - start);
+  const ChannelStats after = ch->stats();
+  stop = true;
+  for (auto& w : workers) w.join();
+  const int final_batch_size = ch->batch_size();
+  made->reset();
+
+  SyncPoint p;
+  std::vector<double> all;
+  for (const auto& v : lat) all.insert(all.end(), v.begin(), v.end());
+  std::sort(all.begin(), all.end());
+  p.ops = all.size() / secs;
+  p.p50 = bench::Quantile(all, 0.50);
+  p.p95 = bench::Quantile(all, 0.95);
+  p.p99 = bench::Quantile(all, 0.99);
+  p.failed = failed.load();
+  const uint64_t batches = after.batches - before.batches;
+  p.calls_per_batch =
+      batches ? static_cast<double>(after.batched_calls - before.batched_calls) /
+                    batches
+              : 0;
+  p.full = after.flushes_full - before.flushes_full;
+  p.bytes = after.flushes_bytes - before.flushes_bytes;
+  p.timeout = after.flushes_timeout - before.flushes_timeout;
+  p.idle = after.flushes_idle - before.flushes_idle;
+  p.final_batch_size = final_batch_size;
+  return p;
+}
+
+void SyncMode(const std::string& address) {
+  std::vector<BatchMode> batches;
+  for (const std::string& name : bench::ParseList(FLAGS_sync_points)) {
+    absl::StatusOr<BatchMode> b = ParseBatchMode(name);
+    CHECK(b.ok() && *b != BatchMode::kAdaptive)
+        << "--sync_points: off, fixed or auto, not " << name;
+    batches.push_back(*b);
+  }
+  std::printf(
+      "# sync mode provider=%s mode=%s size=%d: threads share one channel, "
+      "closed loop; %d rounds of %.1f s per point, order rotating; library "
+      "defaults otherwise (T=%s, batch_idle_in_flight=%d, "
+      "batch_sync_combine=%d)\n",
+      FLAGS_provider.c_str(), FLAGS_sync_mode.c_str(), FLAGS_size,
+      FLAGS_sync_rounds, FLAGS_sync_seconds,
+      absl::FormatDuration(ChannelOptions().batch_timeout).c_str(),
+      FLAGS_sync_idle_in_flight >= 0 ? FLAGS_sync_idle_in_flight
+                                     : ChannelOptions().batch_idle_in_flight,
+      FLAGS_sync_combine ? 1 : 0);
+  std::printf("%-8s %7s %-10s %5s %12s %8s %8s %8s %7s %8s %8s %8s %8s %5s %5s\n",
+              "provider", "threads", "batch", "round", "calls/s", "p50_us",
+              "p95_us", "p99_us", "c/batch", "fl_N", "fl_L", "fl_T", "fl_idle",
+              "N_end", "fail");
+  for (int threads : bench::ParseInts(FLAGS_sync_threads)) {
+    std::map<BatchMode, std::vector<SyncPoint>> got;
+    for (int r = 0; r < FLAGS_sync_rounds; ++r) {
+      for (size_t i = 0; i < batches.size(); ++i) {
+        const BatchMode b = batches[(i + r) % batches.size()];
+        const SyncPoint p = RunSync(address, threads, b);
+        got[b].push_back(p);
+        std::printf(
+            "%-8s %7d %-10s %5d %12.0f %8.2f %8.2f %8.2f %7.2f %8llu %8llu "
+            "%8llu %8llu %5d %5llu\n",
+            FLAGS_provider.c_str(), threads, SyncName(b).c_str(), r, p.ops,
+            p.p50, p.p95, p.p99, p.calls_per_batch,
+            static_cast<unsigned long long>(p.full),
+            static_cast<unsigned long long>(p.bytes),
+            static_cast<unsigned long long>(p.timeout),
+            static_cast<unsigned long long>(p.idle), p.final_batch_size,
+            static_cast<unsigned long long>(p.failed));
+        std::fflush(stdout);
+      }
+    }
+    // Medians over the rounds, with min and max.
+    auto field = [&](BatchMode b, double SyncPoint::*f) {
+      std::vector<double> v;
+      for (const SyncPoint& p : got[b]) v.push_back(p.*f);
+      std::sort(v.begin(), v.end());
+      return v;
+    };
+    auto med = [&](BatchMode b, double SyncPoint::*f) {
+      return bench::Median(field(b, f));
+    };
+    for (BatchMode b : batches) {
+      const std::vector<double> ops = field(b, &SyncPoint::ops);
+      const std::vector<double> p50 = field(b, &SyncPoint::p50);
+      const std::vector<double> p95 = field(b, &SyncPoint::p95);
+      std::printf(
+          "# sync threads=%d %-9s calls/s %.0f [%.0f, %.0f]  p50 %.2f us "
+          "[%.2f, %.2f]  p95 %.2f us [%.2f, %.2f]  (median [min, max] of %d, "
+          "load %.2f)\n",
+          threads, SyncName(b).c_str(), bench::Median(ops), ops.front(),
+          ops.back(), bench::Median(p50), p50.front(), p50.back(),
+          bench::Median(p95), p95.front(), p95.back(), FLAGS_sync_rounds,
+          bench::LoadAverage1());
+    }
+    // The host's load drifts between rounds far more than batching moves
+    // the figures (2 shared cores): the targets compare each round's point
+    // with the same round's batch-off point, and take the median of those
+    // ratios.
+    auto paired = [&](BatchMode b, double SyncPoint::*f) {
+      std::vector<double> r;
+      for (size_t i = 0; i < got[b].size(); ++i) {
+        const double base = got[BatchMode::kOff][i].*f;
+        if (base > 0) r.push_back(got[b][i].*f / base);
+      }
+      std::sort(r.begin(), r.end());
+      return r;
+    };
+    if (got[BatchMode::kOff].empty()) continue;  // No baseline: no targets.
+    for (BatchMode b : {BatchMode::kFixed, BatchMode::kAuto}) {
+      if (got[b].empty()) continue;
+      const std::vector<double> ops_r = paired(b, &SyncPoint::ops);
+      const std::vector<double> p50_r = paired(b, &SyncPoint::p50);
+      if (ops_r.empty() || p50_r.empty()) continue;
+      std::printf(
+          "# sync threads=%d %-9s vs off, same round: calls/s x%.2f [%.2f, "
+          "%.2f]  p50 x%.2f [%.2f, %.2f]  (median [min, max] of %zu)\n",
+          threads, SyncName(b).c_str(), bench::Median(ops_r), ops_r.front(),
+          ops_r.back(), bench::Median(p50_r), p50_r.front(), p50_r.back(),
+          ops_r.size());
+    }
+    for (BatchMode b : {BatchMode::kFixed, BatchMode::kAuto}) {
+      if (got[b].empty()) continue;
+      const double p95 = med(b, &SyncPoint::p95);
+      const double ratio = bench::Median(paired(b, &SyncPoint::ops));
+      const double p50_ratio = bench::Median(paired(b, &SyncPoint::p50));
+      if (threads == 1) {
+        std::printf(
+            "# target 1 sync thread, %s: calls/s %.0f%% of batch off (>= 90%%: "
+            "%s), p50 %.2fx batch off (<= 1.2x: %s)\n",
+            SyncName(b).c_str(), 100 * ratio, ratio >= 0.9 ? "met" : "MISSED",
+            p50_ratio, p50_ratio <= 1.2 ? "met" : "MISSED");
+      } else {
+        std::printf("# target %d sync threads, %s: calls/s %.0f%% of batch off "
+                    "(>= 100%%: %s)",
+                    threads, SyncName(b).c_str(), 100 * ratio,
+                    ratio >= 1.0 ? "met" : "MISSED");
+        if (b == BatchMode::kAuto) {
+          std::printf(", p95 %.2f us (<= l_limit %d us: %s)", p95,
+                      FLAGS_sync_limit_us,
+                      p95 <= FLAGS_sync_limit_us ? "met" : "MISSED");
+        }
+        std::printf("\n");
+      }
+    }
+    std::fflush(stdout);
+  }
+}
+
 int Main() {
   ServerOptions so;
   so.provider = FLAGS_provider;
@@ -405,6 +668,11 @@ int Main() {
     std::fprintf(stderr, "batch_bench: cannot start server: %s\n",
                  s.ToString().c_str());
     return 1;
+  }
+  if (!FLAGS_sync_threads.empty()) SyncMode(server.address());
+  if (!FLAGS_sweep) {
+    server.Shutdown();
+    return 0;
   }
   const ChannelOptions defaults;
   std::printf(

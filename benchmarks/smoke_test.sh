@@ -59,6 +59,17 @@ run batch_bench "$TMP/batch.csv" "$R/batch_bench" --batch_sizes=2,8 \
   --auto_limits_us=200 --seconds=0.05 --warmup_seconds=0.02 --csv &&
   check_csv batch_bench "$TMP/batch.csv"
 
+# Sync mode prints a table and its target lines: it must run and reach them.
+run batch_bench_sync "$TMP/batch_sync.txt" "$R/batch_bench" --sweep=false \
+  --sync_threads=1,2 --sync_rounds=1 --sync_seconds=0.05 \
+  --sync_warmup_seconds=0.01 &&
+  if [ "$(grep -c '^# target' "$TMP/batch_sync.txt")" -eq 4 ]; then
+    ok "batch_bench_sync targets"
+  else
+    bad "batch_bench_sync targets" "expected 4 target lines"
+    cat "$TMP/batch_sync.txt"
+  fi
+
 run transport_bench "$TMP/transport.txt" "$R/transport_bench" --iters=300 \
   --sizes=8,4096 --clients=2 --lat_csv="$TMP/lat.csv" --rtt_csv="$TMP/rtt.csv" \
   --fig1_csv="$TMP/fig1.csv" &&

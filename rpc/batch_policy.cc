@@ -23,6 +23,8 @@ AutoBatchSizer::AutoBatchSizer(const Options& options)
       limit_ns_(absl::ToInt64Nanoseconds(options.latency_limit)),
       min_window_ns_(std::max<int64_t>(
           0, absl::ToInt64Nanoseconds(options.min_window_duration))),
+      max_window_ns_(std::max<int64_t>(
+          0, absl::ToInt64Nanoseconds(options.max_window_duration))),
       max_window_(min_window_ns_ > 0
                       ? static_cast<int>(std::min<int64_t>(
                             int64_t{kMaxWindowFactor} * window_, INT32_MAX))
@@ -112,10 +114,17 @@ bool AutoBatchSizer::RecordNanos(int64_t ns, int64_t now_ns) {
     const uint64_t b = static_cast<uint64_t>(std::max<int64_t>(ns, 0)) >> low_shift_;
     ++low_[std::min<uint64_t>(b, kLowBuckets - 1)];
   }
-  if (++in_window_ < window_) return false;
-  if (min_window_ns_ > 0 && now_ns - window_start_ns_ < min_window_ns_ &&
-      in_window_ < max_window_) {
-    return false;
+  ++in_window_;
+  const int64_t age = now_ns - window_start_ns_;
+  // A window too slow to fill its call count still ends once it is
+  // max_window_ns_ old (and min_window_ns_, which wins if larger).
+  const bool timed_out =
+      max_window_ns_ > 0 && age >= std::max(max_window_ns_, min_window_ns_);
+  if (!timed_out) {
+    if (in_window_ < window_) return false;
+    if (min_window_ns_ > 0 && age < min_window_ns_ && in_window_ < max_window_) {
+      return false;
+    }
   }
   const int calls = in_window_;
   last_k_ = static_cast<double>(above_) / calls;

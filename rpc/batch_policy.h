@@ -1,9 +1,9 @@
 // Copyright 2026 The rfrpc Authors.
 //
 // Pure batching decisions, tested with a fake clock: when a client flushes
-// its open request batch (paper §4.1), and the automatic batch sizer that
-// keeps at most alpha of calls above a latency bound (paper §4.2).
-// Thread-compatible.
+// its open request batch (paper §4.1, plus the idle flush below), and the
+// automatic batch sizer that keeps at most alpha of calls above a latency
+// bound (paper §4.2). Thread-compatible.
 
 #ifndef RFRPC_RPC_BATCH_POLICY_H_
 #define RFRPC_RPC_BATCH_POLICY_H_
@@ -17,16 +17,25 @@
 
 namespace rfrpc {
 
-enum class FlushReason { kNone, kEntries, kBytes, kTimeout };
+enum class FlushReason { kNone, kEntries, kBytes, kTimeout, kIdle };
 
 // Flush when the batch holds N requests, or its payload would exceed L, or T
-// has passed since its first request.
+// has passed since its first request (the paper's three triggers), or when
+// it is idle (WhenIdle): a caller is about to wait for it, nobody is adding
+// a call to it, and no batch in flight is worth waiting for. T is then only
+// an upper bound: a batch waits for company only while company is on its
+// way.
 class FlushPolicy {
  public:
-  FlushPolicy(int max_entries, size_t max_bytes, absl::Duration timeout)
+  // idle_in_flight <= 0 turns the idle flush off; sync_combine: batches
+  // with a sync call wait for company too (see WhenIdle).
+  FlushPolicy(int max_entries, size_t max_bytes, absl::Duration timeout,
+              int idle_in_flight = 0, bool sync_combine = false)
       : max_entries_(max_entries),
         max_bytes_(max_bytes),
-        timeout_ns_(absl::ToInt64Nanoseconds(timeout)) {}
+        timeout_ns_(absl::ToInt64Nanoseconds(timeout)),
+        idle_in_flight_(idle_in_flight),
+        sync_combine_(sync_combine) {}
 
   // Before adding an entry of `entry_bytes` to a batch of `entries` entries
   // and `bytes` payload bytes: kBytes if the batch must go first because
@@ -47,14 +56,71 @@ class FlushPolicy {
                                                           : FlushReason::kNone;
   }
 
+  // What WhenIdle looks at.
+  struct IdleState {
+    int entries = 0;  // In the open batch.
+    // Callers that asked to add a call and do not hold the connection yet.
+    int adding = 0;
+    int64_t open_age_ns = 0;  // Since the open batch's first entry.
+    // Batches published whose results are not all in, and the age of the
+    // oldest of them (since its publish).
+    int in_flight = 0;
+    int64_t oldest_in_flight_age_ns = 0;
+    // The connection's typical batch turnaround (publish to first result
+    // part; 0 if not known yet).
+    int64_t turnaround_ns = 0;
+    // A sync caller is blocked on the open batch.
+    bool sync = false;
+  };
+
+  // When a caller is about to wait while the batch is open (a sync caller
+  // whose call just went into it; any round of the poller that drives the
+  // connection): kIdle if the batch holds entries and no company worth
+  // waiting for is on its way:
+  //
+  // * Callers in the middle of adding a call, while the batch is younger
+  //   than kAdderWaitNs: an adder descheduled on its way in (milliseconds on
+  //   a busy host) must not hold everyone else's batch until T. The last
+  //   of a group of adders sends the batch (flat combining).
+  // * Batches in flight, while there are idle_in_flight of them or more and
+  //   the oldest has been out less than kHoldTurnarounds typical
+  //   turnarounds: their callers come back and join the open batch
+  //   (pipelined async load fills its batches this way, and sync callers of
+  //   many threads combine as Nagle's algorithm combines small segments
+  //   while one is unacknowledged). A batch that late is stuck behind a slow
+  //   handler or a descheduled server, and the open batch is better off
+  //   waiting at the server beside it (a worker serves every published slot
+  //   of a connection in one scan) than behind it for another round trip.
+  //
+  // A batch with a sync call in it waits for either only with sync_combine:
+  // its caller is blocked and pays every wait, which pays back only where
+  // the other callers run in parallel and the server or fabric is the
+  // bottleneck; where they are time-sliced nobody joins meanwhile.
+  static constexpr int64_t kAdderWaitNs = 5000;
+  static constexpr int kHoldTurnarounds = 2;
+  FlushReason WhenIdle(const IdleState& s) const {
+    if (s.entries <= 0 || idle_in_flight_ <= 0) return FlushReason::kNone;
+    if (s.sync && !sync_combine_) return FlushReason::kIdle;
+    if (s.adding > 0 && s.open_age_ns < kAdderWaitNs) return FlushReason::kNone;
+    if (s.in_flight >= idle_in_flight_ &&
+        s.oldest_in_flight_age_ns < kHoldTurnarounds * s.turnaround_ns) {
+      return FlushReason::kNone;
+    }
+    return FlushReason::kIdle;
+  }
+
   int max_entries() const { return max_entries_; }
   size_t max_bytes() const { return max_bytes_; }
   int64_t timeout_ns() const { return timeout_ns_; }
+  int idle_in_flight() const { return idle_in_flight_; }
+  bool sync_combine() const { return sync_combine_; }
 
  private:
   int max_entries_;
   size_t max_bytes_;
   int64_t timeout_ns_;
+  int idle_in_flight_;
+  bool sync_combine_;
 };
 
 // The automatic batch sizer: paper §4.2, with refinements.
@@ -104,7 +170,12 @@ class FlushPolicy {
 // instead of a heap operation for about a fifth of them (17 ns a call).
 //
 // A window lasts at least `window` calls and, when min_window_duration > 0,
-// at least that long (timestamps passed to Record), up to 64 * window calls.
+// at least that long (timestamps passed to Record), up to 64 * window calls;
+// and when max_window_duration > 0, a window that has lasted that long ends
+// at its next call however few calls it holds (at least min_window_duration
+// still), so a caller too slow to fill `window` calls (a lone sync caller,
+// a few hundred calls a second) still gets decisions, one per
+// max_window_duration, instead of none in a run.
 // k is a fraction of calls, which means something only over a span longer
 // than what disturbs it: a client or server descheduled for a scheduler
 // slice (milliseconds) makes every call in flight late at once. In a window
@@ -124,10 +195,10 @@ class FlushPolicy {
 // so they would show the old size's latency and, acted on, push N further
 // the same way (the paper's rule, holdoff_windows = 0, does that).
 //
-// With proportional_steps = false, holdoff_windows = 0, shrink_windows = 1
-// and min_window_duration = 0 (the Options defaults but the first and the
-// third) this is the paper's rule exactly. N stays within [min_size,
-// max_size].
+// With proportional_steps = false, holdoff_windows = 0, shrink_windows = 1,
+// min_window_duration = 0 and max_window_duration = 0 (the Options defaults
+// but the first and the third) this is the paper's rule exactly. N stays
+// within [min_size, max_size].
 //
 // Usage (one per connection, under the connection's lock):
 //   AutoBatchSizer::Options o;
@@ -153,6 +224,10 @@ class AutoBatchSizer {
     // Consecutive windows with k > alpha before N shrinks (values < 1 count
     // as 1; the paper: 1).
     int shrink_windows = 2;
+    // Longest window in time: a window this old ends at its next call,
+    // whatever its call count (never before min_window_duration). Zero:
+    // windows end on calls only (the paper).
+    absl::Duration max_window_duration = absl::ZeroDuration();
   };
 
   // A window ends after at most this many times `window` calls, however
@@ -163,11 +238,12 @@ class AutoBatchSizer {
 
   // Records one call's latency, finished at `now_ns` (any clock in
   // nanoseconds, the same for every call: ClientConnection passes
-  // UnixNanos). now_ns is read only when min_window_duration > 0; then a
-  // clock stepped back stretches a window to its call cap, one stepped
-  // forward ends it early, and a caller that leaves now_ns at 0 gets
-  // windows of 64 * window calls. At the end of a window may change the
-  // size. Returns true if the size changed.
+  // UnixNanos). now_ns is read only when min_window_duration > 0 or
+  // max_window_duration > 0; then a clock stepped back stretches a window
+  // to its call cap, one stepped forward ends it early, and a caller that
+  // leaves now_ns at 0 gets windows of 64 * window calls (min) or of window
+  // calls (max only). At the end of a window may change the size. Returns
+  // true if the size changed.
   bool Record(absl::Duration latency, int64_t now_ns = 0) {
     return RecordNanos(absl::ToInt64Nanoseconds(latency), now_ns);
   }
@@ -192,6 +268,7 @@ class AutoBatchSizer {
   const int window_;
   const int64_t limit_ns_;
   const int64_t min_window_ns_;
+  const int64_t max_window_ns_;  // 0: none.
   const int max_window_;  // Calls in the longest window.
   // Slowest latencies kept per window: ceil(alpha * the longest window).
   const int keep_;

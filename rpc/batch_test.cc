@@ -128,6 +128,82 @@ TEST(FlushPolicyTest, EachTriggerFires) {
   EXPECT_EQ(p.OnTick(0, t0, t0 + 900000), FlushReason::kNone);
 }
 
+// The idle flush: a batch nobody is adding to goes as soon as a caller
+// would wait for it, unless a batch in flight will bring company soon.
+FlushPolicy::IdleState Idle(int entries, int adding, int64_t open_age_ns,
+                            int in_flight, int64_t oldest_age_ns = 0,
+                            int64_t turnaround_ns = 1000) {
+  FlushPolicy::IdleState s;
+  s.entries = entries;
+  s.adding = adding;
+  s.open_age_ns = open_age_ns;
+  s.in_flight = in_flight;
+  s.oldest_in_flight_age_ns = oldest_age_ns;
+  s.turnaround_ns = turnaround_ns;
+  return s;
+}
+
+TEST(FlushPolicyTest, IdleFlushWhenNobodyAddsAndNothingIsComingBack) {
+  FlushPolicy p(/*max_entries=*/16, /*max_bytes=*/2048,
+                absl::Milliseconds(5), /*idle_in_flight=*/1);
+  // A lone caller: nothing in flight, nobody adding.
+  EXPECT_EQ(p.WhenIdle(Idle(1, 0, 0, 0)), FlushReason::kIdle);
+  // Nothing to send.
+  EXPECT_EQ(p.WhenIdle(Idle(0, 0, 0, 0)), FlushReason::kNone);
+  // A batch in flight, out for less than two turnarounds: its callers come
+  // back soon and join (combining).
+  EXPECT_EQ(p.WhenIdle(Idle(3, 0, 0, 1, 1999, 1000)), FlushReason::kNone);
+  // Out for two turnarounds: it is late; the open batch goes beside it.
+  EXPECT_EQ(p.WhenIdle(Idle(3, 0, 0, 1, 2000, 1000)), FlushReason::kIdle);
+  // No turnaround measured yet: nothing to wait for.
+  EXPECT_EQ(p.WhenIdle(Idle(3, 0, 0, 1, 0, 0)), FlushReason::kIdle);
+  // Someone is on the way in: wait for them, a short while.
+  EXPECT_EQ(p.WhenIdle(Idle(1, 1, 0, 0)), FlushReason::kNone);
+  EXPECT_EQ(p.WhenIdle(Idle(1, 2, FlushPolicy::kAdderWaitNs - 1, 0)),
+            FlushReason::kNone);
+  // An adder that got descheduled on its way does not hold the batch...
+  EXPECT_EQ(p.WhenIdle(Idle(1, 1, FlushPolicy::kAdderWaitNs, 0)),
+            FlushReason::kIdle);
+  // ...but a batch in flight that is not late still does.
+  EXPECT_EQ(p.WhenIdle(Idle(1, 1, FlushPolicy::kAdderWaitNs, 1, 10, 1000)),
+            FlushReason::kNone);
+
+  // A batch with a sync call in it (its caller is blocked) waits for
+  // nobody unless sync_combine: neither behind batches in flight...
+  FlushPolicy::IdleState sync = Idle(1, 0, 0, 1, 10, 1000);
+  sync.sync = true;
+  EXPECT_EQ(p.WhenIdle(sync), FlushReason::kIdle);
+  FlushPolicy combine(16, 2048, absl::Milliseconds(5), 1,
+                      /*sync_combine=*/true);
+  EXPECT_EQ(combine.WhenIdle(sync), FlushReason::kNone);
+  // ...nor for adders.
+  sync = Idle(1, 1, 0, 0);
+  sync.sync = true;
+  EXPECT_EQ(p.WhenIdle(sync), FlushReason::kIdle);
+  EXPECT_EQ(combine.WhenIdle(sync), FlushReason::kNone);
+
+  // Two batches may be in flight before the idle flush holds.
+  FlushPolicy two(16, 2048, absl::Milliseconds(5), 2);
+  EXPECT_EQ(two.WhenIdle(Idle(1, 0, 0, 1, 10, 1000)), FlushReason::kIdle);
+  EXPECT_EQ(two.WhenIdle(Idle(1, 0, 0, 2, 10, 1000)), FlushReason::kNone);
+}
+
+TEST(FlushPolicyTest, IdleFlushOffIsThePapersNLT) {
+  FlushPolicy p(16, 2048, absl::Milliseconds(5), /*idle_in_flight=*/0);
+  EXPECT_EQ(p.WhenIdle(Idle(1, 0, 0, 0)), FlushReason::kNone);
+  FlushPolicy defaulted(16, 2048, absl::Milliseconds(5));
+  EXPECT_EQ(defaulted.WhenIdle(Idle(5, 0, 0, 0)), FlushReason::kNone);
+}
+
+// N = 1 sends every call as it is added.
+TEST(FlushPolicyTest, SizeOneFlushesAtOnce) {
+  FlushPolicy p(1, 2048, absl::Hours(1));
+  EXPECT_EQ(p.AfterAdd(1, 1), FlushReason::kEntries);
+  // The auto sizer's N overrides the configured one.
+  FlushPolicy q(16, 2048, absl::Hours(1));
+  EXPECT_EQ(q.AfterAdd(1, 1), FlushReason::kEntries);
+}
+
 // The paper's rule: +1 / -1, no hold-off.
 AutoBatchSizer::Options PaperOptions() {
   AutoBatchSizer::Options o;
@@ -442,6 +518,63 @@ TEST(AutoBatchSizerTest, TimeWindowEndsAtItsCallCap) {
   EXPECT_TRUE(s.Record(absl::Microseconds(20), 0));
   EXPECT_EQ(s.windows(), 1u);
   EXPECT_EQ(s.size(), 16);  // 8 * 100 / 20 = 40, at most doubling.
+}
+
+// A caller too slow to fill a window of `window` calls still gets a
+// decision once the window is max_window_duration old: 1000-call windows at
+// 200 calls/s, the rate of a lone sync caller waiting 5 ms for each call,
+// used to take 5 s each.
+TEST(AutoBatchSizerTest, SlowCallerStillDecidesAfterTheMaxWindowTime) {
+  AutoBatchSizer::Options o = RefinedOptionsFrom(16);
+  o.window = 1000;
+  o.min_window_duration = absl::Milliseconds(10);
+  o.max_window_duration = absl::Milliseconds(50);
+  o.shrink_windows = 2;
+  AutoBatchSizer s(o);
+  const int64_t t0 = int64_t{1} << 40;
+  const int64_t every = 5 * 1000 * 1000;  // 200 calls/s.
+  // 5 ms per call, 50x the 100 us limit: every call is late.
+  int64_t now = t0;
+  for (int i = 0; i < 10; ++i, now += every) {
+    EXPECT_FALSE(s.Record(absl::Milliseconds(5), now)) << i;
+  }
+  EXPECT_EQ(s.windows(), 0u);
+  // The 11th call is 50 ms after the window's first: the window ends.
+  EXPECT_FALSE(s.Record(absl::Milliseconds(5), now));  // First of a streak.
+  EXPECT_EQ(s.windows(), 1u);
+  EXPECT_DOUBLE_EQ(s.last_k(), 1.0);
+  // The second late window in a row shrinks N, to half at most.
+  now += every;
+  bool changed = false;
+  for (int i = 0; i < 11; ++i, now += every) {
+    changed |= s.Record(absl::Milliseconds(5), now);
+  }
+  EXPECT_TRUE(changed);
+  EXPECT_EQ(s.windows(), 2u);
+  EXPECT_EQ(s.size(), 8);
+}
+
+// min_window_duration still wins over a shorter max window, and without a
+// max window a slow caller's window waits for its call count (the paper).
+TEST(AutoBatchSizerTest, MaxWindowTimeNeverEndsAWindowBeforeItsMinimum) {
+  AutoBatchSizer::Options o = RefinedOptionsFrom(16);
+  o.window = 1000;
+  o.min_window_duration = absl::Milliseconds(10);
+  o.max_window_duration = absl::Milliseconds(1);
+  AutoBatchSizer s(o);
+  s.Record(absl::Microseconds(5), 0);
+  s.Record(absl::Microseconds(5), 9 * 1000 * 1000);
+  EXPECT_EQ(s.windows(), 0u);
+  s.Record(absl::Microseconds(5), 10 * 1000 * 1000);
+  EXPECT_EQ(s.windows(), 1u);
+
+  AutoBatchSizer::Options paper = PaperOptions();
+  EXPECT_EQ(paper.max_window_duration, absl::ZeroDuration());
+  AutoBatchSizer p(paper);
+  for (int i = 0; i < 99; ++i) {
+    p.Record(absl::Microseconds(5), int64_t{i} * 1000 * 1000 * 1000);
+  }
+  EXPECT_EQ(p.windows(), 0u);  // 99 calls over 98 s: still one window.
 }
 
 // By default a shrink waits for a second window over alpha in a row: an

@@ -306,11 +306,16 @@ class ChannelImpl final : public Channel {
       st.fetch_histogram[i] = counters_.fetch_histogram[i].load();
     }
     st.server_time_ns = counters_.server_time_ns.load();
-    st.batches = counters_.batches.load();
-    st.batched_calls = counters_.batched_calls.load();
+    // Batches of one sent plain are counted apart (one atomic add each).
+    st.batches_plain = counters_.batches_plain.load();
+    st.batches = counters_.batches.load() + st.batches_plain;
+    st.batched_calls = counters_.batched_calls.load() + st.batches_plain;
     st.flushes_full = counters_.flushes_full.load();
     st.flushes_bytes = counters_.flushes_bytes.load();
     st.flushes_timeout = counters_.flushes_timeout.load();
+    st.flushes_idle = counters_.flushes_idle.load();
+    st.groups_sent_ahead = counters_.groups_sent_ahead.load();
+    st.outstanding_peak = counters_.outstanding_peak.load();
     st.result_parts = counters_.result_parts.load();
     st.publishes_delayed = counters_.publishes_delayed.load();
     st.calls_queued = counters_.calls_queued.load();

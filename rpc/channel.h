@@ -122,11 +122,24 @@ struct ChannelStats {
   int slots_in_use = 0;
 
   // Batching.
-  uint64_t batches = 0;               // Request batches sent.
+  // Request batches sent; a batch of one call goes as a plain request
+  // (nothing to share framing with) and counts here and in batches_plain.
+  uint64_t batches = 0;
+  uint64_t batches_plain = 0;
   uint64_t batched_calls = 0;         // Calls that went in them.
   uint64_t flushes_full = 0;          // Flushed on N.
   uint64_t flushes_bytes = 0;         // Flushed because L would be exceeded.
   uint64_t flushes_timeout = 0;       // Flushed on T.
+  // Flushed idle: a caller was about to wait for the batch and no company
+  // worth waiting for was on its way (ChannelOptions::batch_idle_in_flight,
+  // docs/rpc.md); a sync call sent alone counts here too.
+  uint64_t flushes_idle = 0;
+  // Adaptive: groups of entries WRITten into the server's slot before
+  // their batch was published (synchronization-ahead transmission).
+  uint64_t groups_sent_ahead = 0;
+  // The most requests outstanding at once on one connection (batched:
+  // added to a batch, result not in yet; bounded by max_outstanding).
+  int outstanding_peak = 0;
   uint64_t result_parts = 0;          // Result parts received.
   uint64_t publishes_delayed = 0;     // Adaptive: publishes held back.
   // Async calls that found max_outstanding requests (or every slot) busy

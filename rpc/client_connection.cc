@@ -235,9 +235,24 @@ void ClientConnection::ReRingLocked(int64_t now) {
 
 absl::Status ClientConnection::Start(
     PendingCall* call, const google::protobuf::MessageLite& request) {
+  if (!batching()) {
+    const size_t size = request.ByteSizeLong();
+    MutexLock lock(&mu_);
+    return StartLocked(call, nullptr, &request, size);
+  }
   const size_t size = request.ByteSizeLong();
-  MutexLock lock(&mu_);
-  return StartLocked(call, nullptr, &request, size);
+  if (!mu_.TryLock()) {
+    // Someone holds the connection: announce this call while waiting for
+    // it, so that holder sees a call on its way into the open batch
+    // (FlushIfIdleLocked). Uncontended, no announcement is needed: nobody
+    // can look at the open batch before this call is in it.
+    adding_.fetch_add(1, std::memory_order_relaxed);
+    mu_.Lock();
+    adding_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  absl::Status st = StartLocked(call, nullptr, &request, size);
+  mu_.Unlock();
+  return st;
 }
 
 void ClientConnection::Enqueue(PendingCall* call) {
@@ -262,11 +277,34 @@ int ClientConnection::BatchSizeNow() const {
                                             : std::max(1, options_.batch_size);
 }
 
+bool ClientConnection::SendAloneLocked(const PendingCall* call, size_t size) {
+  // A sync caller about to open a batch that the idle flush would send at
+  // once, alone: it goes as the plain request it is, on the unbatched path
+  // (nothing to share the batch framing with). Not in adaptive mode, whose
+  // slots must carry batches only: its publish WRITEs the 16-byte header
+  // after the payload and tail, and a WRITE orders only its last 8 bytes,
+  // so the server may read the new head word with the previous request's
+  // aux, flags and method_id, which are then a plain request's.
+  if (!call->sync || open_ >= 0 || options_.batch == BatchMode::kAdaptive ||
+      outstanding_ >= options_.max_outstanding ||
+      wire::EntryBytes(size) > layout_.RequestPayloadCapacity()) {
+    return false;  // AddToBatchLocked takes it (or reports why not).
+  }
+  int64_t now = 0;
+  return IdleLocked(/*entries=*/1, /*sync=*/true, /*first_ns=*/0, &now);
+}
+
 absl::Status ClientConnection::StartLocked(
     PendingCall* call, const char* serialized,
     const google::protobuf::MessageLite* request, size_t size) {
   if (!status_.ok()) return status_;
-  if (batching()) return AddToBatchLocked(call, serialized, request, size);
+  bool alone = false;
+  if (batching()) {
+    if (!SendAloneLocked(call, size)) {
+      return AddToBatchLocked(call, serialized, request, size);
+    }
+    alone = true;
+  }
   if (size > layout_.RequestPayloadCapacity()) {
     return absl::InvalidArgumentError(
         absl::StrCat("request of ", size, " bytes exceeds the connection's ",
@@ -314,6 +352,19 @@ absl::Status ClientConnection::StartLocked(
   ++busy_slots_;
   ++outstanding_;
   if (!call->sync) ++async_slots_;
+  if (alone) {
+    // A batch of one sent as the plain request it is (SendAloneLocked): in
+    // flight for the idle flush, as the batch it stands for.
+    call->alone = true;
+    slot.in_flight_counted = true;
+    // Its turnaround matters only to batches of sync calls waiting behind
+    // it (sync_combine): the clock is not read for it otherwise.
+    slot.timed = flush_.sync_combine();
+    ++batches_in_flight_;
+    NoteOutstandingLocked();
+    counters_->batches_plain.fetch_add(1, std::memory_order_relaxed);
+    counters_->flushes_idle.fetch_add(1, std::memory_order_relaxed);
+  }
   if (policy_.current() == RpcMode::kServerReply) {
     slot.phase = Phase::kWaitReply;
   } else {
@@ -384,6 +435,7 @@ absl::Status ClientConnection::AddToBatchLocked(
     slot.results_done = 0;
     slot.live_calls = 0;
     slot.publish_pending = false;
+    slot.has_sync = false;
     slot.earliest_deadline_ns = INT64_MAX;
     ++busy_slots_;
   }
@@ -404,6 +456,8 @@ absl::Status ClientConnection::AddToBatchLocked(
   ++slot.live_calls;
   ++slot.untransmitted_entries;
   ++outstanding_;
+  NoteOutstandingLocked();
+  if (call->sync) slot.has_sync = true;
   if (!call->sync) ++async_slots_;
   if (options_.batch == BatchMode::kAdaptive &&
       slot.untransmitted_entries >= static_cast<uint32_t>(std::max(1, options_.batch_group))) {
@@ -415,6 +469,12 @@ absl::Status ClientConnection::AddToBatchLocked(
   } else if (flush_.AfterAdd(static_cast<int>(slot.calls.size()),
                              BatchSizeNow()) == FlushReason::kEntries) {
     FlushLocked(FlushReason::kEntries);
+  } else if (call->sync) {
+    // A sync caller waits for its result from here on: nobody else coming
+    // means nothing to wait for. (An async caller may add more; the poller
+    // flushes its batch when idle.) A batch opened by this call read the
+    // clock just now.
+    FlushIfIdleLocked(slot.calls.size() == 1 ? slot.first_ns : 0);
   }
   // Adding a call abandons no slot: the count of the last scan still holds.
   UpdateNeedsDriver(/*rescan=*/false);
@@ -438,10 +498,56 @@ void ClientConnection::TransmitGroupLocked(uint32_t s) {
   if (Post(wr)) {
     slot.transmitted = slot.bytes;
     slot.untransmitted_entries = 0;
+    counters_->groups_sent_ahead.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
-void ClientConnection::FlushLocked(FlushReason reason) {
+void ClientConnection::NoteOutstandingLocked() {
+  if (outstanding_ <= outstanding_peak_) return;
+  outstanding_peak_ = outstanding_;
+  int peak = counters_->outstanding_peak.load(std::memory_order_relaxed);
+  while (peak < outstanding_peak_ &&
+         !counters_->outstanding_peak.compare_exchange_weak(
+             peak, outstanding_peak_, std::memory_order_relaxed)) {
+  }
+}
+
+bool ClientConnection::IdleLocked(int entries, bool sync, int64_t first_ns,
+                                  int64_t* now) {
+  if (flush_.idle_in_flight() <= 0) return false;
+  FlushPolicy::IdleState st;
+  st.entries = entries;
+  st.sync = sync;
+  st.adding = adding_.load(std::memory_order_relaxed);
+  st.in_flight = batches_in_flight_;
+  st.turnaround_ns = static_cast<int64_t>(turnaround_ns_);
+  // Ages matter only while a wait may apply: the clock is read (and the
+  // slots scanned) only then.
+  if ((!sync || flush_.sync_combine()) &&
+      (st.adding > 0 || st.in_flight >= flush_.idle_in_flight())) {
+    if (*now == 0) *now = NowNs();
+    st.open_age_ns = first_ns == 0 ? 0 : *now - first_ns;
+    int64_t oldest = *now;
+    for (uint32_t s = 0; s < used_slots_ && st.in_flight > 0; ++s) {
+      const Slot& b = slots_[s];
+      if (b.in_flight_counted) oldest = std::min(oldest, b.posted_ns);
+    }
+    st.oldest_in_flight_age_ns = *now - oldest;
+  }
+  return flush_.WhenIdle(st) == FlushReason::kIdle;
+}
+
+void ClientConnection::FlushIfIdleLocked(int64_t now) {
+  if (open_ < 0) return;
+  const Slot& o = slots_[open_];
+  if (o.publish_pending) return;  // Goes when the previous publish is done.
+  if (IdleLocked(static_cast<int>(o.calls.size()), o.has_sync, o.first_ns,
+                 &now)) {
+    FlushLocked(FlushReason::kIdle, now);
+  }
+}
+
+void ClientConnection::FlushLocked(FlushReason reason, int64_t now) {
   if (open_ < 0) return;
   const uint32_t s = static_cast<uint32_t>(open_);
   Slot& slot = slots_[s];
@@ -454,6 +560,9 @@ void ClientConnection::FlushLocked(FlushReason reason) {
       break;
     case FlushReason::kTimeout:
       counters_->flushes_timeout.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case FlushReason::kIdle:
+      counters_->flushes_idle.fetch_add(1, std::memory_order_relaxed);
       break;
     case FlushReason::kNone:
       break;
@@ -469,23 +578,48 @@ void ClientConnection::FlushLocked(FlushReason reason) {
     TransmitGroupLocked(s);
     return;
   }
-  PublishLocked(s);
+  PublishLocked(s, now);
 }
 
-void ClientConnection::PublishLocked(uint32_t s) {
+void ClientConnection::PublishLocked(uint32_t s, int64_t now) {
   Slot& slot = slots_[s];
   open_ = -1;
   slot.publish_pending = false;
+  slot.in_flight_counted = true;
+  slot.timed = true;
+  ++batches_in_flight_;  // Until FreeSlot.
   char* buf = staging(s);
   slot.seq = wire::NextSeq(slot.seq);
-  const size_t framed = wire::FinishRequest(
-      buf, slot.bytes, slot.seq, /*method_id=*/0,
-      static_cast<uint16_t>(std::min(BatchSizeNow(), 0xffff)),
-      wire::kRequestFlagBatch);
+  // A batch of one has nothing to share its framing with: it goes as the
+  // plain request it would have been unbatched (its payload moved over the
+  // entry header), and the server answers it with a plain response. Not in
+  // adaptive mode, whose entries may already be in the server's slot and
+  // whose slots carry batches only (see AddToBatchLocked).
+  const bool plain =
+      slot.calls.size() == 1 && options_.batch != BatchMode::kAdaptive;
+  size_t framed;
+  if (plain) {
+    PendingCall* call = slot.calls[0];
+    uint32_t size;  // The entry's size field (batch_format.h).
+    std::memcpy(&size, buf + wire::kHeaderBytes, sizeof(size));
+    std::memmove(buf + wire::kHeaderBytes,
+                 buf + wire::kHeaderBytes + wire::kEntryHeaderBytes, size);
+    framed = wire::FinishRequest(buf, size, slot.seq, call->method_id, 0, 0);
+    slot.batch = false;
+    slot.call = call;
+    slot.calls.clear();
+    slot.live_calls = 0;
+    counters_->batches_plain.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    framed = wire::FinishRequest(
+        buf, slot.bytes, slot.seq, /*method_id=*/0,
+        static_cast<uint16_t>(std::min(BatchSizeNow(), 0xffff)),
+        wire::kRequestFlagBatch);
+  }
   const uint64_t base = staging_offset_ + size_t{s} * layout_.request_slot_bytes;
   const uint64_t rbase = layout_.RequestSlotOffset(s);
   bool ok;
-  const int64_t now = NowNs();
+  if (now == 0) now = NowNs();
   // The phase first: the doorbell names the slot only if it is outstanding.
   slot.phase = policy_.current() == RpcMode::kServerReply ? Phase::kWaitReply
                                                           : Phase::kFetchHeader;
@@ -514,8 +648,11 @@ void ClientConnection::PublishLocked(uint32_t s) {
     wrs[0].signaled = false;
     ok = PostRequest(s, now, wrs, 1);
   }
-  counters_->batches.fetch_add(1, std::memory_order_relaxed);
-  counters_->batched_calls.fetch_add(slot.calls.size(), std::memory_order_relaxed);
+  if (!plain) {  // Plain ones are counted in batches_plain only.
+    counters_->batches.fetch_add(1, std::memory_order_relaxed);
+    counters_->batched_calls.fetch_add(slot.calls.size(),
+                                       std::memory_order_relaxed);
+  }
   slot.fetches = 0;
   slot.reads = 0;
   slot.counted_slow = false;
@@ -574,6 +711,11 @@ void ClientConnection::FreeSlot(uint32_t s) {
   outstanding_ -= slot.batch ? static_cast<int>(slot.calls.size() -
                                                 slot.results_done)
                              : 1;
+  if (slot.in_flight_counted) {
+    slot.in_flight_counted = false;
+    slot.timed = false;
+    --batches_in_flight_;
+  }
   slot.call = nullptr;
   slot.calls.clear();
   slot.live_calls = 0;
@@ -620,9 +762,10 @@ void ClientConnection::FinishCall(PendingCall* call, absl::Status status,
                                   std::vector<PendingCall*>* finished) {
   if (!status.ok()) {
     counters_->calls_failed.fetch_add(1, std::memory_order_relaxed);
-  } else if (call->sync && options_.batch == BatchMode::kAuto) {
+  } else if (call->sync && options_.batch == BatchMode::kAuto && !call->alone) {
     // A sync caller returns as soon as it sees `finished`; an async call's
-    // latency is taken when its callback runs (RecordLatencies).
+    // latency is taken when its callback runs (RecordLatencies). A call that
+    // never waited in a batch tells nothing about N.
     const int64_t now = NowNs();
     const int64_t latency = now - call->start_ns;
     RecordLatenciesLocked(absl::MakeConstSpan(&latency, 1), now);
@@ -737,6 +880,17 @@ void ClientConnection::Complete(uint32_t s, const char* payload,
   if (options_.on_result) {
     options_.on_result(static_cast<uint32_t>(wire::FramedBytes(view.size)),
                        absl::Nanoseconds(server_ns));
+  }
+  if (slot.timed && slot.part_offset == 0) {
+    // The batcher's turnaround (publish to first result), tracked near its
+    // lower envelope as rtt_ns_ is: how long a batch in flight is worth
+    // waiting for (FlushPolicy::WhenIdle).
+    const double t = static_cast<double>(NowNs() - slot.posted_ns);
+    if (turnaround_ns_ == 0 || t < turnaround_ns_) {
+      turnaround_ns_ += turnaround_ns_ == 0 ? t : 0.2 * (t - turnaround_ns_);
+    } else {
+      turnaround_ns_ += 0.01 * (std::min(t, 4 * turnaround_ns_) - turnaround_ns_);
+    }
   }
   if (slot.batch) {
     CompletePart(s, payload, view, via, finished);
@@ -1240,6 +1394,12 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
       FinishCall(call, st, finished);
     }
     progressed = true;
+  }
+  // 5. Whoever polls is about to wait: send the open batch if nobody is
+  // adding to it (and few enough batches are in flight).
+  if (open_ >= 0) {
+    FlushIfIdleLocked(now);
+    if (open_ < 0) progressed = true;
   }
   UpdateNeedsDriver();
   return progressed;

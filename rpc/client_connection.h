@@ -57,6 +57,9 @@ struct PendingCall {
   // For async calls that waited for a slot: the serialized request.
   std::string queued_request;
   bool sync = false;
+  // Batching: sent as a plain request without waiting in a batch (a lone
+  // sync call): its latency owes nothing to N, so the auto sizer skips it.
+  bool alone = false;
 
   // Results.
   absl::Status status;
@@ -85,11 +88,15 @@ struct ChannelCounters {
   std::atomic<uint64_t> fetch_histogram[16] = {};
   std::atomic<uint64_t> fetched_call_fetches{0};
   std::atomic<uint64_t> server_time_ns{0};
-  std::atomic<uint64_t> batches{0};
-  std::atomic<uint64_t> batched_calls{0};
+  std::atomic<uint64_t> batches{0};        // Framed (plain: batches_plain).
+  std::atomic<uint64_t> batched_calls{0};  // In framed batches.
   std::atomic<uint64_t> flushes_full{0};
   std::atomic<uint64_t> flushes_bytes{0};
   std::atomic<uint64_t> flushes_timeout{0};
+  std::atomic<uint64_t> flushes_idle{0};
+  std::atomic<uint64_t> batches_plain{0};
+  std::atomic<uint64_t> groups_sent_ahead{0};
+  std::atomic<int> outstanding_peak{0};
   std::atomic<uint64_t> result_parts{0};
   std::atomic<uint64_t> publishes_delayed{0};
   std::atomic<uint64_t> calls_queued{0};
@@ -223,6 +230,11 @@ class ClientConnection {
     bool notified = false;
     int64_t next_ring_ns = 0;
     int64_t ring_backoff_ns = 0;
+    // Sent by the batcher (a batch, or a batch of one sent plain) and
+    // counted in batches_in_flight_ until FreeSlot.
+    bool in_flight_counted = false;
+    bool timed = false;  // Its turnaround feeds turnaround_ns_.
+    bool has_sync = false;  // The open batch holds a sync call.
   };
 
   // A near miss grows the adaptive first-fetch delay by this fraction (see
@@ -231,15 +243,38 @@ class ClientConnection {
 
   ClientConnection(ChannelOptions options, ChannelCounters* counters);
 
+  // Starts `call`: into the open batch when batching (unless it goes
+  // alone, SendAloneLocked), else as a plain request.
   absl::Status StartLocked(PendingCall* call, const char* serialized,
                            const google::protobuf::MessageLite* request,
                            size_t size) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Batching: whether `call` (of `size` bytes) goes as a batch of one sent
+  // at once, as a plain request (a sync call that opens a batch the idle
+  // flush would send at once).
+  bool SendAloneLocked(const PendingCall* call, size_t size)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status AddToBatchLocked(PendingCall* call, const char* serialized,
                                 const google::protobuf::MessageLite* request,
                                 size_t size) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sends the open batch (or holds it, adaptive's elastic threshold).
-  void FlushLocked(FlushReason reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void PublishLocked(uint32_t s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `now` (UnixNanos) may be 0: PublishLocked reads the clock then.
+  void FlushLocked(FlushReason reason, int64_t now = 0)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The idle flush (FlushPolicy::WhenIdle): sends the open batch if nobody
+  // is adding to it and few enough batches are in flight. Called where a
+  // caller is about to wait for it; `now` (UnixNanos) may be 0: read here if
+  // needed.
+  void FlushIfIdleLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether an open batch of `entries` (with a sync call in it: `sync`)
+  // opened at `first_ns` (0: being opened now) is idle
+  // (FlushPolicy::WhenIdle). `*now` (UnixNanos, 0 if
+  // not read yet) is read here if needed.
+  bool IdleLocked(int entries, bool sync, int64_t first_ns, int64_t* now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records a new peak of outstanding_ (ChannelStats::outstanding_peak).
+  void NoteOutstandingLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PublishLocked(uint32_t s, int64_t now = 0)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void TransmitGroupLocked(uint32_t s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PostHeaderRead(uint32_t s, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleHeader(uint32_t s, int64_t now, std::vector<PendingCall*>* finished)
@@ -351,6 +386,16 @@ class ClientConnection {
   AutoBatchSizer sizer_ ABSL_GUARDED_BY(mu_);
   int open_ ABSL_GUARDED_BY(mu_) = -1;            // Slot of the open batch.
   int outstanding_ ABSL_GUARDED_BY(mu_) = 0;      // Requests in flight.
+  int outstanding_peak_ ABSL_GUARDED_BY(mu_) = 0;
+  // Slots the batcher sent (batches, and batches of one sent plain) whose
+  // results are not all in (abandoned ones too).
+  int batches_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  // Typical time from a batch's publish to its first result part (near the
+  // lower envelope), for the idle flush.
+  double turnaround_ns_ ABSL_GUARDED_BY(mu_) = 0;
+  // Batching: callers of Start waiting for mu_ (found it held), i.e. about
+  // to add a call. The idle flush waits for them.
+  std::atomic<int> adding_{0};
   bool publish_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   int64_t publish_posted_ns_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status status_ ABSL_GUARDED_BY(mu_);

@@ -39,14 +39,16 @@ ClientConnection::ClientConnection(ChannelOptions options,
                                    options_.switch_after,
                                    options_.switch_back_ratio}),
       flush_(std::max(1, options_.batch_size), options_.batch_bytes,
-             options_.batch_timeout),
+             options_.batch_timeout, options_.batch_idle_in_flight,
+             options_.batch_sync_combine),
       sizer_(AutoBatchSizer::Options{
           options_.latency_limit, options_.latency_alpha,
           std::max(1, options_.sizer_window), 1, 128,
           std::max(1, options_.batch_size), options_.sizer_proportional_steps,
           std::max(0, options_.sizer_holdoff_windows),
           std::max(absl::ZeroDuration(), options_.sizer_min_window),
-          std::max(1, options_.sizer_shrink_windows)}) {
+          std::max(1, options_.sizer_shrink_windows),
+          std::max(absl::ZeroDuration(), options_.sizer_max_window)}) {
   MutexLock lock(&mu_);
   retries_ = options_.retries;
   fetch_size_ = options_.fetch_size;

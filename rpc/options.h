@@ -105,7 +105,31 @@ struct ChannelOptions {
   // L: a batch is flushed before its payload would exceed this. Default: 2048.
   uint32_t batch_bytes = 2048;
   // T: a batch is flushed this long after its first request. Default: 5 ms.
+  // With the idle flush on, only an upper bound (docs/rpc.md).
   absl::Duration batch_timeout = absl::Milliseconds(5);
+  // Idle flush: the open batch is sent as soon as a caller would otherwise
+  // wait for it (a sync caller whose call is in it, or the poller driving
+  // the connection) and no other caller is in the middle of adding a call.
+  // A batch of async calls still waits while this many batches are in
+  // flight on the connection (their callers come back and join), until the
+  // oldest is late (two typical turnarounds), or for N, L or T. So a lone
+  // sync caller never waits for T, and pipelined async load still fills its
+  // batches. 0 turns the idle flush off (N, L and T only, as in the paper).
+  // Default: 1.
+  int batch_idle_in_flight = 1;
+  // Sync callers of many threads combine: a batch with a sync call waits
+  // for company as a batch of async calls does, for callers in the middle
+  // of adding (flat combining; up to 5 us) and behind batches in flight
+  // (leader/follower; until the oldest is late). Off, a sync caller's batch
+  // goes the moment its caller would wait, and a lone sync call takes the
+  // unbatched path. Combining pays where those threads run in parallel and
+  // the server or fabric is the bottleneck; where they are time-sliced
+  // nobody joins meanwhile and every wait is the blocked caller's (on the
+  // 2-core development machine 4 sync threads averaged 1.00 to 1.08 calls
+  // a batch either way, at 0.26x to 1.06x of batch-off calls/s with it
+  // (most runs 0.7x to 0.9x), 0.95x to 1.21x without; benchmarks/RESULTS.md).
+  // Default: false.
+  bool batch_sync_combine = false;
   // Requests in flight per connection (batches are pipelined up to this); a
   // batched call stops counting when its result part arrives, not when the
   // whole batch is done. Async calls past it wait in a queue
@@ -123,6 +147,11 @@ struct ChannelOptions {
   double latency_alpha = 0.05;
   int sizer_window = 1000;
   absl::Duration sizer_min_window = absl::Milliseconds(10);
+  // A sizer window this old ends at its next call even if it holds fewer
+  // than sizer_window calls, so a slow caller (a few hundred calls a
+  // second) still gets a decision this often; zero: windows end on their
+  // call count only (the paper). Default: 50 ms.
+  absl::Duration sizer_max_window = absl::Milliseconds(50);
   // Steps to the size the window's latency quantiles point at (bounded to
   // halving / doubling) instead of the paper's -1 / +1. Default: true.
   bool sizer_proportional_steps = true;

@@ -473,7 +473,6 @@ void ServerWorker::ServeBatch(ServerConnection* c, uint32_t s,
     part += framed;
     part_size = 0;
     part_entries = 0;
-    part_start = UnixNanos();
   };
 
   wire::BatchReader reader(req.payload);
@@ -516,6 +515,7 @@ void ServerWorker::ServeBatch(ServerConnection* c, uint32_t s,
                    out + wire::kEntryHeaderBytes, len);
       transport::StoreRelease64(resp + next_part, 0);
       publish();  // Writes [part, next_part) only.
+      part_start = UnixNanos();  // The next part's time starts here.
       out = moved;
     }
     wire::PutResultEntry(out, static_cast<uint32_t>(len),

@@ -37,6 +37,13 @@ DEFINE_uint32(rfrpc_batch_bytes, kChannelDefaults.batch_bytes,
 DEFINE_int64(rfrpc_batch_timeout_us,
              absl::ToInt64Microseconds(kChannelDefaults.batch_timeout),
              "T: a batch is flushed this long after its first request.");
+DEFINE_int32(rfrpc_batch_idle_in_flight, kChannelDefaults.batch_idle_in_flight,
+             "Idle flush: send an open batch nobody is adding to as soon as a "
+             "caller would wait for it, while fewer than this many batches "
+             "are in flight; 0: N, L and T only.");
+DEFINE_bool(rfrpc_batch_sync_combine, kChannelDefaults.batch_sync_combine,
+            "Idle flush: batches with a sync call wait for company too "
+            "(callers adding, batches in flight): sync threads combine.");
 DEFINE_int32(rfrpc_max_outstanding, kChannelDefaults.max_outstanding,
              "Requests in flight per connection.");
 DEFINE_int64(rfrpc_latency_limit_us,
@@ -131,6 +138,8 @@ absl::Status ApplyChannelFlags(ChannelOptions* o) {
   RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_batch_bytes", FLAGS_rfrpc_batch_bytes, 64));
   RFRPC_RETURN_IF_ERROR(
       AtLeast("rfrpc_batch_timeout_us", FLAGS_rfrpc_batch_timeout_us, 0));
+  RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_batch_idle_in_flight",
+                                FLAGS_rfrpc_batch_idle_in_flight, 0));
   RFRPC_RETURN_IF_ERROR(
       AtLeast("rfrpc_max_outstanding", FLAGS_rfrpc_max_outstanding, 1));
   RFRPC_RETURN_IF_ERROR(
@@ -149,6 +158,8 @@ absl::Status ApplyChannelFlags(ChannelOptions* o) {
   o->batch_size = FLAGS_rfrpc_batch_size;
   o->batch_bytes = FLAGS_rfrpc_batch_bytes;
   o->batch_timeout = absl::Microseconds(FLAGS_rfrpc_batch_timeout_us);
+  o->batch_idle_in_flight = FLAGS_rfrpc_batch_idle_in_flight;
+  o->batch_sync_combine = FLAGS_rfrpc_batch_sync_combine;
   o->max_outstanding = FLAGS_rfrpc_max_outstanding;
   o->latency_limit = absl::Microseconds(FLAGS_rfrpc_latency_limit_us);
   o->latency_alpha = FLAGS_rfrpc_latency_alpha;
@@ -192,12 +203,14 @@ std::string DescribeChannelOptions(const ChannelOptions& o) {
   return absl::StrFormat(
       "provider=%s mode=%s R=%d F=%u K=%d connections=%d slots=%d "
       "max_request=%u max_response=%u timeout=%s batch=%s N=%d L=%u T=%s "
-      "max_outstanding=%d latency_limit=%s alpha=%g auth=%s",
+      "idle_in_flight=%d max_outstanding=%d latency_limit=%s alpha=%g "
+      "auth=%s",
       o.provider, RpcModeName(o.mode), o.retries, o.fetch_size, o.switch_after,
       o.connections, o.slots_per_connection, o.max_request_bytes,
       o.max_response_bytes, absl::FormatDuration(o.default_timeout),
       BatchModeName(o.batch), o.batch_size, o.batch_bytes,
-      absl::FormatDuration(o.batch_timeout), o.max_outstanding,
+      absl::FormatDuration(o.batch_timeout), o.batch_idle_in_flight,
+      o.max_outstanding,
       absl::FormatDuration(o.latency_limit), o.latency_alpha,
       o.auth_token.empty() ? "off" : "on");
 }

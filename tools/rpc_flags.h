@@ -18,7 +18,9 @@
 // Client (ChannelOptions): --rfrpc_mode=rf|server_reply|hybrid,
 //   --rfrpc_retries (R), --rfrpc_fetch_size (F), --rfrpc_switch_after (K),
 //   --rfrpc_batch=off|fixed|auto|adaptive, --rfrpc_batch_size,
-//   --rfrpc_batch_bytes, --rfrpc_batch_timeout_us, --rfrpc_max_outstanding,
+//   --rfrpc_batch_bytes, --rfrpc_batch_timeout_us,
+//   --rfrpc_batch_idle_in_flight, --rfrpc_batch_sync_combine,
+//   --rfrpc_max_outstanding,
 //   --rfrpc_latency_limit_us, --rfrpc_latency_alpha, --rfrpc_slots,
 //   --rfrpc_timeout_ms.
 // Server (ServerOptions): --rfrpc_pin_first_cpu, --rfrpc_large_result_bytes,

@@ -19,6 +19,7 @@ TEST(RpcFlagsTest, DefaultsAreTheLibraryDefaults) {
   EXPECT_EQ(c.fetch_size, dc.fetch_size);
   EXPECT_EQ(c.batch, dc.batch);
   EXPECT_EQ(c.batch_timeout, dc.batch_timeout);
+  EXPECT_EQ(c.batch_idle_in_flight, dc.batch_idle_in_flight);
   EXPECT_EQ(c.latency_limit, dc.latency_limit);
   EXPECT_EQ(c.default_timeout, dc.default_timeout);
   ServerOptions s;
@@ -39,6 +40,7 @@ TEST(RpcFlagsTest, MapsFlagsOntoOptions) {
   gflags::SetCommandLineOption("rfrpc_batch", "adaptive");
   gflags::SetCommandLineOption("rfrpc_batch_size", "32");
   gflags::SetCommandLineOption("rfrpc_batch_timeout_us", "20");
+  gflags::SetCommandLineOption("rfrpc_batch_idle_in_flight", "0");
   gflags::SetCommandLineOption("rfrpc_auth_token", "s3cret");
   gflags::SetCommandLineOption("rfrpc_pin_first_cpu", "1");
   gflags::SetCommandLineOption("rfrpc_method_stats", "false");
@@ -50,6 +52,7 @@ TEST(RpcFlagsTest, MapsFlagsOntoOptions) {
   EXPECT_EQ(c.batch, BatchMode::kAdaptive);
   EXPECT_EQ(c.batch_size, 32);
   EXPECT_EQ(c.batch_timeout, absl::Microseconds(20));
+  EXPECT_EQ(c.batch_idle_in_flight, 0);
   EXPECT_EQ(c.auth_token, "s3cret");
   EXPECT_FALSE(c.method_stats);
   ServerOptions s;

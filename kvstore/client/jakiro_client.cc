@@ -222,6 +222,10 @@ ChannelStats JakiroClient::TotalStats() const {
     t.flushes_full += c.flushes_full;
     t.flushes_bytes += c.flushes_bytes;
     t.flushes_timeout += c.flushes_timeout;
+    t.flushes_idle += c.flushes_idle;
+    t.batches_plain += c.batches_plain;
+    t.groups_sent_ahead += c.groups_sent_ahead;
+    t.outstanding_peak = std::max(t.outstanding_peak, c.outstanding_peak);
     t.result_parts += c.result_parts;
     t.publishes_delayed += c.publishes_delayed;
     // Per-connection figures: averaged over the servers below.

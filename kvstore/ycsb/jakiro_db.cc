@@ -39,7 +39,8 @@ constexpr const char* kKnown[] = {
     "jakiro.max_value_bytes",  "jakiro.virtual_nodes",
     "jakiro.connect_retry_ms", "jakiro.shared_client",
     "jakiro.print_stats",      "jakiro.progress_thread",
-    "jakiro.fetch_miss_target",
+    "jakiro.fetch_miss_target", "jakiro.batch_idle_in_flight",
+    "jakiro.batch_sync_combine",
 };
 
 // Reads an integer property in [min, max] into *out if set.
@@ -149,6 +150,7 @@ absl::StatusOr<JakiroDbOptions> JakiroDbOptions::FromProperties(
   JAKIRO_INT("slots", 1, 1024, c.slots_per_connection);
   JAKIRO_INT("batch_size", 1, 1024, c.batch_size);
   JAKIRO_INT("max_outstanding", 1, 1 << 20, c.max_outstanding);
+  JAKIRO_INT("batch_idle_in_flight", 0, 1 << 20, c.batch_idle_in_flight);
   JAKIRO_INT("virtual_nodes", 1, 1 << 16, o.client.virtual_nodes);
 #undef JAKIRO_INT
   v = c.fetch_size;
@@ -198,6 +200,8 @@ absl::StatusOr<JakiroDbOptions> JakiroDbOptions::FromProperties(
   }
   o.shared_client = c.batch != BatchMode::kOff;
   s = BoolProperty(p, "jakiro.shared_client", &o.shared_client);
+  if (!s.ok()) return s;
+  s = BoolProperty(p, "jakiro.batch_sync_combine", &c.batch_sync_combine);
   if (!s.ok()) return s;
   s = BoolProperty(p, "jakiro.print_stats", &o.print_stats);
   if (!s.ok()) return s;

@@ -36,6 +36,15 @@
 //   jakiro.batch_size       N. Default: 16
 //   jakiro.batch_bytes      L. Default: 2048
 //   jakiro.batch_timeout_us T. Default: 5000
+//   jakiro.batch_idle_in_flight
+//                           idle flush: an open batch nobody is adding to
+//                           goes as soon as a caller would wait for it,
+//                           while fewer than this many batches are in
+//                           flight; 0: N, L and T only. Default: 1
+//   jakiro.batch_sync_combine
+//                           true: batches of sync calls wait for company too
+//                           (callers adding, batches in flight), so sync
+//                           threads combine. Default: false
 //   jakiro.max_outstanding  Default: 256
 //   jakiro.latency_limit_us auto sizer bound. Default: 100
 //   jakiro.latency_alpha    auto sizer alpha. Default: 0.05

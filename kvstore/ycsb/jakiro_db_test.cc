@@ -35,6 +35,8 @@ TEST(JakiroDbOptionsTest, ParsesProperties) {
        {"jakiro.batch", "fixed"},
        {"jakiro.batch_size", "8"},
        {"jakiro.batch_timeout_us", "30"},
+       {"jakiro.batch_idle_in_flight", "0"},
+       {"jakiro.batch_sync_combine", "true"},
        {"jakiro.fetch_size", "128"},
        {"jakiro.retries", "3"},
        {"jakiro.fetch_miss_target", "0.25"},
@@ -45,6 +47,8 @@ TEST(JakiroDbOptionsTest, ParsesProperties) {
   EXPECT_EQ(o->client.channel.batch, BatchMode::kFixed);
   EXPECT_EQ(o->client.channel.batch_size, 8);
   EXPECT_EQ(o->client.channel.batch_timeout, absl::Microseconds(30));
+  EXPECT_EQ(o->client.channel.batch_idle_in_flight, 0);
+  EXPECT_TRUE(o->client.channel.batch_sync_combine);
   EXPECT_EQ(o->client.channel.fetch_size, 128u);
   EXPECT_EQ(o->client.channel.retries, 3);
   EXPECT_EQ(o->client.channel.fetch_delay_miss_target, 0.25);
