@@ -92,6 +92,18 @@ class Server::Impl {
                 << " connections (" << per_connection
                 << " each), max_connections " << options_.max_connections;
     }
+    bool blocking = false;
+    for (const auto& [id, m] : methods_) {
+      blocking |= m->kind == MethodKind::kBlocking;
+    }
+    if (blocking) {
+      if (options_.blocking_threads < 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "blocking_threads ", options_.blocking_threads,
+            " must be >= 1: a registered method is blocking"));
+      }
+      pool_ = std::make_unique<internal::HandlerPool>(options_.blocking_threads);
+    }
     const wire::BellsLayout bells{internal::BellCapacity(options_)};
     for (int i = 0; i < options_.workers; ++i) {
       transport::CompletionQueueOptions cq_options;
@@ -100,7 +112,8 @@ class Server::Impl {
       RFRPC_ASSIGN_OR_RETURN(auto cq, provider_->CreateCompletionQueue(cq_options));
       RFRPC_ASSIGN_OR_RETURN(auto area, provider_->AllocateMemory(bells.Bytes()));
       workers_.push_back(std::make_unique<ServerWorker>(
-          i, options_, &methods_, &counters_, std::move(cq), std::move(area)));
+          i, options_, &methods_, &counters_, std::move(cq), std::move(area),
+          pool_.get()));
     }
     RFRPC_ASSIGN_OR_RETURN(listener_, provider_->Listen(options_.address));
     address_ = listener_->address();
@@ -127,7 +140,13 @@ class Server::Impl {
     listener_->Shutdown();
     if (accept_thread_.joinable()) accept_thread_.join();
     for (auto& w : workers_) w->Stop();
-    workers_.clear();
+    {
+      MutexLock lock(&mu_);  // stats() reads the workers' counts.
+      for (auto& w : workers_) done_misuse_ += w->done_misuse();
+      workers_.clear();
+    }
+    // Offloaded handlers still running finish (their results are dropped).
+    if (pool_ != nullptr) pool_->Stop();
     listener_.reset();
   }
 
@@ -146,6 +165,16 @@ class Server::Impl {
     s.parks = counters_.parks.load();
     s.park_notifies = counters_.park_notifies.load();
     s.hot_serves = counters_.hot_serves.load();
+    s.calls_async = counters_.calls_async.load();
+    s.calls_offloaded = counters_.calls_offloaded.load();
+    s.calls_cancelled = counters_.calls_cancelled.load();
+    s.calls_expired = counters_.calls_expired.load();
+    s.results_dropped = counters_.results_dropped.load();
+    {
+      MutexLock lock(&mu_);
+      s.done_misuse = done_misuse_;
+      for (const auto& w : workers_) s.done_misuse += w->done_misuse();
+    }
     return s;
   }
 
@@ -287,7 +316,9 @@ class Server::Impl {
   internal::ServerCounters counters_;
   std::unique_ptr<transport::Provider> provider_;
   std::unique_ptr<transport::Listener> listener_;
+  std::unique_ptr<internal::HandlerPool> pool_;  // Blocking methods only.
   std::vector<std::unique_ptr<ServerWorker>> workers_;
+  uint64_t done_misuse_ ABSL_GUARDED_BY(mu_) = 0;  // Of stopped workers.
   std::thread accept_thread_;
   std::atomic<bool> stop_{false};
   uint64_t next_worker_ = 0;

@@ -1,0 +1,165 @@
+// Copyright 2026 The rfrpc Authors.
+
+#include "rpc/server_call.h"
+
+#include <utility>
+
+#include "glog/logging.h"
+
+namespace rfrpc {
+
+bool ServerContext::IsCancelled() const {
+  if (cancelled_.load(std::memory_order_acquire)) return true;
+  if (cancel_word_ != nullptr &&
+      __atomic_load_n(static_cast<const uint64_t*>(cancel_word_),
+                      __ATOMIC_ACQUIRE) == uint64_t{seq_}) {
+    return true;
+  }
+  if (deadline_ns_ == INT64_MAX) return false;
+  return absl::GetCurrentTimeNanos() > deadline_ns_;
+}
+
+ServerDone::ServerDone(const ServerDone& other) : call_(other.call_) {
+  if (call_ != nullptr) call_->AddHandle();
+}
+
+ServerDone& ServerDone::operator=(const ServerDone& other) {
+  if (this == &other) return *this;
+  if (other.call_ != nullptr) other.call_->AddHandle();
+  if (call_ != nullptr) call_->DropHandle();
+  call_ = other.call_;
+  return *this;
+}
+
+ServerDone& ServerDone::operator=(ServerDone&& other) noexcept {
+  if (this == &other) return *this;
+  if (call_ != nullptr) call_->DropHandle();
+  call_ = other.call_;
+  other.call_ = nullptr;
+  return *this;
+}
+
+ServerDone::~ServerDone() {
+  if (call_ != nullptr) call_->DropHandle();
+}
+
+void ServerDone::operator()(absl::Status status) const {
+  if (call_ == nullptr) {
+    LOG(ERROR) << "rfrpc: an empty (or moved-from) ServerDone was called with "
+               << status << "; ignored";
+    return;
+  }
+  call_->Finish(std::move(status));
+}
+
+namespace internal {
+
+bool ServerCall::Claim(uint8_t* claimed_state) {
+  uint8_t s = state_.load(std::memory_order_acquire);
+  for (;;) {
+    if (s >= kClaimedInHandler) return false;
+    const uint8_t want = s == kInHandler ? kClaimedInHandler : kClaimedDetached;
+    if (state_.compare_exchange_weak(s, want, std::memory_order_acq_rel,
+                                     std::memory_order_acquire)) {
+      *claimed_state = want;
+      return true;
+    }
+  }
+}
+
+void ServerCall::Complete(uint8_t claimed, absl::Status status) {
+  status_ = std::move(status);
+  if (claimed == kClaimedInHandler) {
+    uint8_t expected = kClaimedInHandler;
+    // The worker reads status_ after it sees kFinishedInline (acquire).
+    if (state_.compare_exchange_strong(expected, kFinishedInline,
+                                       std::memory_order_acq_rel,
+                                       std::memory_order_acquire)) {
+      return;
+    }
+    // The worker detached meanwhile (kClaimedDetached): post it.
+  }
+  state_.store(kFinished, std::memory_order_release);
+  Ref();  // The sink's.
+  sink->Post(this);
+}
+
+void ServerCall::Finish(absl::Status status) {
+  uint8_t claimed;
+  if (!Claim(&claimed)) {
+    LOG(ERROR) << "rfrpc: ServerDone of " << ctx_.method()
+               << " called twice; the second status (" << status
+               << ") is ignored";
+    if (sink != nullptr) sink->CountMisuse();
+    return;
+  }
+  Complete(claimed, std::move(status));
+}
+
+void ServerCall::FinishIfPending(absl::Status status) {
+  uint8_t claimed;
+  if (Claim(&claimed)) Complete(claimed, std::move(status));
+}
+
+bool ServerCall::Detach() {
+  uint8_t s = state_.load(std::memory_order_acquire);
+  for (;;) {
+    uint8_t want;
+    if (s == kInHandler) {
+      want = kDetached;
+    } else if (s == kClaimedInHandler) {
+      want = kClaimedDetached;  // Its finisher will post it.
+    } else {
+      return s != kFinishedInline;
+    }
+    if (state_.compare_exchange_weak(s, want, std::memory_order_acq_rel,
+                                     std::memory_order_acquire)) {
+      return true;
+    }
+  }
+}
+
+void ServerCall::Unref() {
+  if ((counts_.fetch_sub(1, std::memory_order_acq_rel) & 0xffffffffu) == 1) {
+    Recycle();
+  }
+}
+
+void ServerCall::Release() {
+  // The worker's reference, often the last one left: no atomic update then.
+  if (counts_.load(std::memory_order_acquire) == 1) {
+    Recycle();
+    return;
+  }
+  Unref();
+}
+
+void ServerCall::DropHandle() {
+  if (finished()) {
+    // Nobody needs the handle count once the call is claimed.
+    const uint64_t prev =
+        counts_.fetch_sub((uint64_t{1} << 32) | 1, std::memory_order_acq_rel);
+    if ((prev & 0xffffffffu) == 1) Recycle();
+    return;
+  }
+  const uint64_t prev =
+      counts_.fetch_sub(uint64_t{1} << 32, std::memory_order_acq_rel);
+  if ((prev >> 32) == 1 && !finished()) {
+    // The last handle went without finishing the call: nobody else can now.
+    uint8_t claimed;
+    if (Claim(&claimed)) {
+      LOG(ERROR) << "rfrpc: every ServerDone of a " << ctx_.method()
+                 << " call was destroyed without being called; it finishes "
+                    "with INTERNAL";
+      if (sink != nullptr) sink->CountMisuse();
+      Complete(claimed,
+               absl::InternalError(
+                   "the server's handler dropped the call without finishing "
+                   "it (ServerDone never called)"));
+    }
+  }
+  Unref();
+}
+
+}  // namespace internal
+}  // namespace rfrpc
