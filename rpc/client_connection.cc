@@ -33,6 +33,7 @@ enum WrKind : uint64_t {
   kModeWrite = 4,
   kPublishWrite = 5,  // Adaptive batching: the header WRITE of a batch.
   kBellWrite = 6,     // A doorbell WRITE (bell word or summary byte).
+  kCancelWrite = 7,   // A cancel word (TryCancel).
 };
 constexpr uint64_t WrId(uint32_t slot, WrKind kind) {
   return (uint64_t{slot} << 4) | kind;
@@ -277,8 +278,12 @@ absl::Status ClientConnection::StartLocked(
         reinterpret_cast<uint8_t*>(buf + wire::kHeaderBytes));
   }
   slot.seq = wire::NextSeq(slot.seq);
+  const int64_t now = NowNs();
+  // The caller's remaining budget travels with the request (aux).
+  const uint16_t budget = wire::EncodeBudget(call->deadline_ns, now);
   const size_t framed = wire::FinishRequest(
-      buf, static_cast<uint32_t>(size), slot.seq, call->method_id, 0, 0);
+      buf, static_cast<uint32_t>(size), slot.seq, call->method_id, budget,
+      budget == wire::kNoBudget ? 0 : wire::kRequestFlagDeadline);
 
   WorkRequest wrs[3];
   wrs[0] = WorkRequest::Write(
@@ -287,7 +292,6 @@ absl::Status ClientConnection::StartLocked(
       static_cast<uint32_t>(framed), server_region_,
       layout_.RequestSlotOffset(s));
   wrs[0].signaled = false;
-  const int64_t now = NowNs();
   slot.batch = false;
   slot.call = call;
   slot.earliest_deadline_ns = call->deadline_ns;
@@ -327,7 +331,8 @@ absl::Status ClientConnection::AddToBatchLocked(
     PendingCall* call, const char* serialized,
     const google::protobuf::MessageLite* request, size_t size) {
   const size_t entry = wire::EntryBytes(size);
-  if (entry > layout_.RequestPayloadCapacity()) {
+  // Each entry also takes a budget code after the entries (PublishLocked).
+  if (entry + wire::BudgetCodesBytes(1) > layout_.RequestPayloadCapacity()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "request of ", size, " bytes (", entry,
         " as a batch entry) exceeds the connection's ",
@@ -343,14 +348,17 @@ absl::Status ClientConnection::AddToBatchLocked(
     const int n = static_cast<int>(o.calls.size());
     if (flush_.BeforeAdd(n, o.bytes, entry) == FlushReason::kBytes) {
       FlushLocked(FlushReason::kBytes);
-    } else if (o.bytes + entry > layout_.RequestPayloadCapacity()) {
+    } else if (o.bytes + entry + wire::BudgetCodesBytes(n + 1) >
+               layout_.RequestPayloadCapacity()) {
       FlushLocked(FlushReason::kBytes);
     }
     // Flushing may have failed the connection: then the call is not taken.
     if (!status_.ok()) return status_;
     // A held (elastic) publish that is now full must wait: no room.
     if (open_ >= 0 &&
-        slots_[open_].bytes + entry > layout_.RequestPayloadCapacity()) {
+        slots_[open_].bytes + entry +
+                wire::BudgetCodesBytes(slots_[open_].calls.size() + 1) >
+            layout_.RequestPayloadCapacity()) {
       return absl::ResourceExhaustedError("open batch is full");
     }
   }
@@ -467,14 +475,30 @@ void ClientConnection::PublishLocked(uint32_t s) {
   slot.publish_pending = false;
   char* buf = staging(s);
   slot.seq = wire::NextSeq(slot.seq);
+  const int64_t now = NowNs();
+  // The callers' remaining budgets, one code per entry, after the entries;
+  // method_id says where they start (rpc/batch_format.h). A call already
+  // finished (expired, cancelled) gets 0: the server does not run it.
+  char* codes = buf + wire::kHeaderBytes + slot.bytes;
+  for (size_t i = 0; i < slot.calls.size(); ++i) {
+    const uint16_t code = slot.calls[i] == nullptr
+                              ? 0
+                              : wire::EncodeBudget(slot.calls[i]->deadline_ns, now);
+    std::memcpy(codes + 2 * i, &code, sizeof(code));
+  }
+  const size_t codes_bytes = wire::BudgetCodesBytes(slot.calls.size());
+  if (codes_bytes > 2 * slot.calls.size()) {
+    std::memset(codes + 2 * slot.calls.size(), 0,
+                codes_bytes - 2 * slot.calls.size());
+  }
   const size_t framed = wire::FinishRequest(
-      buf, slot.bytes, slot.seq, /*method_id=*/0,
+      buf, static_cast<uint32_t>(slot.bytes + codes_bytes), slot.seq,
+      /*method_id=*/slot.bytes,
       static_cast<uint16_t>(std::min(BatchSizeNow(), 0xffff)),
-      wire::kRequestFlagBatch);
+      wire::kRequestFlagBatch | wire::kRequestFlagDeadline);
   const uint64_t base = staging_offset_ + size_t{s} * layout_.request_slot_bytes;
   const uint64_t rbase = layout_.RequestSlotOffset(s);
   bool ok;
-  const int64_t now = NowNs();
   // The phase first: the doorbell names the slot only if it is outstanding.
   slot.phase = policy_.current() == RpcMode::kServerReply ? Phase::kWaitReply
                                                           : Phase::kFetchHeader;
@@ -978,6 +1002,75 @@ void ClientConnection::Abort(absl::Status status,
   FailLocked(std::move(status), finished);
 }
 
+void ClientConnection::PostCancel(uint32_t s, int64_t now) {
+  // The server answers the request with CANCELLED if its result is still
+  // being computed, and its handler sees ServerContext::IsCancelled. The
+  // ring after it makes the worker look at the slot (and wakes it if it
+  // may be parked); the slot stays abandoned until that answer (or the
+  // result, if it won the race) lands.
+  const uint64_t word = wire::CancelWord(slots_[s].seq);
+  const size_t src = cancel_src_offset_ + size_t{s} * 8;
+  std::memcpy(local_->data() + src, &word, sizeof(word));
+  WorkRequest wrs[3];
+  wrs[0] = WorkRequest::Write(WrId(s, kCancelWrite), local_.get(), src,
+                              sizeof(word), server_region_,
+                              layout_.CancelOffset(s));
+  wrs[0].signaled = false;
+  const bool notify = notify_gap_ns_ > 0 && now - last_post_ns_ > notify_gap_ns_;
+  BellWrites(s, /*all=*/false, notify, wrs + 1);
+  SignalAccounting(wrs, 3);
+  if (PostList(absl::MakeConstSpan(wrs, 3))) {
+    counters_->cancel_writes.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void ClientConnection::CancelLocked(int64_t now,
+                                    std::vector<PendingCall*>* finished) {
+  auto wanted = [](const PendingCall* call) {
+    return call != nullptr && call->ctx != nullptr && call->ctx->cancelled();
+  };
+  const absl::Status cancelled =
+      absl::CancelledError("call cancelled (ClientContext::TryCancel)");
+  for (uint32_t s = 0; s < used_slots_; ++s) {
+    Slot& slot = slots_[s];
+    if (slot.phase == Phase::kFree || slot.phase == Phase::kDraining) continue;
+    const bool sent = slot.phase != Phase::kFilling;
+    if (!slot.batch) {
+      if (!wanted(slot.call)) continue;
+      PendingCall* call = slot.call;
+      slot.call = nullptr;  // Abandoned: reused once the server answers.
+      call->fetches = slot.fetches;
+      call->reads = slot.reads;
+      counters_->calls_cancelled.fetch_add(1, std::memory_order_relaxed);
+      FinishCall(call, cancelled, finished);
+      if (sent) PostCancel(s, now);
+      continue;
+    }
+    bool any = false;
+    for (PendingCall*& call : slot.calls) {
+      if (!wanted(call)) continue;
+      counters_->calls_cancelled.fetch_add(1, std::memory_order_relaxed);
+      FinishCall(call, cancelled, finished);
+      call = nullptr;
+      --slot.live_calls;
+      any = true;
+    }
+    // The server learns of it per slot: once no call of the batch is left.
+    if (any && sent && slot.live_calls == 0) PostCancel(s, now);
+  }
+  for (auto it = queued_.begin(); it != queued_.end();) {
+    if (!wanted(*it)) {
+      ++it;
+      continue;
+    }
+    PendingCall* call = *it;
+    it = queued_.erase(it);
+    ++async_slots_;  // FinishCall decrements for async calls.
+    counters_->calls_cancelled.fetch_add(1, std::memory_order_relaxed);
+    FinishCall(call, cancelled, finished);
+  }
+}
+
 void ClientConnection::ExpireCalls(uint32_t s, int64_t now,
                                    std::vector<PendingCall*>* finished) {
   Slot& slot = slots_[s];
@@ -1030,6 +1123,15 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
     }
   }
   int64_t now = NowNs();
+
+  // Calls whose context was cancelled (ClientContext::TryCancel bumps the
+  // channel's count): one load a round when there are none.
+  const uint64_t cancels = counters_->cancels.load(std::memory_order_acquire);
+  if (cancels != seen_cancels_) {
+    seen_cancels_ = cancels;
+    CancelLocked(now, finished);
+    progressed = true;
+  }
 
   // 0. The open batch goes when T has passed.
   if (open_ >= 0) {
@@ -1091,7 +1193,8 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
       progressed = true;
       continue;
     }
-    if (kind == kRequestWrite || kind == kModeWrite || kind == kBellWrite) {
+    if (kind == kRequestWrite || kind == kModeWrite || kind == kBellWrite ||
+        kind == kCancelWrite) {
       continue;
     }
     if (s >= slots_.size()) continue;

@@ -95,6 +95,12 @@ struct ChannelCounters {
   std::atomic<uint64_t> rerings{0};
   std::atomic<uint64_t> notifies{0};
   std::atomic<uint64_t> hot_posts{0};
+  std::atomic<uint64_t> calls_cancelled{0};
+  std::atomic<uint64_t> cancel_writes{0};
+  // Bumped by ClientContext::TryCancel: connections look for cancelled
+  // calls when it changes. On a line of its own: every Progress round
+  // loads it, and the counters above change with every call.
+  alignas(64) std::atomic<uint64_t> cancels{0};
 };
 
 class ClientConnection {
@@ -286,6 +292,13 @@ class ClientConnection {
   }
   void ExpireCalls(uint32_t s, int64_t now, std::vector<PendingCall*>* finished)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Finishes the calls whose context was cancelled with CANCELLED; their
+  // slots are abandoned (reused once the server answers) and the server
+  // told through the slot's cancel word.
+  void CancelLocked(int64_t now, std::vector<PendingCall*>* finished)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // WRITEs slot `s`'s cancel word (its current seq) and rings.
+  void PostCancel(uint32_t s, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int BatchSizeNow() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Cap of the adaptive first-fetch delay (0 when it is off).
   double FetchDelayCapNs() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -320,6 +333,8 @@ class ClientConnection {
   size_t staging_offset_ = 0, fetch_offset_ = 0, mode_word_offset_ = 0;
   // Sources of the doorbell WRITEs in local_: the bell word, then a byte 1.
   size_t bell_src_offset_ = 0;
+  // Sources of the cancel word WRITEs in local_, 8 bytes per slot.
+  size_t cancel_src_offset_ = 0;
   // Half the server's hot window (a request posted within it of the
   // previous one on a hot slot skips the doorbell) and half its park delay
   // (a request posted longer than it after the connection's previous one
@@ -358,6 +373,7 @@ class ClientConnection {
   uint32_t ring_count_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t last_post_ns_ ABSL_GUARDED_BY(mu_) = 0;   // Last request posted.
   int64_t next_rering_ns_ ABSL_GUARDED_BY(mu_) = INT64_MAX;
+  uint64_t seen_cancels_ ABSL_GUARDED_BY(mu_) = 0;  // counters_->cancels.
   std::atomic<int> needs_driver_{0};
   std::atomic<bool> failed_{false};
 };

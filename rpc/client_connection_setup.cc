@@ -93,12 +93,15 @@ absl::StatusOr<std::unique_ptr<ClientConnection>> ClientConnection::Connect(
   const uint32_t resp_bytes = RoundUp64(static_cast<uint32_t>(
       wire::FramedBytes(options.max_response_bytes)));
 
-  // Local memory: staging slots, fetch buffers, the mode word.
+  // Local memory: staging slots, fetch buffers, the mode word and the
+  // doorbell sources (one line), the cancel word sources (8 bytes a slot).
   c->staging_offset_ = 0;
   c->fetch_offset_ = size_t{slots} * req_bytes;
   c->mode_word_offset_ = c->fetch_offset_ + size_t{slots} * resp_bytes;
-  RFRPC_ASSIGN_OR_RETURN(c->local_,
-                         provider->AllocateMemory(c->mode_word_offset_ + 64));
+  c->cancel_src_offset_ = c->mode_word_offset_ + 64;
+  RFRPC_ASSIGN_OR_RETURN(
+      c->local_, provider->AllocateMemory(c->cancel_src_offset_ +
+                                          wire::Align64(size_t{slots} * 8)));
   RFRPC_ASSIGN_OR_RETURN(c->reply_,
                          provider->AllocateMemory(size_t{slots} * resp_bytes));
   transport::CompletionQueueOptions cq_options;
