@@ -80,6 +80,19 @@ bool ResultPartWriter::Commit(uint32_t len, uint16_t status_code,
   return closing;
 }
 
+bool ResultPartWriter::Close(Part* closed) {
+  if (part_entries_ == 0) return false;
+  const size_t next_part = part_ + wire::FramedBytes(part_size_);
+  transport::StoreRelease64(buf_ + next_part, 0);
+  closed->offset = part_;
+  closed->size = static_cast<uint32_t>(part_size_);
+  closed->entries = static_cast<uint16_t>(part_entries_);
+  part_ = next_part;
+  part_size_ = 0;
+  part_entries_ = 0;
+  return true;
+}
+
 bool ResultPartWriter::Finish(Part* last) const {
   if (part_entries_ == 0) return false;
   last->offset = part_;

@@ -64,6 +64,12 @@ class ResultPartWriter {
   // the writer never writes into a closed part).
   bool Commit(uint32_t len, uint16_t status_code, Part* closed);
 
+  // Closes the current part early, if it holds results (the next result
+  // must wait: a client should not wait for those before it). Returns true
+  // with the part in `*closed` (publish it before the next Commit); the
+  // next part's head word is cleared first.
+  bool Close(Part* closed);
+
   // After the last Commit: the last part, if it holds results.
   bool Finish(Part* last) const;
 

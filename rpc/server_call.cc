@@ -112,11 +112,28 @@ bool ServerCall::Detach() {
     } else {
       return s != kFinishedInline;
     }
-    if (state_.compare_exchange_weak(s, want, std::memory_order_acq_rel,
+    if (state_.compare_exchange_weak(s, want, std::memory_order_seq_cst,
                                      std::memory_order_acquire)) {
-      return true;
+      break;
     }
   }
+  // The handler returned keeping no ServerDone (DropHandle leaves a call
+  // still in its handler to this check; the two sequentially consistent
+  // pairs of update and load make sure one of them sees the other).
+  if ((counts_.load(std::memory_order_seq_cst) >> 32) == 0) FinishDropped();
+  return true;
+}
+
+void ServerCall::FinishDropped() {
+  uint8_t claimed;
+  if (!Claim(&claimed)) return;
+  LOG(ERROR) << "rfrpc: the handler of a " << ctx_.method()
+             << " call let go of every ServerDone without calling it; the "
+                "call finishes with INTERNAL";
+  if (sink != nullptr) sink->CountMisuse();
+  Complete(claimed,
+           absl::InternalError("the server's handler dropped the call without "
+                               "finishing it (ServerDone never called)"));
 }
 
 void ServerCall::Unref() {
@@ -143,20 +160,13 @@ void ServerCall::DropHandle() {
     return;
   }
   const uint64_t prev =
-      counts_.fetch_sub(uint64_t{1} << 32, std::memory_order_acq_rel);
-  if ((prev >> 32) == 1 && !finished()) {
-    // The last handle went without finishing the call: nobody else can now.
-    uint8_t claimed;
-    if (Claim(&claimed)) {
-      LOG(ERROR) << "rfrpc: every ServerDone of a " << ctx_.method()
-                 << " call was destroyed without being called; it finishes "
-                    "with INTERNAL";
-      if (sink != nullptr) sink->CountMisuse();
-      Complete(claimed,
-               absl::InternalError(
-                   "the server's handler dropped the call without finishing "
-                   "it (ServerDone never called)"));
-    }
+      counts_.fetch_sub(uint64_t{1} << 32, std::memory_order_seq_cst);
+  // The last handle went without finishing the call: nobody else can now.
+  // While the handler still runs on the worker (it may yet finish the call,
+  // e.g. after catching an exception) the worker checks instead, in Detach.
+  if ((prev >> 32) == 1 &&
+      state_.load(std::memory_order_seq_cst) != kInHandler) {
+    FinishDropped();
   }
   Unref();
 }

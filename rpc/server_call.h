@@ -139,6 +139,8 @@ class ServerCall {
  private:
   // Claims the call for one finisher; false if already claimed.
   bool Claim(uint8_t* claimed_state);
+  // Every handle is gone and the call is not finished: INTERNAL (logged).
+  void FinishDropped();
   void Complete(uint8_t claimed_state, absl::Status status);
 
   ServerContext ctx_;

@@ -558,6 +558,9 @@ void ServerWorker::ServeBatch(ServerConnection* c, uint32_t s,
     }
   }
   if (p != nullptr) {
+    // The results before the first late one go out now.
+    ResultPartWriter::Part part;
+    if (w.Close(&part)) PublishPart(c, s, seq, hot, part, &part_start);
     p->writer = w;
     p->part_start = part_start;
     AddPending(c, std::move(p));

@@ -147,6 +147,8 @@ void ServerWorker::AddPending(ServerConnection* c,
   c->pending[s] = std::move(p);
   ++c->pending_count;
   ++pending_slots_;
+  // A cancel may have come with the request (before the worker took it).
+  CheckCancel(c, s);
 }
 
 void ServerWorker::RemovePending(ServerConnection* c, uint32_t s) {
@@ -160,7 +162,12 @@ void ServerWorker::AdvanceBatch(ServerConnection* c, uint32_t s) {
   ResultPartWriter& w = p->writer;
   while (!w.done()) {
     PendingSlot::Entry& e = p->entries[w.committed() - p->base];
-    if (!e.ready) return;
+    if (!e.ready) {
+      // Waiting for a late result: what is placed goes out now.
+      ResultPartWriter::Part part;
+      if (w.Close(&part)) PublishPart(c, s, p->seq, p->hot, part, &p->part_start);
+      return;
+    }
     size_t cap;
     char* out = w.NextPayload(&cap);
     absl::Status st;
