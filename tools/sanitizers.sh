@@ -40,6 +40,8 @@ TSAN_TESTS=(
   //tests:rpc_fault_injection_test
   //tests:rpc_isolation_test
   //codegen:generated_echo_e2e_test
+  //tests:rpc_async_test
+  //examples/kv_cache:cache_test
 )
 
 configs=("$@")
