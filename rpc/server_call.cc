@@ -53,6 +53,13 @@ void ServerDone::operator()(absl::Status status) const {
 }
 
 namespace internal {
+namespace {
+
+thread_local ServerCall* inline_call = nullptr;
+
+}  // namespace
+
+void ServerCall::SetInlineCall(ServerCall* call) { inline_call = call; }
 
 bool ServerCall::Claim(uint8_t* claimed_state) {
   uint8_t s = state_.load(std::memory_order_acquire);
@@ -69,6 +76,11 @@ bool ServerCall::Claim(uint8_t* claimed_state) {
 
 void ServerCall::Complete(uint8_t claimed, absl::Status status) {
   status_ = std::move(status);
+  if (claimed == kClaimedInHandler && inline_call == this) {
+    // On the worker, inside this call's handler: Detach cannot run now.
+    state_.store(kFinishedInline, std::memory_order_release);
+    return;
+  }
   if (claimed == kClaimedInHandler) {
     uint8_t expected = kClaimedInHandler;
     // The worker reads status_ after it sees kFinishedInline (acquire).

@@ -87,6 +87,11 @@ class ServerCall {
     state_.store(inline_handler ? kInHandler : kDetached,
                  std::memory_order_relaxed);
   }
+  // Worker: the call whose handler runs on this thread now (null: none).
+  // A finisher on this thread inside that handler needs one atomic update
+  // less (the worker cannot be detaching it meanwhile).
+  static void SetInlineCall(ServerCall* call);
+
   // Worker, after the handler returned on it: true if the call goes on
   // (someone will post it when finished), false if it finished inline
   // (status() is set; the worker publishes it now).

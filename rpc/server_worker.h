@@ -258,7 +258,8 @@ class ServerWorker {
   // serialized response's `*len`.
   absl::Status CallResult(ServerCall* call, char* buf, size_t cap,
                           size_t* len);
-  void PublishCall(ServerConnection* c, const PendingSlot& p, ServerCall* call);
+  void PublishCall(ServerConnection* c, uint32_t s, uint32_t seq,
+                   int64_t start_ns, uint16_t hot, ServerCall* call);
   // Publishes one result part of slot `s`'s batch.
   void PublishPart(ServerConnection* c, uint32_t s, uint32_t seq, uint16_t hot,
                    const ResultPartWriter::Part& part, int64_t* part_start);

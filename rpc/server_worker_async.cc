@@ -74,7 +74,9 @@ bool ServerWorker::Launch(ServerCall* call, const MethodEntry* m) {
     return false;
   }
   call->PrepareHandle(/*inline_handler=*/true);
+  ServerCall::SetInlineCall(call);
   m->handler->Invoke(call, ServerDone::Adopt(call));
+  ServerCall::SetInlineCall(nullptr);
   if (call->Detach()) {
     counters_->calls_async.fetch_add(1, std::memory_order_relaxed);
     return false;  // Goes on: its answer comes later.
@@ -97,15 +99,16 @@ absl::Status ServerWorker::CallResult(ServerCall* call, char* buf, size_t cap,
   return st;
 }
 
-void ServerWorker::PublishCall(ServerConnection* c, const PendingSlot& p,
+void ServerWorker::PublishCall(ServerConnection* c, uint32_t s, uint32_t seq,
+                               int64_t start_ns, uint16_t hot,
                                ServerCall* call) {
   const wire::ConnectionLayout& l = c->layout;
   char* payload =
-      c->region->data() + l.ResponseSlotOffset(p.slot) + wire::kHeaderBytes;
+      c->region->data() + l.ResponseSlotOffset(s) + wire::kHeaderBytes;
   size_t len;
   const absl::Status st =
       CallResult(call, payload, l.ResponsePayloadCapacity(), &len);
-  PublishSingle(c, p.slot, p.seq, p.start_ns, p.hot, st, len);
+  PublishSingle(c, s, seq, start_ns, hot, st, len);
 }
 
 void ServerWorker::StartCall(ServerConnection* c, uint32_t s, uint32_t seq,
@@ -120,16 +123,17 @@ void ServerWorker::StartCall(ServerConnection* c, uint32_t s, uint32_t seq,
     PublishSingle(c, s, seq, start_ns, hot, error, 0);
     return;
   }
+  if (Launch(call, m)) {
+    // Finished before its handler returned: published like a sync result.
+    PublishCall(c, s, seq, start_ns, hot, call);
+    call->Release();
+    return;
+  }
   auto p = std::make_unique<PendingSlot>();
   p->slot = s;
   p->seq = seq;
   p->start_ns = start_ns;
   p->hot = hot;
-  if (Launch(call, m)) {
-    PublishCall(c, *p, call);
-    call->Release();
-    return;
-  }
   p->call = call;
   p->deadline_ns = deadline_ns;
   AddPending(c, std::move(p));
@@ -202,7 +206,7 @@ void ServerWorker::TakeFinished() {
       p = c->pending[call->slot].get();
     }
     if (p != nullptr && p->seq == call->seq && !p->batch && p->call == call) {
-      PublishCall(c, *p, call);
+      PublishCall(c, p->slot, p->seq, p->start_ns, p->hot, call);
       p->call->Release();  // The worker's reference.
       RemovePending(c, call->slot);
     } else if (p != nullptr && p->seq == call->seq && p->batch &&
