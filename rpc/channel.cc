@@ -179,6 +179,9 @@ class ChannelImpl final : public Channel {
         return Fail(&call, absl::DeadlineExceededError(
                                "deadline exceeded waiting for a free slot"));
       }
+      if (ctx != nullptr && ctx->cancelled()) {
+        return Fail(&call, CancelledAtStart());
+      }
       if (!conn->Progress(&finished)) Backoff(&idle);
       RunCallbacks(conn.get(), &finished);
     }

@@ -234,6 +234,7 @@ void ClientConnection::Enqueue(PendingCall* call) {
   counters_->calls_queued.fetch_add(1, std::memory_order_relaxed);
   MutexLock lock(&mu_);
   queued_.push_back(call);
+  NoteIfCancelled(call);
   UpdateNeedsDriver();
 }
 
@@ -314,6 +315,7 @@ absl::Status ClientConnection::StartLocked(
     slot.next_fetch_ns =
         now + (options_.adaptive_fetch_delay ? static_cast<int64_t>(fetch_delay_ns_) : 0);
   }
+  NoteIfCancelled(call);
   UpdateNeedsDriver();
   if (!PostRequest(s, now, wrs, 1)) {
     absl::Status st = status_;
@@ -398,6 +400,7 @@ absl::Status ClientConnection::AddToBatchLocked(
   slot.calls.push_back(call);
   slot.earliest_deadline_ns =
       std::min(slot.earliest_deadline_ns, call->deadline_ns);
+  NoteIfCancelled(call);
   ++slot.live_calls;
   ++slot.untransmitted_entries;
   ++outstanding_;
@@ -1127,8 +1130,9 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
   // Calls whose context was cancelled (ClientContext::TryCancel bumps the
   // channel's count): one load a round when there are none.
   const uint64_t cancels = counters_->cancels.load(std::memory_order_acquire);
-  if (cancels != seen_cancels_) {
+  if (cancels != seen_cancels_ || rescan_cancels_) {
     seen_cancels_ = cancels;
+    rescan_cancels_ = false;
     CancelLocked(now, finished);
     progressed = true;
   }

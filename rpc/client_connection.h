@@ -299,6 +299,12 @@ class ClientConnection {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // WRITEs slot `s`'s cancel word (its current seq) and rings.
   void PostCancel(uint32_t s, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A call being placed whose context is cancelled already: the next
+  // Progress round looks for cancelled calls. One load with a context.
+  void NoteIfCancelled(const PendingCall* call)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (call->ctx != nullptr && call->ctx->cancelled()) rescan_cancels_ = true;
+  }
   int BatchSizeNow() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Cap of the adaptive first-fetch delay (0 when it is off).
   double FetchDelayCapNs() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -374,6 +380,9 @@ class ClientConnection {
   int64_t last_post_ns_ ABSL_GUARDED_BY(mu_) = 0;   // Last request posted.
   int64_t next_rering_ns_ ABSL_GUARDED_BY(mu_) = INT64_MAX;
   uint64_t seen_cancels_ ABSL_GUARDED_BY(mu_) = 0;  // counters_->cancels.
+  // A call placed with its context already cancelled (TryCancel raced with
+  // its start, and a Progress round may have looked before it was here).
+  bool rescan_cancels_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<int> needs_driver_{0};
   std::atomic<bool> failed_{false};
 };
