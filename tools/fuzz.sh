@@ -43,6 +43,7 @@ LIB_SRCS=(
   transport/transport.cc transport/bootstrap.cc transport/auth_token.cc
   rpc/service.cc rpc/slot_codec.cc rpc/batch_format.cc rpc/batch_policy.cc
   rpc/options.cc rpc/hybrid_policy.cc rpc/channel.cc rpc/client_connection.cc
+  rpc/client_connection_setup.cc rpc/work_finder.cc
   rpc/server.cc rpc/server_worker.cc rpc/server_worker_async.cc
   rpc/server_call.cc rpc/handler_pool.cc rpc/result_parts.cc
   rpc/tuner/profile.cc
