@@ -158,6 +158,10 @@ b_later = batch([(LATER if i % 3 else ECHO, test_request(b"l" * i, i))
                  for i in range(7)])
 write("server_fuzzer", "batch_later", bytes([1, 1, 0, 0]) + b_later)
 write("server_fuzzer", "batch_later_reply", bytes([3, 4, 0, 0]) + b_later)
+# Bit 6: the cancel word names this batch (aux 1: odd), so its async entries
+# still running are answered CANCELLED; aux 2: a garbage word, ignored.
+write("server_fuzzer", "batch_later_cancelled", bytes([65, 1, 0, 0]) + b_later)
+write("server_fuzzer", "batch_later_garbage_cancel", bytes([65, 2, 0, 0]) + b_later)
 # A single call to Later (bit 3: 0x0b % 4 = 3) with a 1 ms budget (raw
 # flags 2 = deadline, aux 1000): 0x0b is no valid protobuf tag, so the async
 # handler's request does not parse.

@@ -11,8 +11,10 @@
 // Input: byte 0: bit 0 batch flag, bit 1 server-reply mode, bit 2 a size
 // beyond the slot (kCorrupt), bit 3 map method ids onto the service, bit 4
 // raw flags (byte 3) instead of bit 0, bit 5 a batch with deadline budgets
-// (the bytes after its whole entries are the codes); bytes 1-2: aux; byte 3:
-// raw flags; the rest: the payload (a request, or batch entries).
+// (the bytes after its whole entries are the codes), bit 6 WRITE the slot's
+// cancel word first (aux bit 0: with this request's seq; else garbage);
+// bytes 1-2: aux; byte 3: raw flags; the rest: the payload (a request, or
+// batch entries).
 //
 // Invariants checked (abort() = a finding): the server answers every
 // complete request within 5 s; a well-formed batch gets exactly one result
@@ -164,6 +166,8 @@ class Harness {
   transport::RemoteRegion server_region_, bell_word_, bell_summary_;
   // Where the doorbell WRITEs' sources sit in local_ (after the mode word).
   static constexpr uint64_t kBellOffset = kRequestSlotBytes + kResponseSlotBytes + 16;
+  // The cancel word's source (bit 6).
+  static constexpr uint64_t kCancelSrc = kRequestSlotBytes + kResponseSlotBytes + 32;
   uint32_t rings_ = 0;
   wire::ConnectionLayout layout_;
   uint32_t seq_ = 0;
@@ -261,6 +265,16 @@ void Harness::Run(const uint8_t* data, size_t size) {
     h.size_status = wire::kValidBit | (bogus & wire::kSizeMask);
     std::memcpy(slot, &h, sizeof(h));
     framed = wire::kHeaderBytes;
+  }
+  if (ctl & 64) {
+    // The slot's cancel word: this request's seq (aux bit 0: an async
+    // entry still running is answered CANCELLED) or any other value (must
+    // be ignored).
+    const uint64_t word =
+        (aux & 1) ? wire::CancelWord(seq_) : uint64_t{aux} * 0x9E3779B97F4A7C15ull;
+    std::memcpy(local_->data() + kCancelSrc, &word, 8);
+    PostAndWait(WorkRequest::Write(6, local_.get(), kCancelSrc, 8,
+                                   server_region_, layout_.CancelOffset(0)));
   }
   PostAndWait(WorkRequest::Write(3, local_.get(), 0,
                                  static_cast<uint32_t>(framed), server_region_,
