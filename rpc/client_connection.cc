@@ -234,7 +234,7 @@ void ClientConnection::Enqueue(PendingCall* call) {
   counters_->calls_queued.fetch_add(1, std::memory_order_relaxed);
   MutexLock lock(&mu_);
   queued_.push_back(call);
-  NoteIfCancelled(call);
+  TrackContext(call);
   UpdateNeedsDriver();
 }
 
@@ -315,11 +315,12 @@ absl::Status ClientConnection::StartLocked(
     slot.next_fetch_ns =
         now + (options_.adaptive_fetch_delay ? static_cast<int64_t>(fetch_delay_ns_) : 0);
   }
-  NoteIfCancelled(call);
+  TrackContext(call);
   UpdateNeedsDriver();
   if (!PostRequest(s, now, wrs, 1)) {
     absl::Status st = status_;
     // The call never left: undo and report.
+    UntrackContext(call);
     slot.call = nullptr;
     if (!call->sync) --async_slots_;
     FreeSlot(s);
@@ -400,7 +401,7 @@ absl::Status ClientConnection::AddToBatchLocked(
   slot.calls.push_back(call);
   slot.earliest_deadline_ns =
       std::min(slot.earliest_deadline_ns, call->deadline_ns);
-  NoteIfCancelled(call);
+  TrackContext(call);
   ++slot.live_calls;
   ++slot.untransmitted_entries;
   ++outstanding_;
@@ -645,6 +646,7 @@ void ClientConnection::FinishCall(PendingCall* call, absl::Status status,
   }
   call->status = std::move(status);
   if (call->ctx != nullptr) {
+    UntrackContext(call);
     call->ctx->SetResult(call->mode_used, call->fetches, call->reads,
                          absl::Nanoseconds(call->server_time_ns));
   }
@@ -1128,13 +1130,16 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
   int64_t now = NowNs();
 
   // Calls whose context was cancelled (ClientContext::TryCancel bumps the
-  // channel's count): one load a round when there are none.
-  const uint64_t cancels = counters_->cancels.load(std::memory_order_acquire);
-  if (cancels != seen_cancels_ || rescan_cancels_) {
-    seen_cancels_ = cancels;
-    rescan_cancels_ = false;
-    CancelLocked(now, finished);
-    progressed = true;
+  // channel's count): one load a round while calls with a context are here,
+  // none otherwise.
+  if (ctx_calls_ > 0) {
+    const uint64_t cancels = counters_->cancels.load(std::memory_order_acquire);
+    if (cancels != seen_cancels_ || rescan_cancels_) {
+      seen_cancels_ = cancels;
+      rescan_cancels_ = false;
+      CancelLocked(now, finished);
+      progressed = true;
+    }
   }
 
   // 0. The open batch goes when T has passed.

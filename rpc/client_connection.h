@@ -57,6 +57,8 @@ struct PendingCall {
   // For async calls that waited for a slot: the serialized request.
   std::string queued_request;
   bool sync = false;
+  // Counted in its connection's calls with a context (TrackContext).
+  bool ctx_tracked = false;
 
   // Results.
   absl::Status status;
@@ -299,11 +301,23 @@ class ClientConnection {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // WRITEs slot `s`'s cancel word (its current seq) and rings.
   void PostCancel(uint32_t s, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A call being placed whose context is cancelled already: the next
-  // Progress round looks for cancelled calls. One load with a context.
-  void NoteIfCancelled(const PendingCall* call)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (call->ctx != nullptr && call->ctx->cancelled()) rescan_cancels_ = true;
+  // A call with a context is being placed: counted (only calls with a
+  // context can be cancelled, so Progress looks for cancels only while
+  // there are some), and if its context is cancelled already the next
+  // Progress round looks for cancelled calls.
+  void TrackContext(PendingCall* call) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (call->ctx == nullptr) return;
+    if (!call->ctx_tracked) {
+      call->ctx_tracked = true;
+      ++ctx_calls_;
+    }
+    if (call->ctx->cancelled()) rescan_cancels_ = true;
+  }
+  void UntrackContext(PendingCall* call) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (call->ctx_tracked) {
+      call->ctx_tracked = false;
+      --ctx_calls_;
+    }
   }
   int BatchSizeNow() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Cap of the adaptive first-fetch delay (0 when it is off).
@@ -383,6 +397,7 @@ class ClientConnection {
   // A call placed with its context already cancelled (TryCancel raced with
   // its start, and a Progress round may have looked before it was here).
   bool rescan_cancels_ ABSL_GUARDED_BY(mu_) = false;
+  int ctx_calls_ ABSL_GUARDED_BY(mu_) = 0;  // Calls here with a context.
   std::atomic<int> needs_driver_{0};
   std::atomic<bool> failed_{false};
 };
