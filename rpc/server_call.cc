@@ -97,6 +97,15 @@ void ServerCall::Complete(uint8_t claimed, absl::Status status) {
 }
 
 void ServerCall::Finish(absl::Status status) {
+  if (inline_call == this && (counts_.load(std::memory_order_relaxed) >> 32) == 1 &&
+      state_.load(std::memory_order_relaxed) == kInHandler) {
+    // The common case, without atomic updates: on the worker, inside this
+    // call's handler, through its only handle. No other thread holds a
+    // handle (so none can finish it) and the worker cannot detach it now.
+    status_ = std::move(status);
+    state_.store(kFinishedInline, std::memory_order_release);
+    return;
+  }
   uint8_t claimed;
   if (!Claim(&claimed)) {
     LOG(ERROR) << "rfrpc: ServerDone of " << ctx_.method()
@@ -164,6 +173,15 @@ void ServerCall::Release() {
 }
 
 void ServerCall::DropHandle() {
+  if (inline_call == this &&
+      counts_.load(std::memory_order_relaxed) == ((uint64_t{1} << 32) | 2) &&
+      state_.load(std::memory_order_relaxed) == kFinishedInline) {
+    // The only handle, dropped on the worker inside the handler of a call
+    // finished inline: the worker's reference is all that is left, and no
+    // other thread can touch the counts.
+    counts_.store(1, std::memory_order_relaxed);
+    return;
+  }
   if (finished()) {
     // Nobody needs the handle count once the call is claimed.
     const uint64_t prev =

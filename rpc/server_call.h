@@ -127,7 +127,9 @@ class ServerCall {
   uint32_t slot = 0;
   uint32_t seq = 0;
   uint32_t entry = 0;  // Index in its request batch (0 for a single call).
-  std::string peer;    // What context()->peer() points at.
+  // What context()->peer() points at, held once the call outlives its
+  // handler (the connection may close before it finishes).
+  std::shared_ptr<const std::string> peer;
 
  protected:
   virtual ~ServerCall() = default;

@@ -498,7 +498,7 @@ void ServerWorker::ServeBatch(ServerConnection* c, uint32_t s,
       } else if (later) {
         ServerCall* call =
             NewCall(c, s, seq, i, m, entry, start_ns, deadline_ns, &st);
-        if (call != nullptr && !Launch(call, m)) {
+        if (call != nullptr && !Launch(c, call, m)) {
           p = std::make_unique<PendingSlot>();
           p->slot = s;
           p->seq = seq;
@@ -536,7 +536,7 @@ void ServerWorker::ServeBatch(ServerConnection* c, uint32_t s,
     } else if (later) {
       ServerCall* call =
           NewCall(c, s, seq, i, m, entry, start_ns, deadline_ns, &st);
-      if (call != nullptr && !Launch(call, m)) {
+      if (call != nullptr && !Launch(c, call, m)) {
         e.call = call;
         continue;
       }

@@ -162,6 +162,9 @@ struct ServerConnection {
   wire::ConnectionLayout layout;
   transport::RemoteRegion client_reply;             // The client's reply slots.
   std::string peer;
+  // `peer` for async and offloaded calls, which may outlive the connection
+  // (made at the first such call).
+  std::shared_ptr<const std::string> shared_peer;
   std::vector<uint32_t> expected_seq;               // Per slot.
   std::vector<uint32_t> push_in_flight;             // Per slot: WRITEs.
   std::vector<int64_t> push_posted_ns;              // Per slot: last WRITE.
@@ -253,7 +256,7 @@ class ServerWorker {
                       int64_t deadline_ns, absl::Status* error);
   // Runs the handler (async: here; blocking: on the pool). True if the call
   // finished before it returned (publish it now).
-  bool Launch(ServerCall* call, const MethodEntry* m);
+  bool Launch(ServerConnection* c, ServerCall* call, const MethodEntry* m);
   // The result of a finished call into `buf`: its status, and on OK the
   // serialized response's `*len`.
   absl::Status CallResult(ServerCall* call, char* buf, size_t cap,

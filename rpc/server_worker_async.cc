@@ -60,15 +60,21 @@ ServerCall* ServerWorker::NewCall(ServerConnection* c, uint32_t s, uint32_t seq,
   call->slot = s;
   call->seq = seq;
   call->entry = entry;
-  call->peer.assign(c->peer);
-  call->context()->Reset(m->full_name, call->peer, index_,
+  if (c->shared_peer == nullptr) {
+    c->shared_peer = std::make_shared<const std::string>(c->peer);
+  }
+  // The call holds the peer's name only if it outlives its handler (Launch).
+  call->peer.reset();
+  call->context()->Reset(m->full_name, *c->shared_peer, index_,
                          absl::FromUnixNanos(start_ns), deadline_ns);
   return call;
 }
 
-bool ServerWorker::Launch(ServerCall* call, const MethodEntry* m) {
+bool ServerWorker::Launch(ServerConnection* c, ServerCall* call,
+                          const MethodEntry* m) {
   if (m->kind == MethodKind::kBlocking && pool_ != nullptr) {
     counters_->calls_offloaded.fetch_add(1, std::memory_order_relaxed);
+    call->peer = c->shared_peer;
     call->PrepareHandle(/*inline_handler=*/false);
     pool_->Submit(m->handler.get(), call);
     return false;
@@ -79,6 +85,9 @@ bool ServerWorker::Launch(ServerCall* call, const MethodEntry* m) {
   ServerCall::SetInlineCall(nullptr);
   if (call->Detach()) {
     counters_->calls_async.fetch_add(1, std::memory_order_relaxed);
+    // Before this worker can close the connection: the name its context
+    // shows stays alive with the call.
+    call->peer = c->shared_peer;
     return false;  // Goes on: its answer comes later.
   }
   return true;  // Finished before the handler returned.
@@ -123,7 +132,7 @@ void ServerWorker::StartCall(ServerConnection* c, uint32_t s, uint32_t seq,
     PublishSingle(c, s, seq, start_ns, hot, error, 0);
     return;
   }
-  if (Launch(call, m)) {
+  if (Launch(c, call, m)) {
     // Finished before its handler returned: published like a sync result.
     PublishCall(c, s, seq, start_ns, hot, call);
     call->Release();
