@@ -8,11 +8,14 @@
 
 #include <future>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/status/status.h"
 #include "absl/synchronization/notification.h"
+#include "codegen/testdata/handlers.rfrpc.h"
 #include "codegen/testdata/imports.rfrpc.h"
 #include "codegen/testdata/names.rfrpc.h"
 #include "codegen/testdata/nested_package.rfrpc.h"
@@ -273,6 +276,62 @@ TEST(GeneratedServiceTest, NoPackage) {
   ::PingResponse response;
   ASSERT_TRUE(stub.Ping(nullptr, request, &response).ok());
   EXPECT_EQ(response.seq(), 2u);
+}
+
+// The option (rfrpc.handler) picks each method's kind: the registration the
+// server runs by, the virtual's signature, and what the calls see.
+TEST(GeneratedServiceTest, HandlerKindsFollowTheProtoOption) {
+  namespace h = ::rfrpc::codegen::testdata::handlers;
+  class Impl final : public h::Cache::Service {
+   public:
+    absl::Status Peek(ServerContext*, const h::Request* request,
+                      h::Response* response) override {
+      response->set_value("peek:" + request->key());
+      return absl::OkStatus();
+    }
+    void Get(ServerContext*, const h::Request* request, h::Response* response,
+             ServerDone done) override {
+      // Finished from another thread, after the handler returned.
+      std::thread([request, response, done] {
+        response->set_value("get:" + request->key());
+        done(absl::OkStatus());
+      }).detach();
+    }
+    absl::Status Flush(ServerContext* ctx, const h::Request*,
+                       h::Response* response) override {
+      response->set_value(ctx->worker() == 0 ? "flushed" : "?");
+      return absl::OkStatus();
+    }
+  } impl;
+  std::map<std::string, MethodKind> kinds;
+  for (const MethodEntry& m : impl.methods()) kinds[m.full_name] = m.kind;
+  const std::string prefix = "/rfrpc.codegen.testdata.handlers.Cache/";
+  EXPECT_EQ(kinds[prefix + "Peek"], MethodKind::kSync);
+  EXPECT_EQ(kinds[prefix + "PeekExplicit"], MethodKind::kSync);
+  EXPECT_EQ(kinds[prefix + "Get"], MethodKind::kAsync);
+  EXPECT_EQ(kinds[prefix + "Refresh"], MethodKind::kAsync);
+  EXPECT_EQ(kinds[prefix + "Flush"], MethodKind::kBlocking);
+  EXPECT_EQ(kinds[prefix + "Compact"], MethodKind::kBlocking);
+
+  Served served{&impl};
+  ASSERT_NE(served.channel(), nullptr);
+  h::Cache::Stub stub(served.channel());
+  h::Request request;
+  request.set_key("k");
+  h::Response response;
+  ASSERT_TRUE(stub.Peek(nullptr, request, &response).ok());
+  EXPECT_EQ(response.value(), "peek:k");
+  ASSERT_TRUE(stub.Get(nullptr, request, &response).ok());
+  EXPECT_EQ(response.value(), "get:k");
+  ASSERT_TRUE(stub.Flush(nullptr, request, &response).ok());
+  EXPECT_EQ(response.value(), "flushed");
+  // Not overridden: UNIMPLEMENTED, through done() for the async one.
+  EXPECT_EQ(stub.Refresh(nullptr, request, &response).code(),
+            absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(stub.Compact(nullptr, request, &response).code(),
+            absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(stub.PeekExplicit(nullptr, request, &response).code(),
+            absl::StatusCode::kUnimplemented);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/io/printer.h"
 #include "google/protobuf/io/zero_copy_stream.h"
+#include "proto/rfrpc_options.pb.h"
 
 namespace rfrpc {
 namespace codegen {
@@ -45,6 +46,8 @@ struct Method {
   uint32_t id;
   std::string request;   // "::pkg::Req".
   std::string response;  // "::pkg::Resp".
+  // The option (rfrpc.handler) (proto/rfrpc_options.proto).
+  ::rfrpc::HandlerKind kind = ::rfrpc::HANDLER_SYNC;
 };
 
 struct Service {
@@ -102,6 +105,12 @@ bool BuildModel(const FileDescriptor* file, std::vector<Service>* services,
           google::protobuf::compiler::cpp::QualifiedClassName(md->input_type());
       method.response = google::protobuf::compiler::cpp::QualifiedClassName(
           md->output_type());
+      method.kind = md->options().GetExtension(::rfrpc::handler);
+      if (!::rfrpc::HandlerKind_IsValid(method.kind)) {
+        *error = absl::StrCat(Where(sd, md), ": unknown (rfrpc.handler) value ",
+                              static_cast<int>(method.kind));
+        return false;
+      }
       for (const char* suffix : {"", "Async", "Future"}) {
         const std::string member = absl::StrCat(method.ident, suffix);
         auto [it, inserted] = members.emplace(member, md->name());
@@ -225,6 +234,29 @@ void PrintServiceDeclaration(Printer* p, const Service& service) {
   for (const Method& method : service.methods) {
     Vars mv = MethodVars(service, method);
     mv["comment"] = LeadingComments(method.descriptor, 4);
+    if (method.kind == ::rfrpc::HANDLER_ASYNC) {
+      mv["comment_sep"] = mv["comment"].empty() ? "" : "    //\n";
+      p->Print(mv,
+               "\n"
+               "$comment$"
+               "$comment_sep$"
+               "    // Async (rfrpc.handler): finish the call with done(status), "
+               "once, from\n"
+               "    // any thread; `ctx`, `request` and `response` live until "
+               "then.\n"
+               "    virtual void $ident$(::rfrpc::ServerContext* ctx,\n"
+               "        const $Req$* request,\n"
+               "        $Resp$* response,\n"
+               "        ::rfrpc::ServerDone done);\n");
+      continue;
+    }
+    if (method.kind == ::rfrpc::HANDLER_BLOCKING) {
+      mv["comment_sep"] = mv["comment"].empty() ? "" : "    //\n";
+      mv["comment"] += mv["comment_sep"] +
+                       "    // Blocking (rfrpc.handler): runs on the server's "
+                       "handler pool, not on\n"
+                       "    // the worker that polls its connections.\n";
+    }
     p->Print(mv,
              "\n"
              "$comment$"
@@ -291,18 +323,39 @@ void PrintServiceDefinition(Printer* p, const Service& service) {
            "$Class$::Service::Service()\n"
            "    : ::rfrpc::Service($QClass$::kServiceName) {\n");
   for (const Method& method : service.methods) {
-    p->Print(MethodVars(service, method),
+    Vars mv = MethodVars(service, method);
+    mv["Handler"] = method.kind == ::rfrpc::HANDLER_ASYNC ? "AsyncUnaryHandler"
+                                                          : "UnaryHandler";
+    mv["kind"] = method.kind == ::rfrpc::HANDLER_BLOCKING
+                     ? ",\n            ::rfrpc::MethodKind::kBlocking"
+                 : method.kind == ::rfrpc::HANDLER_ASYNC
+                     ? ",\n            ::rfrpc::MethodKind::kAsync"
+                     : "";
+    p->Print(mv,
              "  AddMethod(\"$name$\",\n"
-             "            ::std::make_unique<::rfrpc::internal::UnaryHandler<\n"
+             "            ::std::make_unique<::rfrpc::internal::$Handler$<\n"
              "                $QClass$::Service, $Req$,\n"
              "                $Resp$>>(\n"
-             "                this, &$QClass$::Service::$ident$));\n");
+             "                this, &$QClass$::Service::$ident$)$kind$);\n");
   }
   p->Print(vars,
            "}\n"
            "\n"
            "$Class$::Service::~Service() = default;\n");
   for (const Method& method : service.methods) {
+    if (method.kind == ::rfrpc::HANDLER_ASYNC) {
+      p->Print(MethodVars(service, method),
+               "\n"
+               "void $Class$::Service::$ident$(\n"
+               "    ::rfrpc::ServerContext* /*ctx*/,\n"
+               "    const $Req$* /*request*/,\n"
+               "    $Resp$* /*response*/,\n"
+               "    ::rfrpc::ServerDone done) {\n"
+               "  done(::absl::UnimplementedError(\n"
+               "      \"method $full_name$ is not implemented\"));\n"
+               "}\n");
+      continue;
+    }
     p->Print(MethodVars(service, method),
              "\n"
              "::absl::Status $Class$::Service::$ident$(\n"

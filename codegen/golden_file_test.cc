@@ -31,6 +31,7 @@ constexpr GoldenCase kCases[] = {
     {"codegen/testdata/no_package.proto", "no_package"},
     {"codegen/testdata/names.proto", "names"},
     {"codegen/testdata/imports.proto", "imports"},
+    {"codegen/testdata/handlers.proto", "handlers"},
 };
 
 std::string StripProto(absl::string_view proto) {

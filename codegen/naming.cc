@@ -50,7 +50,8 @@ const absl::flat_hash_set<absl::string_view>& Keywords() {
 const absl::flat_hash_set<absl::string_view>& ReservedMemberNames() {
   static const auto* const kReserved =
       new absl::flat_hash_set<absl::string_view>({
-          "Service", "Stub", "full_name", "methods", "AddMethod", "channel_",
+          "Service", "Stub", "full_name", "methods", "AddMethod", "SetBlocking",
+          "channel_",
       });
   return *kReserved;
 }

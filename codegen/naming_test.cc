@@ -27,6 +27,7 @@ TEST(MethodIdentifierTest, GeneratedAndInheritedNamesGetATrailingUnderscore) {
   EXPECT_EQ(MethodIdentifier("full_name"), "full_name_");
   EXPECT_EQ(MethodIdentifier("methods"), "methods_");
   EXPECT_EQ(MethodIdentifier("AddMethod"), "AddMethod_");
+  EXPECT_EQ(MethodIdentifier("SetBlocking"), "SetBlocking_");
   EXPECT_EQ(MethodIdentifier("channel_"), "channel__");
 }
 

@@ -10,6 +10,9 @@
 //                              fail_code. delay_ns is ignored.
 //   /rfrpc.fuzz.Fuzz/Other     NotATestRequest -> TestResponse: text as
 //                              payload (a second message type to parse).
+//   /rfrpc.fuzz.Fuzz/Later     async Echo: finished inline for even ids, from
+//                              a helper thread for odd ones (results that
+//                              come late, in and out of batches).
 //
 // Thread safety: handlers are stateless and thread-safe.
 
@@ -27,6 +30,7 @@ namespace fuzz {
 
 inline constexpr char kEchoMethod[] = "/rfrpc.fuzz.Fuzz/Echo";
 inline constexpr char kOtherMethod[] = "/rfrpc.fuzz.Fuzz/Other";
+inline constexpr char kLaterMethod[] = "/rfrpc.fuzz.Fuzz/Later";
 inline constexpr uint32_t kMaxResponse = 64 * 1024;
 
 class FuzzService final : public Service {
@@ -36,10 +40,12 @@ class FuzzService final : public Service {
                     testing::TestResponse* resp);
   absl::Status Other(ServerContext* ctx, const testing::NotATestRequest* req,
                      testing::TestResponse* resp);
+  void Later(ServerContext* ctx, const testing::TestRequest* req,
+             testing::TestResponse* resp, ServerDone done);
 };
 
-// Method ids a fuzz input can pick by index: Echo, Other, and an id no
-// method has. `selector` is taken modulo 3.
+// Method ids a fuzz input can pick by index: Echo, Other, an id no method
+// has, and Later. `selector` is taken modulo 4.
 uint32_t PickMethodId(uint32_t selector);
 
 }  // namespace fuzz

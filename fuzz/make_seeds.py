@@ -51,6 +51,7 @@ def fnv1a(s):
 
 ECHO = fnv1a("/rfrpc.fuzz.Fuzz/Echo")
 OTHER = fnv1a("/rfrpc.fuzz.Fuzz/Other")
+LATER = fnv1a("/rfrpc.fuzz.Fuzz/Later")
 TAIL = 0x52465450
 
 
@@ -148,6 +149,23 @@ write("server_fuzzer", "batch_large",
 write("server_fuzzer", "corrupt", bytes([4, 0, 0, 0]) + reqs[0])
 write("server_fuzzer", "bad_flags", bytes([16, 0, 0, 6]) + reqs[0])
 write("server_fuzzer", "bad_batch", bytes([1, 0, 0, 0]) + b"\x40\x00\x00\x00")
+# Bit 5: budget codes after the entries (2 ms, none, 0 = expired).
+write("server_fuzzer", "batch3_budgets",
+      bytes([33, 3, 0, 0]) + b3 + struct.pack("<HHHH", 2000, 0xFFFF, 0, 0))
+# Async entries (Later: even ids finish inline, odd ones on a helper thread)
+# between sync ones, in parts of one entry (aux 1).
+b_later = batch([(LATER if i % 3 else ECHO, test_request(b"l" * i, i))
+                 for i in range(7)])
+write("server_fuzzer", "batch_later", bytes([1, 1, 0, 0]) + b_later)
+write("server_fuzzer", "batch_later_reply", bytes([3, 4, 0, 0]) + b_later)
+# Bit 6: the cancel word names this batch (aux 1: odd), so its async entries
+# still running are answered CANCELLED; aux 2: a garbage word, ignored.
+write("server_fuzzer", "batch_later_cancelled", bytes([65, 1, 0, 0]) + b_later)
+write("server_fuzzer", "batch_later_garbage_cancel", bytes([65, 2, 0, 0]) + b_later)
+# A single call to Later (bit 3: 0x0b % 4 = 3) with a 1 ms budget (raw
+# flags 2 = deadline, aux 1000): 0x0b is no valid protobuf tag, so the async
+# handler's request does not parse.
+write("server_fuzzer", "single_later", bytes([24, 0xE8, 0x03, 2]) + b"\x0b\x00")
 
 # --- response buffers (client side) ------------------------------------------
 SEQ = 0x01020304

@@ -10,13 +10,17 @@
 //
 // Input: byte 0: bit 0 batch flag, bit 1 server-reply mode, bit 2 a size
 // beyond the slot (kCorrupt), bit 3 map method ids onto the service, bit 4
-// raw flags (byte 3) instead of bit 0; bytes 1-2: aux; byte 3: raw flags;
-// the rest: the payload (a request, or batch entries).
+// raw flags (byte 3) instead of bit 0, bit 5 a batch with deadline budgets
+// (the bytes after its whole entries are the codes), bit 6 WRITE the slot's
+// cancel word first (aux bit 0: with this request's seq; else garbage);
+// bytes 1-2: aux; byte 3: raw flags; the rest: the payload (a request, or
+// batch entries).
 //
 // Invariants checked (abort() = a finding): the server answers every
 // complete request within 5 s; a well-formed batch gets exactly one result
 // per entry, in parts that each parse; a malformed one gets one plain error.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -162,6 +166,8 @@ class Harness {
   transport::RemoteRegion server_region_, bell_word_, bell_summary_;
   // Where the doorbell WRITEs' sources sit in local_ (after the mode word).
   static constexpr uint64_t kBellOffset = kRequestSlotBytes + kResponseSlotBytes + 16;
+  // The cancel word's source (bit 6).
+  static constexpr uint64_t kCancelSrc = kRequestSlotBytes + kResponseSlotBytes + 32;
   uint32_t rings_ = 0;
   wire::ConnectionLayout layout_;
   uint32_t seq_ = 0;
@@ -210,7 +216,7 @@ void Harness::Run(const uint8_t* data, size_t size) {
   if (size < 4) return;
   const uint8_t ctl = data[0];
   const uint16_t aux = static_cast<uint16_t>(data[1] | (data[2] << 8));
-  const uint16_t flags =
+  uint16_t flags =
       (ctl & 16) ? data[3] : ((ctl & 1) ? wire::kRequestFlagBatch : 0);
   data += 4;
   size -= 4;
@@ -226,20 +232,29 @@ void Harness::Run(const uint8_t* data, size_t size) {
   char* slot = local_->data();
   std::memcpy(slot + wire::kHeaderBytes, data, size);
   const uint32_t method = fuzz::PickMethodId(size > 0 ? data[0] : 0);
-  if ((ctl & 8) && (flags & wire::kRequestFlagBatch)) {
-    size_t off = 0;
-    while (off + wire::kEntryHeaderBytes <= size) {
+  // The whole entries at the front of the payload (their byte length).
+  size_t entries_bytes = 0;
+  if (flags & wire::kRequestFlagBatch) {
+    while (entries_bytes + wire::kEntryHeaderBytes <= size) {
       wire::BatchEntryHeader e;
-      std::memcpy(&e, slot + wire::kHeaderBytes + off, sizeof(e));
-      e.method_id = fuzz::PickMethodId(e.method_id);
-      std::memcpy(slot + wire::kHeaderBytes + off, &e, sizeof(e));
-      if (e.size > size - off - wire::kEntryHeaderBytes) break;
-      off += wire::EntryBytes(e.size);
+      std::memcpy(&e, slot + wire::kHeaderBytes + entries_bytes, sizeof(e));
+      if (ctl & 8) {
+        e.method_id = fuzz::PickMethodId(e.method_id);
+        std::memcpy(slot + wire::kHeaderBytes + entries_bytes, &e, sizeof(e));
+      }
+      if (e.size > size - entries_bytes - wire::kEntryHeaderBytes) break;
+      entries_bytes += wire::EntryBytes(e.size);
     }
   }
+  // Bit 5: a batch with deadline budgets: the bytes after the whole entries
+  // are its budget codes, and method_id says where they start.
+  uint32_t method_id = (ctl & 8) ? method : 0x12345678u;
+  if ((ctl & 32) && (flags & wire::kRequestFlagBatch)) {
+    flags |= wire::kRequestFlagDeadline;
+    method_id = static_cast<uint32_t>(std::min(entries_bytes, size));
+  }
   size_t framed = wire::FinishRequest(slot, static_cast<uint32_t>(size), seq_,
-                                      (ctl & 8) ? method : 0x12345678u, aux,
-                                      flags);
+                                      method_id, aux, flags);
   const bool corrupt = ctl & 4;
   if (corrupt) {
     // A size the slot cannot hold; the server must refuse it without
@@ -251,6 +266,16 @@ void Harness::Run(const uint8_t* data, size_t size) {
     std::memcpy(slot, &h, sizeof(h));
     framed = wire::kHeaderBytes;
   }
+  if (ctl & 64) {
+    // The slot's cancel word: this request's seq (aux bit 0: an async
+    // entry still running is answered CANCELLED) or any other value (must
+    // be ignored).
+    const uint64_t word =
+        (aux & 1) ? wire::CancelWord(seq_) : uint64_t{aux} * 0x9E3779B97F4A7C15ull;
+    std::memcpy(local_->data() + kCancelSrc, &word, 8);
+    PostAndWait(WorkRequest::Write(6, local_.get(), kCancelSrc, 8,
+                                   server_region_, layout_.CancelOffset(0)));
+  }
   PostAndWait(WorkRequest::Write(3, local_.get(), 0,
                                  static_cast<uint32_t>(framed), server_region_,
                                  layout_.RequestSlotOffset(0)));
@@ -259,11 +284,14 @@ void Harness::Run(const uint8_t* data, size_t size) {
   // What the answer must look like.
   uint32_t expected = 1;
   bool expect_batch = false;
-  if (!corrupt && flags == wire::kRequestFlagBatch) {
-    expect_batch = wire::CountBatchEntries(
+  if (!corrupt && (flags & ~wire::kRequestFlagsKnown) == 0 &&
+      (flags & wire::kRequestFlagBatch)) {
+    wire::BatchPayload batch;
+    expect_batch = wire::ParseBatchPayload(
                        absl::string_view(slot + wire::kHeaderBytes, size),
-                       &expected)
+                       flags, method_id, &batch)
                        .ok();
+    expected = batch.count;
   }
   uint32_t offset = 0, got = 0;
   for (;;) {

@@ -36,5 +36,31 @@ absl::Status CountBatchEntries(absl::string_view payload, uint32_t* count) {
   return absl::OkStatus();
 }
 
+absl::Status ParseBatchPayload(absl::string_view payload, uint16_t flags,
+                               uint32_t method_id, BatchPayload* out) {
+  out->entries = payload;
+  out->budgets = nullptr;
+  if ((flags & kRequestFlagDeadline) != 0) {
+    if (method_id > payload.size() || method_id % 8 != 0) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "batch entries of %d bytes (header) do not fit its %d-byte payload "
+          "or are not 8-aligned",
+          method_id, payload.size()));
+    }
+    out->entries = payload.substr(0, method_id);
+  }
+  absl::Status s = CountBatchEntries(out->entries, &out->count);
+  if (!s.ok()) return s;
+  if ((flags & kRequestFlagDeadline) != 0) {
+    const size_t room = payload.size() - method_id;
+    if (room < 2 * size_t{out->count}) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "batch of %d entries has %d bytes of budget codes", out->count, room));
+    }
+    out->budgets = payload.data() + method_id;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace wire
 }  // namespace rfrpc

@@ -16,6 +16,16 @@
 // head status bit) and the tail shows it too (the tail status bit), exactly
 // as for a single request.
 //
+// With kRequestFlagDeadline the entries are followed by one budget code
+// (wire::EncodeBudget, uint16) per entry, in entry order, padded with zeros
+// to a multiple of 8, and the header's `method_id` holds the entries' byte
+// length (the offset of the codes in the payload):
+//
+//   [0, method_id)               entries, as above
+//   [method_id, size)            uint16 budget code per entry, then padding
+//
+// The codes are the callers' remaining budgets when the batch was sent.
+//
 // Results come back as one or more result parts laid back to back in the
 // slot's response buffer (and, when pushed, at the same offsets in the
 // client's reply slot). Each part is a full response frame (header, payload,
@@ -164,6 +174,41 @@ inline bool ResultReader::Next(uint16_t* status_code,
 // Counts the entries of a request batch; INVALID_ARGUMENT if malformed or
 // empty.
 absl::Status CountBatchEntries(absl::string_view payload, uint32_t* count);
+
+// Bytes the budget codes of `entries` entries take after them.
+constexpr size_t BudgetCodesBytes(size_t entries) { return Align8(2 * entries); }
+
+// Writes the codes of a batch's entries at `p` (8-aligned, room for
+// BudgetCodesBytes(codes.size())), zero padding included. Returns the bytes
+// written.
+inline size_t PutBudgetCodes(char* p, const uint16_t* codes, size_t n) {
+  std::memcpy(p, codes, 2 * n);
+  const size_t bytes = BudgetCodesBytes(n);
+  if (bytes > 2 * n) std::memset(p + 2 * n, 0, bytes - 2 * n);
+  return bytes;
+}
+
+// A request batch's payload split into its entries and (with
+// kRequestFlagDeadline) the budget code of each. `flags` and `method_id` are
+// the request header's.
+struct BatchPayload {
+  absl::string_view entries;
+  const char* budgets = nullptr;  // Null: no budgets were sent.
+  uint32_t count = 0;             // Entries.
+  // Entry i's budget code (kNoBudget without budgets). REQUIRES: i < count.
+  uint16_t budget(uint32_t i) const {
+    if (budgets == nullptr) return kNoBudget;
+    uint16_t code;
+    std::memcpy(&code, budgets + 2 * size_t{i}, sizeof(code));
+    return code;
+  }
+};
+
+// Splits and counts a request batch. INVALID_ARGUMENT if the entries are
+// malformed or none, or if the budget codes are not where the header says or
+// fewer than the entries.
+absl::Status ParseBatchPayload(absl::string_view payload, uint16_t flags,
+                               uint32_t method_id, BatchPayload* out);
 
 }  // namespace wire
 }  // namespace rfrpc

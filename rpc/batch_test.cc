@@ -53,6 +53,57 @@ TEST(BatchFormatTest, RoundTrip) {
   EXPECT_EQ(n, 3u);
 }
 
+// Budget codes follow the entries; the header's method_id says where.
+std::string WithBudgets(const std::string& entries,
+                        const std::vector<uint16_t>& codes) {
+  std::string out = entries;
+  std::string b(wire::BudgetCodesBytes(codes.size()), '\xee');
+  EXPECT_EQ(wire::PutBudgetCodes(&b[0], codes.data(), codes.size()), b.size());
+  return out + b;
+}
+
+TEST(BatchFormatTest, BudgetCodesRoundTrip) {
+  const std::string e = Batch({{1, "a"}, {2, "bb"}, {3, ""}});
+  const std::string b = WithBudgets(e, {5, wire::kNoBudget, 0});
+  wire::BatchPayload p;
+  ASSERT_TRUE(wire::ParseBatchPayload(b, wire::kRequestFlagBatch |
+                                             wire::kRequestFlagDeadline,
+                                      e.size(), &p)
+                  .ok());
+  EXPECT_EQ(p.count, 3u);
+  EXPECT_EQ(p.entries.size(), e.size());
+  EXPECT_EQ(p.budget(0), 5);
+  EXPECT_EQ(p.budget(1), wire::kNoBudget);
+  EXPECT_EQ(p.budget(2), 0);
+  // Padding after the codes is zeroed.
+  EXPECT_EQ(b.substr(e.size() + 6), std::string(2, '\0'));
+  // Without the flag: no budgets, the whole payload is entries.
+  ASSERT_TRUE(wire::ParseBatchPayload(e, wire::kRequestFlagBatch, 0, &p).ok());
+  EXPECT_EQ(p.budget(1), wire::kNoBudget);
+}
+
+TEST(BatchFormatTest, MalformedBudgetsAreErrors) {
+  const uint16_t flags = wire::kRequestFlagBatch | wire::kRequestFlagDeadline;
+  const std::string e = Batch({{1, "a"}, {2, "bb"}, {3, ""}});
+  wire::BatchPayload p;
+  // Entries' length past the payload, or not 8-aligned.
+  EXPECT_EQ(wire::ParseBatchPayload(e, flags, e.size() + 8, &p).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(wire::ParseBatchPayload(e, flags, 12, &p).code(),
+            absl::StatusCode::kInvalidArgument);
+  // Fewer codes than entries (codes for two of three).
+  const std::string short_codes = WithBudgets(e, {1, 2}).substr(0, e.size() + 4);
+  EXPECT_EQ(wire::ParseBatchPayload(short_codes, flags, e.size(), &p).code(),
+            absl::StatusCode::kInvalidArgument);
+  // No room at all for codes.
+  EXPECT_EQ(wire::ParseBatchPayload(e, flags, e.size(), &p).code(),
+            absl::StatusCode::kInvalidArgument);
+  // A length that cuts an entry in two.
+  EXPECT_EQ(wire::ParseBatchPayload(WithBudgets(e, {1, 2, 3}), flags, 8, &p)
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(BatchFormatTest, PaddingIsZeroed) {
   std::string e(EntryBytes(3), '\xee');
   PutBatchEntry(&e[0], 3, 9);

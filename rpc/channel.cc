@@ -166,7 +166,9 @@ class ChannelImpl final : public Channel {
                     ClientContext* ctx) override {
     PendingCall call;
     call.sync = true;
-    Prepare(&call, method_id, response, ctx);
+    if (Prepare(&call, method_id, response, ctx)) {
+      return Fail(&call, CancelledAtStart());
+    }
     std::shared_ptr<ClientConnection> conn;
     absl::Status s = Route(ctx, &conn);
     if (!s.ok()) return Fail(&call, s);
@@ -182,6 +184,9 @@ class ChannelImpl final : public Channel {
       if (internal::UnixNanos() > call.deadline_ns) {
         return Fail(&call, absl::DeadlineExceededError(
                                "deadline exceeded waiting for a free slot"));
+      }
+      if (ctx != nullptr && ctx->cancelled()) {
+        return Fail(&call, CancelledAtStart());
       }
       if (!conn->Progress(&finished)) Backoff(&idle);
       RunCallbacks(conn.get(), &finished);
@@ -206,7 +211,12 @@ class ChannelImpl final : public Channel {
     PendingCall* call = NewAsyncCall();
     call->sync = false;
     call->done = std::move(done);
-    Prepare(call, method_id, response, ctx);
+    if (Prepare(call, method_id, response, ctx)) {
+      (void)Fail(call, CancelledAtStart());
+      std::vector<PendingCall*> one{call};
+      RunCallbacks(nullptr, &one);
+      return;
+    }
     const size_t i = Pick(ctx);
     absl::Status s;
     bool started = false;
@@ -327,6 +337,8 @@ class ChannelImpl final : public Channel {
     st.rerings = counters_.rerings.load();
     st.notifies = counters_.notifies.load();
     st.hot_posts = counters_.hot_posts.load();
+    st.calls_cancelled = counters_.calls_cancelled.load();
+    st.cancel_writes = counters_.cancel_writes.load();
     int n = 0;
     for (const auto& slot : conns_) {
       std::shared_ptr<ClientConnection> c = Get(slot.get());
@@ -371,7 +383,14 @@ class ChannelImpl final : public Channel {
     return slot->conn;
   }
 
-  void Prepare(PendingCall* call, uint32_t method_id,
+  static absl::Status CancelledAtStart() {
+    return absl::CancelledError(
+        "call cancelled before it started (ClientContext::TryCancel)");
+  }
+
+  // Fills `call`; returns true if `ctx` is cancelled already (the call
+  // must not start).
+  bool Prepare(PendingCall* call, uint32_t method_id,
                google::protobuf::MessageLite* response, ClientContext* ctx) {
     call->method_id = method_id;
     call->response = response;
@@ -385,6 +404,7 @@ class ChannelImpl final : public Channel {
     } else {
       call->deadline_ns = DeadlineAfter(call->start_ns, default_timeout_ns_);
     }
+    return ctx != nullptr && ctx->BindCancel(&counters_.cancels);
   }
 
   absl::Status Fail(PendingCall* call, absl::Status s) {
@@ -638,6 +658,15 @@ class ChannelImpl final : public Channel {
 };
 
 }  // namespace
+
+void ClientContext::TryCancel() {
+  if (cancelled_.exchange(true, std::memory_order_seq_cst)) return;
+  // A call in flight: its channel's connections look for cancelled calls
+  // in their next round. (One that starts after this finds cancelled_ set
+  // in BindCancel.)
+  std::atomic<uint64_t>* cancels = cancels_.load(std::memory_order_seq_cst);
+  if (cancels != nullptr) cancels->fetch_add(1, std::memory_order_acq_rel);
+}
 
 absl::StatusOr<std::unique_ptr<Channel>> Channel::Create(
     const std::string& address, const ChannelOptions& options) {

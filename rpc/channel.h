@@ -29,6 +29,7 @@
 #ifndef RFRPC_RPC_CHANNEL_H_
 #define RFRPC_RPC_CHANNEL_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <future>
@@ -45,9 +46,14 @@
 
 namespace rfrpc {
 
-// Per-call settings in, per-call facts out.
+// Per-call settings in, per-call facts out. Not copyable (a call in flight
+// refers to it).
 class ClientContext {
  public:
+  ClientContext() = default;
+  ClientContext(const ClientContext&) = delete;
+  ClientContext& operator=(const ClientContext&) = delete;
+
   // The call fails with DEADLINE_EXCEEDED after this long (from the call's
   // start). Overrides ChannelOptions::default_timeout.
   void set_timeout(absl::Duration timeout) {
@@ -65,6 +71,18 @@ class ClientContext {
     has_shard_ = true;
   }
 
+  // Cancels the call made with this context: it finishes with CANCELLED
+  // (the callback or future gets it, exactly once; a sync call returns it)
+  // unless its result got there first, and the server is told (its handler
+  // sees ServerContext::IsCancelled; an async or offloaded one's result is
+  // then dropped). The call's slot is reused only once the server has
+  // answered, so a late result never reaches another call. A context stays
+  // cancelled: a call started with it later fails at once with CANCELLED.
+  // Any thread, any time. REQUIRES: the channel of a call in flight with
+  // this context is alive.
+  void TryCancel();
+  bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
+
   // After the call: how the result came back and what it cost.
   RpcMode mode_used() const { return mode_used_; }
   int fetches() const { return fetches_; }        // READs of the header.
@@ -72,7 +90,13 @@ class ClientContext {
   // Server processing time it reported.
   absl::Duration server_time() const { return server_time_; }
 
-  // Internal.
+  // Internal: the channel the call goes through, whose count of cancels
+  // TryCancel bumps (so its connections look). Returns cancelled(), read
+  // after the store (the other half of TryCancel's store and load).
+  bool BindCancel(std::atomic<uint64_t>* cancels) {
+    cancels_.store(cancels, std::memory_order_seq_cst);
+    return cancelled_.load(std::memory_order_seq_cst);
+  }
   absl::Duration timeout() const { return timeout_; }
   absl::Time deadline() const { return deadline_; }
   bool has_shard() const { return has_shard_; }
@@ -93,6 +117,8 @@ class ClientContext {
   int fetches_ = 0;
   int rdma_reads_ = 0;
   absl::Duration server_time_;
+  std::atomic<bool> cancelled_{false};
+  std::atomic<std::atomic<uint64_t>*> cancels_{nullptr};
 };
 
 struct ChannelStats {
@@ -157,6 +183,12 @@ struct ChannelStats {
   uint64_t rerings = 0;
   uint64_t notifies = 0;
   uint64_t hot_posts = 0;
+
+  // Cancellation: calls finished with CANCELLED by ClientContext::TryCancel,
+  // and cancel words WRITTen to the server (one per slot whose calls were
+  // all cancelled after their request was sent).
+  uint64_t calls_cancelled = 0;
+  uint64_t cancel_writes = 0;
 
   double CallsPerBatch() const {
     return batches == 0 ? 0.0 : static_cast<double>(batched_calls) / batches;

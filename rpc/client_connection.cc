@@ -33,6 +33,7 @@ enum WrKind : uint64_t {
   kModeWrite = 4,
   kPublishWrite = 5,  // Adaptive batching: the header WRITE of a batch.
   kBellWrite = 6,     // A doorbell WRITE (bell word or summary byte).
+  kCancelWrite = 7,   // A cancel word (TryCancel).
 };
 constexpr uint64_t WrId(uint32_t slot, WrKind kind) {
   return (uint64_t{slot} << 4) | kind;
@@ -259,6 +260,7 @@ void ClientConnection::Enqueue(PendingCall* call) {
   counters_->calls_queued.fetch_add(1, std::memory_order_relaxed);
   MutexLock lock(&mu_);
   queued_.push_back(call);
+  TrackContext(call);
   UpdateNeedsDriver();
 }
 
@@ -326,8 +328,12 @@ absl::Status ClientConnection::StartLocked(
         reinterpret_cast<uint8_t*>(buf + wire::kHeaderBytes));
   }
   slot.seq = wire::NextSeq(slot.seq);
+  const int64_t now = NowNs();
+  // The caller's remaining budget travels with the request (aux).
+  const uint16_t budget = wire::EncodeBudget(call->deadline_ns, now);
   const size_t framed = wire::FinishRequest(
-      buf, static_cast<uint32_t>(size), slot.seq, call->method_id, 0, 0);
+      buf, static_cast<uint32_t>(size), slot.seq, call->method_id, budget,
+      budget == wire::kNoBudget ? 0 : wire::kRequestFlagDeadline);
 
   WorkRequest wrs[3];
   wrs[0] = WorkRequest::Write(
@@ -336,7 +342,6 @@ absl::Status ClientConnection::StartLocked(
       static_cast<uint32_t>(framed), server_region_,
       layout_.RequestSlotOffset(s));
   wrs[0].signaled = false;
-  const int64_t now = NowNs();
   slot.batch = false;
   slot.call = call;
   slot.earliest_deadline_ns = call->deadline_ns;
@@ -372,10 +377,12 @@ absl::Status ClientConnection::StartLocked(
     slot.next_fetch_ns =
         now + (options_.adaptive_fetch_delay ? static_cast<int64_t>(fetch_delay_ns_) : 0);
   }
+  TrackContext(call);
   UpdateNeedsDriver();
   if (!PostRequest(s, now, wrs, 1)) {
     absl::Status st = status_;
     // The call never left: undo and report.
+    UntrackContext(call);
     slot.call = nullptr;
     if (!call->sync) --async_slots_;
     FreeSlot(s);
@@ -389,7 +396,8 @@ absl::Status ClientConnection::AddToBatchLocked(
     PendingCall* call, const char* serialized,
     const google::protobuf::MessageLite* request, size_t size) {
   const size_t entry = wire::EntryBytes(size);
-  if (entry > layout_.RequestPayloadCapacity()) {
+  // Each entry also takes a budget code after the entries (PublishLocked).
+  if (entry + wire::BudgetCodesBytes(1) > layout_.RequestPayloadCapacity()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "request of ", size, " bytes (", entry,
         " as a batch entry) exceeds the connection's ",
@@ -405,14 +413,17 @@ absl::Status ClientConnection::AddToBatchLocked(
     const int n = static_cast<int>(o.calls.size());
     if (flush_.BeforeAdd(n, o.bytes, entry) == FlushReason::kBytes) {
       FlushLocked(FlushReason::kBytes);
-    } else if (o.bytes + entry > layout_.RequestPayloadCapacity()) {
+    } else if (o.bytes + entry + wire::BudgetCodesBytes(n + 1) >
+               layout_.RequestPayloadCapacity()) {
       FlushLocked(FlushReason::kBytes);
     }
     // Flushing may have failed the connection: then the call is not taken.
     if (!status_.ok()) return status_;
     // A held (elastic) publish that is now full must wait: no room.
     if (open_ >= 0 &&
-        slots_[open_].bytes + entry > layout_.RequestPayloadCapacity()) {
+        slots_[open_].bytes + entry +
+                wire::BudgetCodesBytes(slots_[open_].calls.size() + 1) >
+            layout_.RequestPayloadCapacity()) {
       return absl::ResourceExhaustedError("open batch is full");
     }
   }
@@ -453,6 +464,7 @@ absl::Status ClientConnection::AddToBatchLocked(
   slot.calls.push_back(call);
   slot.earliest_deadline_ns =
       std::min(slot.earliest_deadline_ns, call->deadline_ns);
+  TrackContext(call);
   ++slot.live_calls;
   ++slot.untransmitted_entries;
   ++outstanding_;
@@ -590,13 +602,16 @@ void ClientConnection::PublishLocked(uint32_t s, int64_t now) {
   ++batches_in_flight_;  // Until FreeSlot.
   char* buf = staging(s);
   slot.seq = wire::NextSeq(slot.seq);
+  if (now == 0) now = NowNs();
   // A batch of one has nothing to share its framing with: it goes as the
   // plain request it would have been unbatched (its payload moved over the
-  // entry header), and the server answers it with a plain response. Not in
-  // adaptive mode, whose entries may already be in the server's slot and
-  // whose slots carry batches only (see AddToBatchLocked).
+  // entry header, its budget in aux), and the server answers it with a
+  // plain response. Not in adaptive mode, whose entries may already be in
+  // the server's slot and whose slots carry batches only (see
+  // AddToBatchLocked).
   const bool plain =
-      slot.calls.size() == 1 && options_.batch != BatchMode::kAdaptive;
+      slot.calls.size() == 1 && slot.calls[0] != nullptr &&
+      options_.batch != BatchMode::kAdaptive;
   size_t framed;
   if (plain) {
     PendingCall* call = slot.calls[0];
@@ -604,22 +619,42 @@ void ClientConnection::PublishLocked(uint32_t s, int64_t now) {
     std::memcpy(&size, buf + wire::kHeaderBytes, sizeof(size));
     std::memmove(buf + wire::kHeaderBytes,
                  buf + wire::kHeaderBytes + wire::kEntryHeaderBytes, size);
-    framed = wire::FinishRequest(buf, size, slot.seq, call->method_id, 0, 0);
+    const uint16_t budget = wire::EncodeBudget(call->deadline_ns, now);
+    framed = wire::FinishRequest(
+        buf, size, slot.seq, call->method_id, budget,
+        budget == wire::kNoBudget ? 0 : wire::kRequestFlagDeadline);
     slot.batch = false;
     slot.call = call;
     slot.calls.clear();
     slot.live_calls = 0;
     counters_->batches_plain.fetch_add(1, std::memory_order_relaxed);
   } else {
+    // The callers' remaining budgets, one code per entry, after the
+    // entries; method_id says where they start (rpc/batch_format.h). A call
+    // already finished (expired, cancelled) gets 0: the server does not
+    // run it.
+    char* codes = buf + wire::kHeaderBytes + slot.bytes;
+    for (size_t i = 0; i < slot.calls.size(); ++i) {
+      const uint16_t code =
+          slot.calls[i] == nullptr
+              ? 0
+              : wire::EncodeBudget(slot.calls[i]->deadline_ns, now);
+      std::memcpy(codes + 2 * i, &code, sizeof(code));
+    }
+    const size_t codes_bytes = wire::BudgetCodesBytes(slot.calls.size());
+    if (codes_bytes > 2 * slot.calls.size()) {
+      std::memset(codes + 2 * slot.calls.size(), 0,
+                  codes_bytes - 2 * slot.calls.size());
+    }
     framed = wire::FinishRequest(
-        buf, slot.bytes, slot.seq, /*method_id=*/0,
+        buf, static_cast<uint32_t>(slot.bytes + codes_bytes), slot.seq,
+        /*method_id=*/slot.bytes,
         static_cast<uint16_t>(std::min(BatchSizeNow(), 0xffff)),
-        wire::kRequestFlagBatch);
+        wire::kRequestFlagBatch | wire::kRequestFlagDeadline);
   }
   const uint64_t base = staging_offset_ + size_t{s} * layout_.request_slot_bytes;
   const uint64_t rbase = layout_.RequestSlotOffset(s);
   bool ok;
-  if (now == 0) now = NowNs();
   // The phase first: the doorbell names the slot only if it is outstanding.
   slot.phase = policy_.current() == RpcMode::kServerReply ? Phase::kWaitReply
                                                           : Phase::kFetchHeader;
@@ -773,6 +808,7 @@ void ClientConnection::FinishCall(PendingCall* call, absl::Status status,
   call->status = std::move(status);
   call->finish_ns = now_ns_;
   if (call->ctx != nullptr) {
+    UntrackContext(call);
     call->ctx->SetResult(call->mode_used, call->fetches, call->reads,
                          absl::Nanoseconds(call->server_time_ns));
   }
@@ -1148,6 +1184,75 @@ void ClientConnection::Abort(absl::Status status,
   FailLocked(std::move(status), finished);
 }
 
+void ClientConnection::PostCancel(uint32_t s, int64_t now) {
+  // The server answers the request with CANCELLED if its result is still
+  // being computed, and its handler sees ServerContext::IsCancelled. The
+  // ring after it makes the worker look at the slot (and wakes it if it
+  // may be parked); the slot stays abandoned until that answer (or the
+  // result, if it won the race) lands.
+  const uint64_t word = wire::CancelWord(slots_[s].seq);
+  const size_t src = cancel_src_offset_ + size_t{s} * 8;
+  std::memcpy(local_->data() + src, &word, sizeof(word));
+  WorkRequest wrs[3];
+  wrs[0] = WorkRequest::Write(WrId(s, kCancelWrite), local_.get(), src,
+                              sizeof(word), server_region_,
+                              layout_.CancelOffset(s));
+  wrs[0].signaled = false;
+  const bool notify = notify_gap_ns_ > 0 && now - last_post_ns_ > notify_gap_ns_;
+  BellWrites(s, /*all=*/false, notify, wrs + 1);
+  SignalAccounting(wrs, 3);
+  if (PostList(absl::MakeConstSpan(wrs, 3))) {
+    counters_->cancel_writes.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void ClientConnection::CancelLocked(int64_t now,
+                                    std::vector<PendingCall*>* finished) {
+  auto wanted = [](const PendingCall* call) {
+    return call != nullptr && call->ctx != nullptr && call->ctx->cancelled();
+  };
+  const absl::Status cancelled =
+      absl::CancelledError("call cancelled (ClientContext::TryCancel)");
+  for (uint32_t s = 0; s < used_slots_; ++s) {
+    Slot& slot = slots_[s];
+    if (slot.phase == Phase::kFree || slot.phase == Phase::kDraining) continue;
+    const bool sent = slot.phase != Phase::kFilling;
+    if (!slot.batch) {
+      if (!wanted(slot.call)) continue;
+      PendingCall* call = slot.call;
+      slot.call = nullptr;  // Abandoned: reused once the server answers.
+      call->fetches = slot.fetches;
+      call->reads = slot.reads;
+      counters_->calls_cancelled.fetch_add(1, std::memory_order_relaxed);
+      FinishCall(call, cancelled, finished);
+      if (sent) PostCancel(s, now);
+      continue;
+    }
+    bool any = false;
+    for (PendingCall*& call : slot.calls) {
+      if (!wanted(call)) continue;
+      counters_->calls_cancelled.fetch_add(1, std::memory_order_relaxed);
+      FinishCall(call, cancelled, finished);
+      call = nullptr;
+      --slot.live_calls;
+      any = true;
+    }
+    // The server learns of it per slot: once no call of the batch is left.
+    if (any && sent && slot.live_calls == 0) PostCancel(s, now);
+  }
+  for (auto it = queued_.begin(); it != queued_.end();) {
+    if (!wanted(*it)) {
+      ++it;
+      continue;
+    }
+    PendingCall* call = *it;
+    it = queued_.erase(it);
+    ++async_slots_;  // FinishCall decrements for async calls.
+    counters_->calls_cancelled.fetch_add(1, std::memory_order_relaxed);
+    FinishCall(call, cancelled, finished);
+  }
+}
+
 void ClientConnection::ExpireCalls(uint32_t s, int64_t now,
                                    std::vector<PendingCall*>* finished) {
   Slot& slot = slots_[s];
@@ -1201,6 +1306,19 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
   }
   int64_t now = NowNs();
   now_ns_ = now;
+
+  // Calls whose context was cancelled (ClientContext::TryCancel bumps the
+  // channel's count): one load a round while calls with a context are here,
+  // none otherwise.
+  if (ctx_calls_ > 0) {
+    const uint64_t cancels = counters_->cancels.load(std::memory_order_acquire);
+    if (cancels != seen_cancels_ || rescan_cancels_) {
+      seen_cancels_ = cancels;
+      rescan_cancels_ = false;
+      CancelLocked(now, finished);
+      progressed = true;
+    }
+  }
 
   // 0. The open batch goes when T has passed.
   if (open_ >= 0) {
@@ -1262,7 +1380,8 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
       progressed = true;
       continue;
     }
-    if (kind == kRequestWrite || kind == kModeWrite || kind == kBellWrite) {
+    if (kind == kRequestWrite || kind == kModeWrite || kind == kBellWrite ||
+        kind == kCancelWrite) {
       continue;
     }
     if (s >= slots_.size()) continue;

@@ -60,6 +60,8 @@ struct PendingCall {
   // Batching: sent as a plain request without waiting in a batch (a lone
   // sync call): its latency owes nothing to N, so the auto sizer skips it.
   bool alone = false;
+  // Counted in its connection's calls with a context (TrackContext).
+  bool ctx_tracked = false;
 
   // Results.
   absl::Status status;
@@ -107,6 +109,12 @@ struct ChannelCounters {
   std::atomic<uint64_t> rerings{0};
   std::atomic<uint64_t> notifies{0};
   std::atomic<uint64_t> hot_posts{0};
+  std::atomic<uint64_t> calls_cancelled{0};
+  std::atomic<uint64_t> cancel_writes{0};
+  // Bumped by ClientContext::TryCancel: connections look for cancelled
+  // calls when it changes. On a line of its own: every Progress round
+  // loads it, and the counters above change with every call.
+  alignas(64) std::atomic<uint64_t> cancels{0};
 };
 
 class ClientConnection {
@@ -330,6 +338,31 @@ class ClientConnection {
   }
   void ExpireCalls(uint32_t s, int64_t now, std::vector<PendingCall*>* finished)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Finishes the calls whose context was cancelled with CANCELLED; their
+  // slots are abandoned (reused once the server answers) and the server
+  // told through the slot's cancel word.
+  void CancelLocked(int64_t now, std::vector<PendingCall*>* finished)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // WRITEs slot `s`'s cancel word (its current seq) and rings.
+  void PostCancel(uint32_t s, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A call with a context is being placed: counted (only calls with a
+  // context can be cancelled, so Progress looks for cancels only while
+  // there are some), and if its context is cancelled already the next
+  // Progress round looks for cancelled calls.
+  void TrackContext(PendingCall* call) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (call->ctx == nullptr) return;
+    if (!call->ctx_tracked) {
+      call->ctx_tracked = true;
+      ++ctx_calls_;
+    }
+    if (call->ctx->cancelled()) rescan_cancels_ = true;
+  }
+  void UntrackContext(PendingCall* call) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (call->ctx_tracked) {
+      call->ctx_tracked = false;
+      --ctx_calls_;
+    }
+  }
   int BatchSizeNow() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Cap of the adaptive first-fetch delay (0 when it is off).
   double FetchDelayCapNs() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -364,6 +397,8 @@ class ClientConnection {
   size_t staging_offset_ = 0, fetch_offset_ = 0, mode_word_offset_ = 0;
   // Sources of the doorbell WRITEs in local_: the bell word, then a byte 1.
   size_t bell_src_offset_ = 0;
+  // Sources of the cancel word WRITEs in local_, 8 bytes per slot.
+  size_t cancel_src_offset_ = 0;
   // Half the server's hot window (a request posted within it of the
   // previous one on a hot slot skips the doorbell) and half its park delay
   // (a request posted longer than it after the connection's previous one
@@ -413,6 +448,11 @@ class ClientConnection {
   uint32_t ring_count_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t last_post_ns_ ABSL_GUARDED_BY(mu_) = 0;   // Last request posted.
   int64_t next_rering_ns_ ABSL_GUARDED_BY(mu_) = INT64_MAX;
+  uint64_t seen_cancels_ ABSL_GUARDED_BY(mu_) = 0;  // counters_->cancels.
+  // A call placed with its context already cancelled (TryCancel raced with
+  // its start, and a Progress round may have looked before it was here).
+  bool rescan_cancels_ ABSL_GUARDED_BY(mu_) = false;
+  int ctx_calls_ ABSL_GUARDED_BY(mu_) = 0;  // Calls here with a context.
   std::atomic<int> needs_driver_{0};
   std::atomic<bool> failed_{false};
 };

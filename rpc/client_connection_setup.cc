@@ -95,15 +95,17 @@ absl::StatusOr<std::unique_ptr<ClientConnection>> ClientConnection::Connect(
   const uint32_t resp_bytes = RoundUp64(static_cast<uint32_t>(
       wire::FramedBytes(options.max_response_bytes)));
 
-  // Local memory: staging slots, fetch buffers, the mode word.
-  // The mode word and the doorbell sources first, on the page of slot 0's
-  // staging buffer: a call on slot 0 that rings touches one page for both.
+  // Local memory. The mode word and the doorbell sources first, on the
+  // page of slot 0's staging buffer (a call on slot 0 that rings touches one
+  // page for both), then the staging slots, the fetch buffers and the cancel
+  // word sources (8 bytes a slot).
   c->mode_word_offset_ = 0;
   c->staging_offset_ = 64;
   c->fetch_offset_ = c->staging_offset_ + size_t{slots} * req_bytes;
+  c->cancel_src_offset_ = c->fetch_offset_ + size_t{slots} * resp_bytes;
   RFRPC_ASSIGN_OR_RETURN(
-      c->local_,
-      provider->AllocateMemory(c->fetch_offset_ + size_t{slots} * resp_bytes));
+      c->local_, provider->AllocateMemory(c->cancel_src_offset_ +
+                                          wire::Align64(size_t{slots} * 8)));
   RFRPC_ASSIGN_OR_RETURN(c->reply_,
                          provider->AllocateMemory(size_t{slots} * resp_bytes));
   transport::CompletionQueueOptions cq_options;

@@ -263,6 +263,13 @@ struct ServerOptions {
   // handler-end clock read doubles as the published server time).
   // Default: true.
   bool method_stats = true;
+  // Threads of the handler pool that runs blocking methods (MethodKind::
+  // kBlocking: the .proto option (rfrpc.handler) = HANDLER_BLOCKING, or
+  // Service::SetBlocking), so that a handler that blocks does not stall the
+  // worker polling its connections. The pool starts only if some registered
+  // method is blocking; at most this many blocking calls run at once, the
+  // rest wait in its queue. Must be >= 1 then. Default: 4.
+  int blocking_threads = 4;
 };
 
 }  // namespace rfrpc

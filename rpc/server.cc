@@ -97,6 +97,18 @@ class Server::Impl {
                 << " connections (" << per_connection
                 << " each), max_connections " << options_.max_connections;
     }
+    bool blocking = false;
+    for (const auto& [id, m] : methods_) {
+      blocking |= m->kind == MethodKind::kBlocking;
+    }
+    if (blocking) {
+      if (options_.blocking_threads < 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "blocking_threads ", options_.blocking_threads,
+            " must be >= 1: a registered method is blocking"));
+      }
+      pool_ = std::make_unique<internal::HandlerPool>(options_.blocking_threads);
+    }
     const wire::BellsLayout bells{internal::BellCapacity(options_)};
     std::vector<const MethodEntry*> methods;
     for (const auto& [id, m] : methods_) methods.push_back(m);
@@ -114,7 +126,7 @@ class Server::Impl {
       }
       workers_.push_back(std::make_unique<ServerWorker>(
           i, options_, &methods_, &counters_, std::move(cq), std::move(area),
-          mc));
+          mc, pool_.get()));
     }
     RFRPC_ASSIGN_OR_RETURN(listener_, provider_->Listen(options_.address));
     address_ = listener_->address();
@@ -141,7 +153,13 @@ class Server::Impl {
     listener_->Shutdown();
     if (accept_thread_.joinable()) accept_thread_.join();
     for (auto& w : workers_) w->Stop();
-    workers_.clear();
+    {
+      MutexLock lock(&mu_);  // stats() reads the workers' counts.
+      for (auto& w : workers_) done_misuse_ += w->done_misuse();
+      workers_.clear();
+    }
+    // Offloaded handlers still running finish (their results are dropped).
+    if (pool_ != nullptr) pool_->Stop();
     listener_.reset();
     // Every connection is gone, including any a worker had not taken yet.
     counters_.connections_open.store(0);
@@ -165,6 +183,16 @@ class Server::Impl {
     s.hot_serves = counters_.hot_serves.load();
     s.connections = counters_.connections_open.load();
     s.connection_slots = counters_.connection_slots.load();
+    s.calls_async = counters_.calls_async.load();
+    s.calls_offloaded = counters_.calls_offloaded.load();
+    s.calls_cancelled = counters_.calls_cancelled.load();
+    s.calls_expired = counters_.calls_expired.load();
+    s.results_dropped = counters_.results_dropped.load();
+    {
+      MutexLock lock(&mu_);
+      s.done_misuse = done_misuse_;
+      for (const auto& w : workers_) s.done_misuse += w->done_misuse();
+    }
     return s;
   }
 
@@ -323,7 +351,9 @@ class Server::Impl {
       ABSL_GUARDED_BY(mu_);
   std::unique_ptr<transport::Provider> provider_;
   std::unique_ptr<transport::Listener> listener_;
+  std::unique_ptr<internal::HandlerPool> pool_;  // Blocking methods only.
   std::vector<std::unique_ptr<ServerWorker>> workers_;
+  uint64_t done_misuse_ ABSL_GUARDED_BY(mu_) = 0;  // Of stopped workers.
   std::thread accept_thread_;
   std::atomic<bool> stop_{false};
   uint64_t next_worker_ = 0;

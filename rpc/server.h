@@ -61,6 +61,20 @@ struct ServerStats {
   // Now: open connections, and the request slots they hold.
   uint64_t connections = 0;
   uint64_t connection_slots = 0;
+  // Async and offloaded handlers (docs/define_a_service.md): calls whose
+  // async handler returned before finishing them (their result was
+  // published later, from the worker's mailbox), calls run on the handler
+  // pool, calls the server answered CANCELLED because their client
+  // cancelled them while they ran, calls answered DEADLINE_EXCEEDED because
+  // their deadline passed before or while they ran, results finished after
+  // their call was answered (or its connection lost) and dropped, and
+  // ServerDones called twice or dropped uncalled (each logged).
+  uint64_t calls_async = 0;
+  uint64_t calls_offloaded = 0;
+  uint64_t calls_cancelled = 0;
+  uint64_t calls_expired = 0;
+  uint64_t results_dropped = 0;
+  uint64_t done_misuse = 0;
 };
 
 class Server {

@@ -57,13 +57,16 @@ ServerWorker::ServerWorker(int index, const ServerOptions& options,
                            const MethodTable* methods, ServerCounters* counters,
                            std::unique_ptr<transport::CompletionQueue> cq,
                            std::unique_ptr<transport::MemoryRegion> bells,
-                           WorkerMethodCounters* method_counters)
+                           WorkerMethodCounters* method_counters,
+                           HandlerPool* pool)
     : index_(index),
       options_(options),
       methods_(methods),
       counters_(counters),
       cq_(std::move(cq)),
       bells_(std::move(bells)),
+      pool_(pool),
+      mailbox_(std::make_shared<WorkerMailbox>(cq_.get())),
       finder_(bells_->data(),
               WorkFinder::Options{BellCapacity(options),
                                   absl::ToInt64Nanoseconds(options.hot_window),
@@ -140,6 +143,7 @@ void ServerWorker::Close(size_t i, const absl::Status& why) {
   VLOG(1) << "worker " << index_ << ": closing connection from " << c->peer
           << ": " << why;
   c->conn->Fail(why);
+  if (c->pending_count > 0) DropPending(c);
   finder_.Remove(c->bell);
   by_bell_[c->bell] = nullptr;
   ReleaseBell(c->bell);
@@ -195,15 +199,24 @@ void ServerWorker::CheckLiveness(size_t n, int64_t now) {
 }
 
 bool ServerWorker::Park() {
+  mailbox_->set_parked(true);
   cq_->ArmWake();  // A full fence before the checks below.
   if (finder_.AnyRung() || inbox_nonempty_.load(std::memory_order_seq_cst) ||
-      stop_.load(std::memory_order_seq_cst)) {
+      stop_.load(std::memory_order_seq_cst) || mailbox_->nonempty()) {
     cq_->Disarm();
+    mailbox_->set_parked(false);
     return false;
   }
   counters_->parks.fetch_add(1, std::memory_order_relaxed);
   transport::Completion comps[16];
-  absl::StatusOr<int> n = cq_->WaitArmed(absl::MakeSpan(comps), kParkedCheck);
+  // Wake for the next pending call's deadline too (it gets its answer).
+  absl::Duration wait = kParkedCheck;
+  if (next_expiry_ns_ != INT64_MAX) {
+    wait = std::clamp(absl::Nanoseconds(next_expiry_ns_ - UnixNanos()),
+                      absl::Microseconds(50), kParkedCheck);
+  }
+  absl::StatusOr<int> n = cq_->WaitArmed(absl::MakeSpan(comps), wait);
+  mailbox_->set_parked(false);
   if (n.ok() && *n > 0) {
     TakeCompletions(absl::MakeConstSpan(comps, static_cast<size_t>(*n)));
   } else if (n.ok()) {
@@ -252,6 +265,12 @@ void ServerWorker::Loop() {
         finder_.KeepPolling(w.bell, w.slot, now);
         continue;
       }
+      if (c->pending_count > 0 && c->pending[w.slot] != nullptr) {
+        // Its answer is still being computed: no new request can be there
+        // (one that is is not taken until then), but a cancel may.
+        CheckCancel(c, w.slot);
+        continue;
+      }
       const char* slot = c->region->data() + c->layout.RequestSlotOffset(w.slot);
       // Cheap check first: the head word only.
       if (wire::HeadSeq(transport::LoadAcquire64(slot)) !=
@@ -264,6 +283,12 @@ void ServerWorker::Loop() {
         finder_.KeepPolling(w.bell, w.slot, now);  // Still landing.
       }
     }
+    // Async and offloaded calls finished on other threads, and deadlines.
+    if (mailbox_->nonempty()) {
+      TakeFinished();
+      served = true;
+    }
+    if (now >= next_expiry_ns_) ExpirePending(now);
     // Completions of pushes (signaled WRITEs), and on verbs the receive
     // completions of clients' notifies, which the provider consumes inside
     // Poll and answers with a fresh receive: a queue pair whose receives
@@ -301,8 +326,13 @@ void ServerWorker::Loop() {
       sched_yield();
     }
   }
-  // Stopping: fail every connection so clients learn at once.
+  // Stopping: fail every connection so clients learn at once (their
+  // pending calls are cancelled); calls that finish from now on are
+  // released by the mailbox.
   while (!conns_.empty()) Close(conns_.size() - 1, absl::UnavailableError("server shutting down"));
+  mailbox_->Close(&finished_);
+  for (ServerCall* call : finished_) call->Release();
+  finished_.clear();
 }
 
 bool ServerWorker::Serve(ServerConnection* c, uint32_t s) {
@@ -333,62 +363,99 @@ bool ServerWorker::Serve(ServerConnection* c, uint32_t s) {
   if (state == wire::SlotState::kCorrupt) {
     counters_->bad_requests.fetch_add(1, std::memory_order_relaxed);
     status = absl::InvalidArgumentError(why);
-  } else if (req.flags == wire::kRequestFlagBatch) {
-    ServeBatch(c, s, req, start_ns, hot);
-    return true;
-  } else if (req.flags != 0) {
+  } else if ((req.flags & ~wire::kRequestFlagsKnown) != 0) {
     counters_->bad_requests.fetch_add(1, std::memory_order_relaxed);
     status = absl::InvalidArgumentError(
         absl::StrFormat("request flags 0x%x not supported", req.flags));
+  } else if (req.flags & wire::kRequestFlagBatch) {
+    ServeBatch(c, s, req, start_ns, hot);
+    return true;
   } else {
-    status = RunHandler(c, req.method_id, req.payload, start_ns, payload, cap,
-                        &len);
+    const int64_t deadline_ns =
+        (req.flags & wire::kRequestFlagDeadline)
+            ? wire::DeadlineFromBudget(req.aux, start_ns)
+            : INT64_MAX;
+    const MethodEntry* m = FindMethod(req.method_id);
+    if (m != nullptr && m->kind != MethodKind::kSync &&
+        start_ns <= deadline_ns) {
+      StartCall(c, s, seq, req.payload, m, start_ns, deadline_ns, hot);
+      return true;
+    }
+    if (start_ns > deadline_ns) {
+      // The caller gave up already: its answer is all that is needed.
+      counters_->calls_expired.fetch_add(1, std::memory_order_relaxed);
+      status = absl::DeadlineExceededError(
+          "the call's deadline passed before its handler started");
+    } else {
+      status = RunHandler(c, req.method_id, req.payload, start_ns,
+                          deadline_ns, s, seq, payload, cap, &len);
+    }
   }
+  c->expected_seq[s] = wire::NextSeq(seq);
+  // With per-method stats RunHandler read the clock as this call's handler
+  // ended (an earlier call's end is before start_ns).
+  PublishSingle(c, s, seq, start_ns, hot, status, len,
+                method_counters_ != nullptr && last_handler_end_ns_ >= start_ns
+                    ? last_handler_end_ns_
+                    : 0);
+  return true;
+}
+
+void ServerWorker::PublishSingle(ServerConnection* c, uint32_t s, uint32_t seq,
+                                 int64_t start_ns, uint16_t hot,
+                                 const absl::Status& status, size_t len,
+                                 int64_t end_ns) {
+  const wire::ConnectionLayout& l = c->layout;
+  char* resp = c->region->data() + l.ResponseSlotOffset(s);
   uint16_t code = 0;
   if (!status.ok()) {
     code = static_cast<uint16_t>(status.code());
-    len = std::min(status.message().size(), cap);
-    std::memcpy(payload, status.message().data(), len);
+    len = std::min(status.message().size(), l.ResponsePayloadCapacity());
+    std::memcpy(resp + wire::kHeaderBytes, status.message().data(), len);
     counters_->calls_failed.fetch_add(1, std::memory_order_relaxed);
   }
   const bool large = len > options_.large_result_bytes;
   // With per-method stats RunHandler read the clock as this call's handler
-  // ended (an earlier call's end is before start_ns): no second read.
-  const int64_t end_ns = method_counters_ != nullptr && last_handler_end_ns_ >= start_ns
-                             ? last_handler_end_ns_
-                             : UnixNanos();
-  const int64_t elapsed = end_ns - start_ns;
-  c->expected_seq[s] = wire::NextSeq(seq);
+  // ended (end_ns): no second read.
+  const int64_t elapsed = (end_ns != 0 ? end_ns : UnixNanos()) - start_ns;
   const size_t framed = wire::PublishResponse(
       resp, static_cast<uint32_t>(len), seq, wire::EncodeServerTime(elapsed),
       code, static_cast<uint16_t>((large ? wire::kResponseFlagPushed : 0) | hot));
   counters_->calls.fetch_add(1, std::memory_order_relaxed);
   FinishPublish(c, s, 0, framed, large);
   FlushMethodStats();
-  return true;
+}
+
+const MethodEntry* ServerWorker::FindMethod(uint32_t id) {
+  // Batches mostly repeat one method: look it up only when it changes.
+  const MethodEntry* m = last_method_;
+  if (m != nullptr && m->id == id) return m;
+  auto it = methods_->find(id);
+  if (it == methods_->end()) return nullptr;
+  last_method_ = it->second;
+  // The per-method counters follow last_method_.
+  if (method_counters_ != nullptr) {
+    last_counters_ = method_counters_->For(it->second->id);
+  }
+  return it->second;
 }
 
 absl::Status ServerWorker::RunHandler(ServerConnection* c, uint32_t method_id,
                                       absl::string_view request,
-                                      int64_t start_ns, char* out, size_t cap,
-                                      size_t* len) {
-  // Batches mostly repeat one method: look it up only when it changes.
-  const MethodEntry* m = last_method_;
-  if (m == nullptr || m->id != method_id) {
-    auto it = methods_->find(method_id);
-    if (it == methods_->end()) {
-      if (method_counters_ != nullptr) {
-        method_counters_->unknown()->Served(
-            static_cast<int>(absl::StatusCode::kUnimplemented), 0, 0);
-      }
-      return absl::UnimplementedError(absl::StrFormat(
-          "no method with id 0x%08x on this server", method_id));
+                                      int64_t start_ns, int64_t deadline_ns,
+                                      uint32_t s, uint32_t seq, char* out,
+                                      size_t cap, size_t* len) {
+  const MethodEntry* m = FindMethod(method_id);
+  if (m == nullptr) {
+    if (method_counters_ != nullptr) {
+      method_counters_->unknown()->Served(
+          static_cast<int>(absl::StatusCode::kUnimplemented), 0, 0);
     }
-    m = it->second;
-    last_method_ = m;
-    if (method_counters_ != nullptr) last_counters_ = method_counters_->For(m->id);
+    return absl::UnimplementedError(absl::StrFormat(
+        "no method with id 0x%08x on this server", method_id));
   }
-  ctx_.Reset(m->full_name, c->peer, index_, absl::FromUnixNanos(start_ns));
+  ctx_.Reset(m->full_name, c->peer, index_, absl::FromUnixNanos(start_ns),
+             deadline_ns, c->region->data() + c->layout.CancelOffset(s), seq);
   absl::Status status;
   try {
     status = m->handler->Run(&ctx_, request, out, cap, len);
@@ -428,12 +495,13 @@ void ServerWorker::ServeBatch(ServerConnection* c, uint32_t s,
   c->expected_seq[s] = wire::NextSeq(seq);
   counters_->batches.fetch_add(1, std::memory_order_relaxed);
 
-  uint32_t n = 0;
-  absl::Status bad = wire::CountBatchEntries(req.payload, &n);
+  wire::BatchPayload batch;
+  absl::Status bad =
+      wire::ParseBatchPayload(req.payload, req.flags, req.method_id, &batch);
+  const uint32_t n = batch.count;
   // Room for every entry's result header in a part of its own, the worst
   // case, must exist before anything runs.
-  constexpr size_t kPartOverhead = wire::kHeaderBytes + wire::kTailBytes;
-  if (bad.ok() && size_t{n} * (kPartOverhead + wire::kEntryHeaderBytes) > buf_bytes) {
+  if (bad.ok() && !ResultPartWriter::Fits(n, buf_bytes)) {
     bad = absl::ResourceExhaustedError(absl::StrCat(
         "batch of ", n, " requests cannot fit its results in a ", buf_bytes,
         "-byte response slot"));
@@ -452,80 +520,143 @@ void ServerWorker::ServeBatch(ServerConnection* c, uint32_t s,
   }
   const uint32_t max_entries = req.aux == 0 ? 128u : req.aux;
   const size_t part_bytes_limit = std::max<size_t>(options_.result_batch_bytes, 64);
-
-  size_t part = 0;        // Offset of the current part in the buffer.
-  size_t part_size = 0;   // Its payload bytes so far.
-  uint32_t part_entries = 0;
+  ResultPartWriter w(resp, buf_bytes, n, max_entries, part_bytes_limit);
   int64_t part_start = start_ns;
-  uint32_t done = 0;
-  auto publish = [&]() {
-    // Counted per part (one shared atomic add), before the client can see it.
-    counters_->calls.fetch_add(part_entries, std::memory_order_relaxed);
-    const bool large = part_size > options_.large_result_bytes;
-    const int64_t elapsed = UnixNanos() - part_start;
-    const size_t framed = wire::PublishResponse(
-        resp + part, static_cast<uint32_t>(part_size), seq,
-        wire::EncodeServerTime(elapsed), 0,
-        static_cast<uint16_t>(wire::kResponseFlagBatch | hot |
-                              (large ? wire::kResponseFlagPushed : 0)),
-        static_cast<uint16_t>(part_entries));
-    FinishPublish(c, s, part, framed, large);
-    part += framed;
-    part_size = 0;
-    part_entries = 0;
-  };
+  // Set once an entry's result comes later: from then on results wait in
+  // it until every earlier one is in (request order).
+  std::unique_ptr<PendingSlot> p;
 
-  wire::BatchReader reader(req.payload);
+  wire::BatchReader reader(batch.entries);
   uint32_t method_id;
   absl::string_view entry;
-  while (reader.Next(&method_id, &entry)) {
-    const uint32_t remaining_after = n - done - 1;
-    // Where this entry's result goes if it stays in the current part, and
-    // what must stay free for the rest (each in a part of its own, plus a
-    // possible move of this one into a new part).
-    char* out = resp + part + wire::kHeaderBytes + part_size;
-    const size_t used = part + wire::kHeaderBytes + part_size +
-                        wire::kEntryHeaderBytes + wire::kTailBytes;
-    const size_t reserve = size_t{remaining_after} *
-                               (kPartOverhead + wire::kEntryHeaderBytes) +
-                           kPartOverhead + 8;
-    size_t cap = buf_bytes > used + reserve ? buf_bytes - used - reserve : 0;
-    cap &= ~size_t{7};
-    size_t len = 0;
+  for (uint32_t i = 0; reader.Next(&method_id, &entry); ++i) {
     // Every entry arrived with the batch: one clock read serves them all.
-    absl::Status st = RunHandler(c, method_id, entry, start_ns,
-                                 out + wire::kEntryHeaderBytes, cap, &len);
+    const int64_t deadline_ns =
+        wire::DeadlineFromBudget(batch.budget(i), start_ns);
+    const bool expired = start_ns > deadline_ns;
+    const MethodEntry* m = FindMethod(method_id);
+    const bool later = m != nullptr && m->kind != MethodKind::kSync;
+    if (p == nullptr) {
+      // In order: the result goes straight where it belongs.
+      size_t cap;
+      char* out = w.NextPayload(&cap);
+      size_t len = 0;
+      absl::Status st;
+      if (expired) {
+        counters_->calls_expired.fetch_add(1, std::memory_order_relaxed);
+        st = absl::DeadlineExceededError(
+            "the call's deadline passed before its handler started");
+      } else if (later) {
+        ServerCall* call =
+            NewCall(c, s, seq, i, m, entry, start_ns, deadline_ns, &st);
+        if (call != nullptr && !Launch(c, call, m)) {
+          p = std::make_unique<PendingSlot>();
+          p->slot = s;
+          p->seq = seq;
+          p->start_ns = start_ns;
+          p->hot = hot;
+          p->batch = true;
+          p->base = i;
+          p->entries.reserve(n - i);
+          p->entries.emplace_back();
+          p->entries.back().call = call;
+          p->entries.back().deadline_ns = deadline_ns;
+          continue;
+        }
+        if (call != nullptr) {
+          st = CallResult(call, out, cap, &len);
+          call->Release();
+        }
+      } else {
+        st = RunHandler(c, method_id, entry, start_ns, deadline_ns, s, seq,
+                        out, cap, &len);
+      }
+      CommitResult(c, s, seq, hot, &w, &part_start, st, len);
+      continue;
+    }
+    // Behind a result that comes later: run now, keep the result.
+    p->entries.emplace_back();
+    PendingSlot::Entry& e = p->entries.back();
+    e.deadline_ns = deadline_ns;
+    absl::Status st;
+    size_t len = 0;
+    if (expired) {
+      counters_->calls_expired.fetch_add(1, std::memory_order_relaxed);
+      st = absl::DeadlineExceededError(
+          "the call's deadline passed before its handler started");
+    } else if (later) {
+      ServerCall* call =
+          NewCall(c, s, seq, i, m, entry, start_ns, deadline_ns, &st);
+      if (call != nullptr && !Launch(c, call, m)) {
+        e.call = call;
+        continue;
+      }
+      if (call != nullptr) {
+        st = call->status();
+        if (st.ok()) call->SerializeResponseTo(&e.result);
+        call->Release();
+      }
+    } else {
+      scratch_.resize(l.ResponsePayloadCapacity());
+      st = RunHandler(c, method_id, entry, start_ns, deadline_ns, s, seq,
+                      scratch_.data(), scratch_.size(), &len);
+      if (st.ok()) e.result.assign(scratch_.data(), len);
+    }
+    e.ready = true;
     if (!st.ok()) {
-      counters_->calls_failed.fetch_add(1, std::memory_order_relaxed);
-      len = std::min(st.message().size(), cap);
-      std::memcpy(out + wire::kEntryHeaderBytes, st.message().data(), len);
+      e.code = static_cast<uint16_t>(st.code());
+      e.result.assign(st.message().data(), st.message().size());
     }
-    const size_t eb = wire::EntryBytes(len);
-    if (part_entries > 0 &&
-        (part_entries >= max_entries || part_size + eb > part_bytes_limit)) {
-      // Close the current part and move this result into a new one: the
-      // move is kPartOverhead bytes forward, which `reserve` kept free.
-      // The handler wrote the result where the next part's header goes, so
-      // move it first and clear that head word before publishing: a client
-      // READs the next part's head as soon as this part is visible, and raw
-      // result bytes there could pass for a header with the expected seq.
-      const size_t next_part = part + wire::FramedBytes(part_size);
-      char* moved = resp + next_part + wire::kHeaderBytes;
-      std::memmove(moved + wire::kEntryHeaderBytes,
-                   out + wire::kEntryHeaderBytes, len);
-      transport::StoreRelease64(resp + next_part, 0);
-      publish();  // Writes [part, next_part) only.
-      part_start = UnixNanos();  // The next part's time starts here.
-      out = moved;
-    }
-    wire::PutResultEntry(out, static_cast<uint32_t>(len),
-                         st.ok() ? 0 : static_cast<uint16_t>(st.code()));
-    part_size += eb;
-    ++part_entries;
-    ++done;
   }
-  if (part_entries > 0) publish();
+  if (p != nullptr) {
+    // The results before the first late one go out now.
+    ResultPartWriter::Part part;
+    if (w.Close(&part)) PublishPart(c, s, seq, hot, part, &part_start);
+    p->writer = w;
+    p->part_start = part_start;
+    AddPending(c, std::move(p));
+    FlushMethodStats();
+    return;
+  }
+  ResultPartWriter::Part last;
+  if (w.Finish(&last)) PublishPart(c, s, seq, hot, last, &part_start);
   FlushMethodStats();
+}
+
+void ServerWorker::CommitResult(ServerConnection* c, uint32_t s, uint32_t seq,
+                                uint16_t hot, ResultPartWriter* w,
+                                int64_t* part_start, const absl::Status& st,
+                                size_t len) {
+  if (!st.ok()) {
+    counters_->calls_failed.fetch_add(1, std::memory_order_relaxed);
+    size_t cap;
+    char* out = w->NextPayload(&cap);
+    len = std::min(st.message().size(), cap);
+    std::memcpy(out, st.message().data(), len);
+  }
+  ResultPartWriter::Part closed;
+  if (w->Commit(static_cast<uint32_t>(len),
+                st.ok() ? 0 : static_cast<uint16_t>(st.code()), &closed)) {
+    PublishPart(c, s, seq, hot, closed, part_start);
+  }
+}
+
+void ServerWorker::PublishPart(ServerConnection* c, uint32_t s, uint32_t seq,
+                               uint16_t hot, const ResultPartWriter::Part& part,
+                               int64_t* part_start) {
+  char* resp = c->region->data() + c->layout.ResponseSlotOffset(s);
+  // Counted per part (one shared atomic add), before the client can see it.
+  counters_->calls.fetch_add(part.entries, std::memory_order_relaxed);
+  const bool large = part.size > options_.large_result_bytes;
+  const int64_t now = UnixNanos();
+  const size_t framed = wire::PublishResponse(
+      resp + part.offset, part.size, seq,
+      wire::EncodeServerTime(now - *part_start), 0,
+      static_cast<uint16_t>(wire::kResponseFlagBatch | hot |
+                            (large ? wire::kResponseFlagPushed : 0)),
+      part.entries);
+  FinishPublish(c, s, part.offset, framed, large);
+  *part_start = now;
 }
 
 void ServerWorker::FinishPublish(ServerConnection* c, uint32_t s,

@@ -13,13 +13,30 @@
 // large_result_bytes does it issue an out-bound WRITE into the client's
 // reply slot.
 //
+// Async and offloaded handlers (MethodKind::kAsync, kBlocking): the worker
+// parses the request into a call object and starts the handler (async: on
+// itself; blocking: on the HandlerPool), then goes on polling. A call
+// finished while its handler still runs on the worker is published at once,
+// like a sync result; one finished later, on any thread, is posted to the
+// worker's mailbox (WorkerMailbox), which the worker drains each round, and
+// published from there, with the same remote-fetch / server-reply path. A
+// batch with such an entry keeps its later results until every earlier one
+// is in (results go in request order, part by part: ResultPartWriter). The
+// worker answers a pending call itself when the client cancels it (its
+// cancel word names the call's seq, looked at when the slot rings), when its
+// deadline passes (DEADLINE_EXCEEDED), and drops it when its connection
+// closes; a result finished after that is dropped. Code in
+// server_worker_async.cc.
+//
 // Idle: it spins, then yields, and after `idle_park_after` without work
 // parks: it arms its completion queue for wake-ups, checks the doorbell
 // summary once more and sleeps until a client's notify WRITE, a completion,
-// a new connection or (every 100 ms) its liveness check.
+// a new connection, a finished async call or (every 100 ms, or a pending
+// call's deadline) its liveness check.
 //
 // Thread safety: Adopt(), AllocateBell(), ReleaseBell(), Stop() and the
-// counters are thread-safe; everything else runs on the worker's own thread.
+// counters are thread-safe, as is the mailbox; everything else runs on the
+// worker's own thread.
 
 #ifndef RFRPC_RPC_SERVER_WORKER_H_
 #define RFRPC_RPC_SERVER_WORKER_H_
@@ -37,7 +54,10 @@
 #include "absl/status/statusor.h"
 #include "base/mutex.h"
 #include "rpc/method_counters.h"
+#include "rpc/handler_pool.h"
 #include "rpc/options.h"
+#include "rpc/result_parts.h"
+#include "rpc/server_call.h"
 #include "rpc/service.h"
 #include "rpc/slot_codec.h"
 #include "rpc/wire_format.h"
@@ -66,6 +86,77 @@ struct ServerCounters {
   // Gauges: open connections and their slots (reset by Shutdown).
   std::atomic<uint64_t> connections_open{0};
   std::atomic<uint64_t> connection_slots{0};
+  // Async and offloaded calls (ServerStats has their meaning).
+  std::atomic<uint64_t> calls_async{0};
+  std::atomic<uint64_t> calls_offloaded{0};
+  std::atomic<uint64_t> calls_cancelled{0};
+  std::atomic<uint64_t> calls_expired{0};
+  std::atomic<uint64_t> results_dropped{0};
+};
+
+// A slot whose answer comes later: an async or offloaded single call, or a
+// request batch with such an entry (worker thread only).
+struct PendingSlot {
+  uint32_t slot = 0;
+  uint32_t seq = 0;
+  int64_t start_ns = 0;
+  uint16_t hot = 0;
+  bool batch = false;
+  // A single call: the call (holding the worker's reference) and its
+  // deadline.
+  ServerCall* call = nullptr;
+  int64_t deadline_ns = INT64_MAX;
+  // A batch: entries from `base` (the first whose result came later) on.
+  struct Entry {
+    ServerCall* call = nullptr;  // Still running; holds a reference.
+    bool ready = false;          // The result is in code/result.
+    uint16_t code = 0;
+    std::string result;          // Serialized response or error message.
+    int64_t deadline_ns = INT64_MAX;
+  };
+  uint32_t base = 0;
+  std::vector<Entry> entries;
+  ResultPartWriter writer;
+  int64_t part_start = 0;
+};
+
+// Where a worker's async and offloaded calls come back when they finish on
+// another thread. Shared with the calls (they may outlive the worker: a
+// call posted after Close is released at once).
+class WorkerMailbox final : public CallSink {
+ public:
+  // `cq` (not owned) is the worker's, interrupted when a call is posted
+  // while the worker is parked; not used after Close.
+  explicit WorkerMailbox(transport::CompletionQueue* cq) : cq_(cq) {}
+
+  void Post(ServerCall* call) override;
+  void CountMisuse() override {
+    misuse_.fetch_add(1, std::memory_order_relaxed);
+  }
+  uint64_t misuse() const { return misuse_.load(std::memory_order_relaxed); }
+
+  // Worker thread.
+  bool nonempty() const { return nonempty_.load(std::memory_order_acquire); }
+  // Appends what was posted to `out`.
+  void Take(std::vector<ServerCall*>* out);
+  // Parked: a post interrupts the completion queue. The store is
+  // sequentially consistent, as is Post's, so either the worker's check
+  // after arming sees the post or the post sees the worker parked.
+  void set_parked(bool parked) {
+    parked_.store(parked, std::memory_order_seq_cst);
+  }
+  // Posts from now on release their call at once; appends what was posted
+  // to `out`.
+  void Close(std::vector<ServerCall*>* out);
+
+ private:
+  Mutex mu_;
+  std::vector<ServerCall*> calls_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  transport::CompletionQueue* const cq_;
+  std::atomic<bool> nonempty_{false};
+  std::atomic<bool> parked_{false};
+  std::atomic<uint64_t> misuse_{0};
 };
 
 // One accepted client connection and its memory.
@@ -75,9 +166,15 @@ struct ServerConnection {
   wire::ConnectionLayout layout;
   transport::RemoteRegion client_reply;             // The client's reply slots.
   std::string peer;
+  // `peer` for async and offloaded calls, which may outlive the connection
+  // (made at the first such call).
+  std::shared_ptr<const std::string> shared_peer;
   std::vector<uint32_t> expected_seq;               // Per slot.
   std::vector<uint32_t> push_in_flight;             // Per slot: WRITEs.
   std::vector<int64_t> push_posted_ns;              // Per slot: last WRITE.
+  // Per slot (sized at the first async call): the answer that comes later.
+  std::vector<std::unique_ptr<PendingSlot>> pending;
+  uint32_t pending_count = 0;                       // Non-null in `pending`.
   uint32_t pushes = 0;                              // In flight, all slots.
   uint32_t bell = 0;                                // Its doorbell.
   uint32_t unsignaled = 0;
@@ -100,12 +197,14 @@ class ServerWorker {
   // RoundUp64(options.max_connections) bells), exposed piecewise to its
   // connections; `cq` is created with remote_wake. `method_counters` (not
   // owned, may be null: per-method counts off) must outlive the worker and
-  // is written only by it.
+  // is written only by it. `pool` (not owned; may be null if no method is
+  // blocking) runs offloaded handlers and must outlive the worker's Stop.
   ServerWorker(int index, const ServerOptions& options,
                const MethodTable* methods, ServerCounters* counters,
                std::unique_ptr<transport::CompletionQueue> cq,
                std::unique_ptr<transport::MemoryRegion> bells,
-               WorkerMethodCounters* method_counters = nullptr);
+               WorkerMethodCounters* method_counters = nullptr,
+               HandlerPool* pool = nullptr);
   ~ServerWorker();
 
   void Start();
@@ -125,6 +224,8 @@ class ServerWorker {
   int connections() const { return connections_.load(); }
 
   transport::CompletionQueue* cq() const { return cq_.get(); }
+  // ServerDones called twice or dropped uncalled. Thread-safe.
+  uint64_t done_misuse() const { return mailbox_->misuse(); }
 
  private:
   void Loop();
@@ -137,7 +238,63 @@ class ServerWorker {
                   uint16_t hot_flag);
   absl::Status RunHandler(ServerConnection* c, uint32_t method_id,
                           absl::string_view request, int64_t start_ns,
+                          int64_t deadline_ns, uint32_t s, uint32_t seq,
                           char* out, size_t cap, size_t* len);
+  // The method with `id` (null: none); remembers the last one.
+  const MethodEntry* FindMethod(uint32_t id);
+  // Publishes a single call's answer: `len` payload bytes already in the
+  // slot's response buffer if `status` is OK, else the status.
+  // `end_ns`: when its handler ended, if known (0: read the clock).
+  void PublishSingle(ServerConnection* c, uint32_t slot, uint32_t seq,
+                     int64_t start_ns, uint16_t hot, const absl::Status& status,
+                     size_t len, int64_t end_ns = 0);
+
+  // Async and offloaded calls (server_worker_async.cc).
+  // Starts the single async/offloaded call in slot `s`.
+  void StartCall(ServerConnection* c, uint32_t s, uint32_t seq,
+                 absl::string_view request, const MethodEntry* m,
+                 int64_t start_ns, int64_t deadline_ns, uint16_t hot);
+  // A call object for `request` routed back to (c, s, seq, entry), or null
+  // with the parse error in `*error`.
+  ServerCall* NewCall(ServerConnection* c, uint32_t s, uint32_t seq,
+                      uint32_t entry, const MethodEntry* m,
+                      absl::string_view request, int64_t start_ns,
+                      int64_t deadline_ns, absl::Status* error);
+  // Runs the handler (async: here; blocking: on the pool). True if the call
+  // finished before it returned (publish it now).
+  bool Launch(ServerConnection* c, ServerCall* call, const MethodEntry* m);
+  // The result of a finished call into `buf`: its status, and on OK the
+  // serialized response's `*len`.
+  absl::Status CallResult(ServerCall* call, char* buf, size_t cap,
+                          size_t* len);
+  void PublishCall(ServerConnection* c, uint32_t s, uint32_t seq,
+                   int64_t start_ns, uint16_t hot, ServerCall* call);
+  // Publishes one result part of slot `s`'s batch.
+  void PublishPart(ServerConnection* c, uint32_t s, uint32_t seq, uint16_t hot,
+                   const ResultPartWriter::Part& part, int64_t* part_start);
+  // Commits the next result of a batch (written at NextPayload) and
+  // publishes the part it closed, if any.
+  void CommitResult(ServerConnection* c, uint32_t s, uint32_t seq,
+                    uint16_t hot, ResultPartWriter* w, int64_t* part_start,
+                    const absl::Status& status, size_t len);
+  // Places the ready results of a pending batch, in order; publishes its
+  // parts; forgets the batch once its last result is out.
+  void AdvanceBatch(ServerConnection* c, uint32_t s);
+  void AddPending(ServerConnection* c, std::unique_ptr<PendingSlot> p);
+  void RemovePending(ServerConnection* c, uint32_t s);
+  // Takes the calls finished on other threads and publishes them.
+  void TakeFinished();
+  // The cancel word of slot `s` names its pending call: answer CANCELLED.
+  void CheckCancel(ServerConnection* c, uint32_t s);
+  // Answers `status` for the calls of pending slot `s` still running
+  // (marking them cancelled): all of them, or those whose deadline is
+  // before `now`.
+  void EndPending(ServerConnection* c, uint32_t s, const absl::Status& status,
+                  bool all, int64_t now);
+  // Pending calls past their deadline get DEADLINE_EXCEEDED.
+  void ExpirePending(int64_t now);
+  // The connection is going: its pending calls are cancelled and dropped.
+  void DropPending(ServerConnection* c);
   // After a result (part) at `offset` of the slot's response buffer is
   // published: WRITE it back if the client is in server-reply or it is large.
   void FinishPublish(ServerConnection* c, uint32_t slot, size_t offset,
@@ -158,6 +315,8 @@ class ServerWorker {
   ServerCounters* const counters_;
   std::unique_ptr<transport::CompletionQueue> cq_;
   const std::unique_ptr<transport::MemoryRegion> bells_;
+  HandlerPool* const pool_;  // Not owned; may be null.
+  const std::shared_ptr<WorkerMailbox> mailbox_;
 
   // Worker thread only.
   WorkFinder finder_;
@@ -199,6 +358,13 @@ class ServerWorker {
   // stay above the truth (then the loop polls every round, as before), never
   // below it.
   uint64_t pushes_in_flight_ = 0;
+  // Slots with a pending answer (all connections), the earliest deadline
+  // among their calls (a lower bound), calls taken from the mailbox, and
+  // where sync entries of a batch behind a pending one put their results.
+  uint32_t pending_slots_ = 0;
+  int64_t next_expiry_ns_ = INT64_MAX;
+  std::vector<ServerCall*> finished_;
+  std::vector<char> scratch_;
 
   Mutex bells_mu_;
   std::vector<uint32_t> free_bells_ ABSL_GUARDED_BY(bells_mu_);

@@ -15,13 +15,54 @@ uint32_t MethodId(absl::string_view full_method_name) {
   return h == 0 ? 1 : h;
 }
 
+absl::string_view MethodKindName(MethodKind kind) {
+  switch (kind) {
+    case MethodKind::kSync:
+      return "sync";
+    case MethodKind::kAsync:
+      return "async";
+    case MethodKind::kBlocking:
+      return "blocking";
+  }
+  return "unknown";
+}
+
 void Service::AddMethod(absl::string_view method_name,
-                        std::unique_ptr<MethodHandler> handler) {
+                        std::unique_ptr<MethodHandler> handler,
+                        MethodKind kind) {
   MethodEntry entry;
   entry.full_name = absl::StrCat("/", full_name_, "/", method_name);
   entry.id = MethodId(entry.full_name);
   entry.handler = std::move(handler);
+  entry.kind = kind;
   methods_.push_back(std::move(entry));
+}
+
+absl::Status Service::SetBlocking(absl::string_view method_name) {
+  const std::string full = absl::StrCat("/", full_name_, "/", method_name);
+  for (MethodEntry& m : methods_) {
+    if (m.full_name != full) continue;
+    if (m.kind == MethodKind::kAsync) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("method ", full, " is async; only sync methods can be "
+                       "offloaded"));
+    }
+    m.kind = MethodKind::kBlocking;
+    return absl::OkStatus();
+  }
+  return absl::NotFoundError(
+      absl::StrCat("service ", full_name_, " has no method ", method_name));
+}
+
+internal::ServerCall* MethodHandler::NewCall(absl::string_view,
+                                             absl::Status* error) {
+  *error = absl::UnimplementedError(
+      "this method's handler cannot run async or offloaded");
+  return nullptr;
+}
+
+void MethodHandler::Invoke(internal::ServerCall*, ServerDone done) {
+  done(absl::InternalError("this method's handler cannot run async"));
 }
 
 namespace internal {
@@ -46,6 +87,13 @@ absl::Status SerializeResponse(const google::protobuf::MessageLite& msg,
   }
   msg.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(buf));
   return absl::OkStatus();
+}
+
+absl::Status HandlerThrew(const ServerContext* ctx, const char* what) {
+  return absl::InternalError(
+      what == nullptr
+          ? absl::StrCat("handler of ", ctx->method(), " threw")
+          : absl::StrCat("handler of ", ctx->method(), " threw: ", what));
 }
 
 }  // namespace internal

@@ -17,16 +17,23 @@
 //     }
 //   };
 //
-// Thread safety: a handler runs on the server worker that polled the request
-// and may run concurrently with other calls of the same method on other
-// workers, so handlers must be thread-safe (or the server single-worker).
-// Services and their handlers must outlive the Server they are registered
-// with.
+// A method is sync (the default), async (the handler gets a ServerDone and
+// finishes the call later from any thread, rpc/server_context.h) or
+// blocking (a sync handler run on the server's handler pool); see MethodKind
+// and docs/define_a_service.md.
+//
+// Thread safety: a sync handler runs on the server worker that polled the
+// request, an offloaded one on a pool thread, an async one starts on the
+// worker and finishes wherever; any may run concurrently with other calls
+// of the same method, so handlers must be thread-safe (or the server
+// single-worker, with no async or blocking methods). Services and their
+// handlers must outlive the Server they are registered with.
 
 #ifndef RFRPC_RPC_SERVICE_H_
 #define RFRPC_RPC_SERVICE_H_
 
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <string>
 #include <utility>
@@ -36,6 +43,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "google/protobuf/message_lite.h"
+#include "rpc/server_call.h"
+#include "rpc/server_context.h"
 
 namespace rfrpc {
 
@@ -44,34 +53,26 @@ namespace rfrpc {
 // nothing. Zero is reserved (never returned).
 uint32_t MethodId(absl::string_view full_method_name);
 
-// Per-call information for a handler. Valid only during the handler call.
-class ServerContext {
- public:
-  // "/package.Service/Method".
-  absl::string_view method() const { return method_; }
-  // Who called, e.g. "pid 4242" or "10.11.0.2:51234".
-  absl::string_view peer() const { return peer_; }
-  // Index of the worker thread running the handler, in [0, workers).
-  int worker() const { return worker_; }
-  // When the call arrived at this worker (for a call in a request batch:
-  // when the worker took the batch, the same for all its calls).
-  absl::Time arrival() const { return arrival_; }
-
-  // Internal: set by the server before each call.
-  void Reset(absl::string_view method, absl::string_view peer, int worker,
-             absl::Time arrival) {
-    method_ = method;
-    peer_ = peer;
-    worker_ = worker;
-    arrival_ = arrival;
-  }
-
- private:
-  absl::string_view method_;
-  absl::string_view peer_;
-  int worker_ = 0;
-  absl::Time arrival_;
+// How a method's handler runs. Chosen per method in the .proto with the
+// option (rfrpc.handler) (proto/rfrpc_options.proto), which the generated
+// code passes to AddMethod; Service::SetBlocking can also offload a sync
+// method at run time.
+enum class MethodKind : uint8_t {
+  // On the worker that took the request, which waits for it: for handlers
+  // that return in microseconds. The default.
+  kSync = 0,
+  // Started on the worker, which goes on polling; the handler finishes the
+  // call later, from any thread, with its ServerDone. For handlers that wait
+  // on something (another service, a disk, a timer) without a thread.
+  kAsync = 1,
+  // A sync handler run on the server's handler pool
+  // (ServerOptions::blocking_threads): for handlers that block (a blocking
+  // library call), without rewriting them as async.
+  kBlocking = 2,
 };
+
+// "sync", "async", "blocking".
+absl::string_view MethodKindName(MethodKind kind);
 
 // Runs one method on raw bytes. Implementations (normally the generated
 // typed handlers below) parse the request, call user code and serialize the
@@ -86,9 +87,20 @@ class MethodHandler {
   // returns RESOURCE_EXHAUSTED and sets `*response_len` to the size needed;
   // the server then retries with a large buffer. Other errors are returned
   // to the caller as the call's status.
+  // Used for MethodKind::kSync; async handlers return INTERNAL.
   virtual absl::Status Run(ServerContext* ctx, absl::string_view request,
                            char* response_buf, size_t response_cap,
                            size_t* response_len) = 0;
+
+  // Async and offloaded calls (MethodKind::kAsync, kBlocking), in two steps:
+  // NewCall parses `request` (valid only during the call) into a new call
+  // object holding one reference (the caller's), or returns null with the
+  // parse error in `*error` (not null). Invoke then runs the user's code for
+  // `call`, which finishes it through `done` (now or later, from any
+  // thread). The defaults return UNIMPLEMENTED / finish with INTERNAL.
+  virtual internal::ServerCall* NewCall(absl::string_view request,
+                                        absl::Status* error);
+  virtual void Invoke(internal::ServerCall* call, ServerDone done);
 };
 
 // One method of a service.
@@ -96,6 +108,7 @@ struct MethodEntry {
   uint32_t id = 0;
   std::string full_name;  // "/package.Service/Method".
   std::unique_ptr<MethodHandler> handler;
+  MethodKind kind = MethodKind::kSync;
 };
 
 // A collection of methods registered with a Server together.
@@ -109,12 +122,20 @@ class Service {
   const std::string& full_name() const { return full_name_; }
   const std::vector<MethodEntry>& methods() const { return methods_; }
 
+  // Runs the sync method `method_name` (as in the .proto, e.g. "Get") on the
+  // server's handler pool instead of its worker, as if the .proto marked it
+  // (rfrpc.handler) = HANDLER_BLOCKING. Call before RegisterService.
+  // NOT_FOUND if there is no such method; FAILED_PRECONDITION if it is async.
+  absl::Status SetBlocking(absl::string_view method_name);
+
  protected:
   explicit Service(std::string full_name) : full_name_(std::move(full_name)) {}
 
-  // Adds a method "/<full_name>/<method_name>" served by `handler`.
+  // Adds a method "/<full_name>/<method_name>" served by `handler`, run as
+  // `kind` says (an async handler must be one: AsyncUnaryHandler).
   void AddMethod(absl::string_view method_name,
-                 std::unique_ptr<MethodHandler> handler);
+                 std::unique_ptr<MethodHandler> handler,
+                 MethodKind kind = MethodKind::kSync);
 
  private:
   std::string full_name_;
@@ -132,6 +153,23 @@ absl::Status ParseRequest(absl::string_view request,
 absl::Status SerializeResponse(const google::protobuf::MessageLite& msg,
                                char* buf, size_t cap, size_t* len);
 
+// The status of a call whose handler threw (`what` may be null).
+absl::Status HandlerThrew(const ServerContext* ctx, const char* what);
+
+// A call object of these types with `request` parsed into it, or null with
+// the parse error in `*error`.
+template <typename Req, typename Resp>
+ServerCall* NewTypedCall(absl::string_view request, absl::Status* error) {
+  TypedServerCall<Req, Resp>* c = TypedServerCall<Req, Resp>::New();
+  if (request.size() > 4096) c->set_big();
+  *error = ParseRequest(request, &c->request);
+  if (!error->ok()) {
+    c->Unref();
+    return nullptr;
+  }
+  return c;
+}
+
 // The typed unary handler used by generated services: parses Req, calls
 // (service->*method)(ctx, &req, &resp), serializes Resp.
 template <typename ServiceT, typename Req, typename Resp>
@@ -141,6 +179,24 @@ class UnaryHandler final : public MethodHandler {
 
   UnaryHandler(ServiceT* service, Method method)
       : service_(service), method_(method) {}
+
+  // Offloaded (MethodKind::kBlocking): parsed on the worker, run on a pool
+  // thread.
+  ServerCall* NewCall(absl::string_view request, absl::Status* error) override {
+    return NewTypedCall<Req, Resp>(request, error);
+  }
+  void Invoke(ServerCall* call, ServerDone done) override {
+    auto* c = static_cast<TypedServerCall<Req, Resp>*>(call);
+    absl::Status s;
+    try {
+      s = (service_->*method_)(c->context(), &c->request, &c->response);
+    } catch (const std::exception& e) {
+      s = HandlerThrew(c->context(), e.what());
+    } catch (...) {
+      s = HandlerThrew(c->context(), nullptr);
+    }
+    done(std::move(s));
+  }
 
   absl::Status Run(ServerContext* ctx, absl::string_view request,
                    char* response_buf, size_t response_cap,
@@ -189,6 +245,42 @@ class UnaryHandler final : public MethodHandler {
     return SerializeResponse(*resp, response_buf, response_cap, response_len);
   }
 
+  ServiceT* const service_;  // Not owned.
+  const Method method_;
+};
+
+// The typed handler of an async method (MethodKind::kAsync): parses Req on
+// the worker, calls (service->*method)(ctx, &req, &resp, done) there; the
+// call is published once `done` is called, from whatever thread.
+template <typename ServiceT, typename Req, typename Resp>
+class AsyncUnaryHandler final : public MethodHandler {
+ public:
+  using Method = void (ServiceT::*)(ServerContext*, const Req*, Resp*,
+                                    ServerDone);
+
+  AsyncUnaryHandler(ServiceT* service, Method method)
+      : service_(service), method_(method) {}
+
+  absl::Status Run(ServerContext*, absl::string_view, char*, size_t,
+                   size_t*) override {
+    return absl::InternalError("an async method has no sync handler");
+  }
+  ServerCall* NewCall(absl::string_view request, absl::Status* error) override {
+    return NewTypedCall<Req, Resp>(request, error);
+  }
+  void Invoke(ServerCall* call, ServerDone done) override {
+    auto* c = static_cast<TypedServerCall<Req, Resp>*>(call);
+    try {
+      (service_->*method_)(c->context(), &c->request, &c->response,
+                           std::move(done));
+    } catch (const std::exception& e) {
+      c->FinishIfPending(HandlerThrew(c->context(), e.what()));
+    } catch (...) {
+      c->FinishIfPending(HandlerThrew(c->context(), nullptr));
+    }
+  }
+
+ private:
   ServiceT* const service_;  // Not owned.
   const Method method_;
 };

@@ -274,8 +274,48 @@ TEST(LayoutTest, OffsetsDoNotOverlap) {
   ConnectionLayout l{4, 128, 256};
   EXPECT_EQ(l.RequestSlotOffset(0), 64u);
   EXPECT_EQ(l.ResponseSlotOffset(0), 64u + 4 * 128);
-  EXPECT_EQ(l.ResponseSlotOffset(3) + 256, l.ServerRegionBytes());
+  // The cancel words follow the response buffers, one cache line for 4.
+  EXPECT_EQ(l.ResponseSlotOffset(3) + 256, l.CancelOffset(0));
+  EXPECT_EQ(l.CancelOffset(3), l.CancelOffset(0) + 24);
+  EXPECT_EQ(l.CancelOffset(0) + 64, l.ServerRegionBytes());
   EXPECT_EQ(l.ReplyRegionBytes(), 4u * 256);
+}
+
+TEST(BudgetTest, SmallBudgetsAreExact) {
+  for (uint64_t us : {0, 1, 999, 2047}) {
+    EXPECT_EQ(DecodeBudgetUs(EncodeBudgetUs(us)), static_cast<int64_t>(us));
+  }
+}
+
+TEST(BudgetTest, LargeBudgetsRoundDownWithin1In2048) {
+  for (uint64_t us = 2048; us < (uint64_t{1} << 41); us = us * 3 + 7) {
+    const int64_t back = DecodeBudgetUs(EncodeBudgetUs(us));
+    EXPECT_LE(back, static_cast<int64_t>(us)) << us;
+    EXPECT_GT(back, static_cast<int64_t>(us - us / 2048 - 1)) << us;
+  }
+  // Codes are monotonic: a longer budget never encodes below a shorter one.
+  uint16_t prev = 0;
+  for (uint64_t us = 1; us < (uint64_t{1} << 40); us += us / 3 + 1) {
+    const uint16_t code = EncodeBudgetUs(us);
+    EXPECT_GE(code, prev) << us;
+    prev = code;
+  }
+}
+
+TEST(BudgetTest, NoDeadlineAndHugeBudgetsAreNone) {
+  EXPECT_EQ(EncodeBudget(INT64_MAX, 5), kNoBudget);
+  EXPECT_EQ(EncodeBudgetUs(uint64_t{1} << 62), kNoBudget);
+  EXPECT_EQ(DecodeBudgetUs(kNoBudget), INT64_MAX);
+  EXPECT_EQ(DeadlineFromBudget(kNoBudget, 1000), INT64_MAX);
+}
+
+TEST(BudgetTest, PassedDeadlinesAreZeroAndDeadlinesSaturate) {
+  EXPECT_EQ(EncodeBudget(100, 200), 0);
+  EXPECT_EQ(EncodeBudget(200, 200), 0);
+  EXPECT_EQ(EncodeBudget(2'000'000 + 7, 7), 2000);  // 2 ms.
+  EXPECT_EQ(DeadlineFromBudget(2000, 1'000'000), 3'000'000);
+  // The largest finite code from a start near the end of time: saturates.
+  EXPECT_EQ(DeadlineFromBudget(0xfffe, INT64_MAX - 10), INT64_MAX);
 }
 
 }  // namespace

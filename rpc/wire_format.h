@@ -11,6 +11,7 @@
 //   [0, 64)                          ControlBlock (the mode flag)
 //   request slot i   at RequestSlotOffset(i)   request_slot_bytes each
 //   response buf i   at ResponseSlotOffset(i)  response_slot_bytes each
+//   cancel word i    at CancelOffset(i)        8 bytes each (CancelWord)
 //
 // and the client allocates a reply region (slots * response_slot_bytes),
 // exposed to the server, that server-reply WRITEs land in.
@@ -19,7 +20,9 @@
 //
 //   0   uint32 size_status   bit 31 = valid, bits 0..30 = payload bytes
 //   4   uint32 seq           per-slot sequence number (1, 2, ...; never 0)
-//   8   uint16 aux           batching: entries the client wants per batch
+//   8   uint16 aux           batches: entries the client wants per batch;
+//                            single calls with kRequestFlagDeadline: the
+//                            budget code (EncodeBudget)
 //   10  uint16 flags         kRequestFlag*
 //   12  uint32 method_id     rfrpc::MethodId of "/pkg.Service/Method"
 //   16  payload              serialized request (or a request batch)
@@ -82,6 +85,51 @@ static_assert(sizeof(ResponseHeader) == 16, "response header is 16 bytes");
 
 // Request flags.
 inline constexpr uint16_t kRequestFlagBatch = 1u << 0;  // Payload is a batch.
+// The request carries the caller's remaining time budget: a single call in
+// `aux` (a budget code, below); a batch as an array of budget codes after its
+// entries, one per entry, with `method_id` = the entries' byte length
+// (rpc/batch_format.h).
+inline constexpr uint16_t kRequestFlagDeadline = 1u << 1;
+inline constexpr uint16_t kRequestFlagsKnown =
+    kRequestFlagBatch | kRequestFlagDeadline;
+
+// Budget codes: a time budget in microseconds in 16 bits, relative (client and
+// server clocks need not agree), rounded down, with a relative error below
+// 1/2048. Codes below 2048 are microseconds exactly; code (e << 11) | m, e in
+// [1, 31], is (2048 + m) << (e - 1) microseconds. kNoBudget (0xffff) means no
+// deadline; budgets from 4095 << 30 us (about 50.8 days) on are sent as none.
+inline constexpr uint16_t kNoBudget = 0xffff;
+
+constexpr uint16_t EncodeBudgetUs(uint64_t us) {
+  if (us < 2048) return static_cast<uint16_t>(us);
+  const int lg = 63 - __builtin_clzll(us);  // >= 11
+  const int e = lg - 10;                    // >= 1
+  if (e > 31) return kNoBudget;
+  const uint64_t m = (us >> (e - 1)) - 2048;  // [0, 2048)
+  const uint64_t code = (uint64_t(e) << 11) | m;
+  return code >= kNoBudget ? kNoBudget : static_cast<uint16_t>(code);
+}
+// The budget left from `now_ns` to `deadline_ns` (Unix ns; INT64_MAX: none).
+// A deadline already passed is budget 0.
+constexpr uint16_t EncodeBudget(int64_t deadline_ns, int64_t now_ns) {
+  if (deadline_ns == INT64_MAX) return kNoBudget;
+  if (deadline_ns <= now_ns) return 0;
+  return EncodeBudgetUs(static_cast<uint64_t>(deadline_ns - now_ns) / 1000);
+}
+// Microseconds of a code; INT64_MAX for kNoBudget.
+constexpr int64_t DecodeBudgetUs(uint16_t code) {
+  if (code == kNoBudget) return INT64_MAX;
+  if (code < 2048) return code;
+  const int e = code >> 11;
+  return int64_t{2048 + (code & 0x7ff)} << (e - 1);
+}
+// The deadline (Unix ns) a code gives a request taken at `start_ns`:
+// INT64_MAX for none, saturating.
+constexpr int64_t DeadlineFromBudget(uint16_t code, int64_t start_ns) {
+  const int64_t us = DecodeBudgetUs(code);
+  if (us == INT64_MAX || us > (INT64_MAX - start_ns) / 1000) return INT64_MAX;
+  return start_ns + us * 1000;
+}
 
 // Response flags.
 // The result did not go to the response buffer: the server is writing it
@@ -93,6 +141,19 @@ inline constexpr uint16_t kResponseFlagBatch = 1u << 1;
 // served the request: the client's next request on the slot, if posted
 // within half that window of this one, needs no doorbell.
 inline constexpr uint16_t kResponseFlagHot = 1u << 2;
+
+static_assert(EncodeBudgetUs(2047) == 2047 && EncodeBudgetUs(2048) == 2048 &&
+                  DecodeBudgetUs(EncodeBudgetUs(4097)) == 4096 &&
+                  DecodeBudgetUs(0xfffe) == int64_t{4094} << 30 &&
+                  EncodeBudgetUs(uint64_t{4095} << 30) == kNoBudget,
+              "budget codes are pinned (docs/wire_formats.md section 4)");
+
+// The per-slot cancel word (ConnectionLayout::CancelOffset): the client
+// WRITEs the seq of a request it no longer wants; the server answers that
+// request with CANCELLED if its result is still being computed (an async or
+// offloaded handler) and tells the handler (ServerContext::IsCancelled).
+// Any other value, or the seq of a request already answered, is ignored.
+constexpr uint64_t CancelWord(uint32_t seq) { return seq; }
 
 // The mode flag block at offset 0 of the server's per-connection region.
 // Written only by the client (a local copy and an RDMA WRITE of this word);
@@ -165,9 +226,14 @@ struct ConnectionLayout {
     return sizeof(ControlBlock) + size_t{slots} * request_slot_bytes +
            size_t{i} * response_slot_bytes;
   }
-  size_t ServerRegionBytes() const {
+  // The cancel word of slot i (8 bytes), after the response buffers.
+  size_t CancelOffset(uint32_t i) const {
     return sizeof(ControlBlock) +
-           size_t{slots} * (request_slot_bytes + response_slot_bytes);
+           size_t{slots} * (request_slot_bytes + response_slot_bytes) +
+           size_t{i} * 8;
+  }
+  size_t ServerRegionBytes() const {
+    return CancelOffset(0) + Align64(size_t{slots} * 8);
   }
   // The client's reply region: one response_slot_bytes slot per slot.
   size_t ReplySlotOffset(uint32_t i) const {
@@ -183,8 +249,9 @@ struct ConnectionLayout {
 };
 
 // The rpc handshake's version (RpcHello / RpcWelcome); a mismatch is
-// FAILED_PRECONDITION on both sides. 2: doorbells and hot slots.
-inline constexpr uint32_t kRpcVersion = 2;
+// FAILED_PRECONDITION on both sides. 2: doorbells and hot slots. 3: deadline
+// budgets (kRequestFlagDeadline) and cancel words.
+inline constexpr uint32_t kRpcVersion = 3;
 
 // A worker's doorbell area: how a client tells the worker which of its slots
 // to look at, so that the worker's work discovery costs what arrived, not

@@ -80,6 +80,9 @@ DEFINE_int64(rfrpc_hot_window_us,
              absl::ToInt64Microseconds(kServerDefaults.hot_window),
              "A slot served twice within this window is polled for it after "
              "each request (its client skips the doorbell); 0 turns it off.");
+DEFINE_int32(rfrpc_blocking_threads, kServerDefaults.blocking_threads,
+             "Threads of the handler pool that runs blocking methods "
+             "(option (rfrpc.handler) = HANDLER_BLOCKING) off the workers.");
 
 // Both.
 DEFINE_bool(rfrpc_method_stats, kServerDefaults.method_stats,
@@ -183,6 +186,8 @@ absl::Status ApplyServerFlags(ServerOptions* o) {
       AtLeast("rfrpc_idle_park_after_us", FLAGS_rfrpc_idle_park_after_us, -1));
   RFRPC_RETURN_IF_ERROR(
       AtLeast("rfrpc_hot_window_us", FLAGS_rfrpc_hot_window_us, 0));
+  RFRPC_RETURN_IF_ERROR(
+      AtLeast("rfrpc_blocking_threads", FLAGS_rfrpc_blocking_threads, 1));
   RFRPC_RETURN_IF_ERROR(ApplyProviderFlags(&o->provider_options));
   o->pin_first_cpu = FLAGS_rfrpc_pin_first_cpu;
   o->large_result_bytes = FLAGS_rfrpc_large_result_bytes;
@@ -194,6 +199,7 @@ absl::Status ApplyServerFlags(ServerOptions* o) {
                            ? absl::InfiniteDuration()
                            : absl::Microseconds(FLAGS_rfrpc_idle_park_after_us);
   o->hot_window = absl::Microseconds(FLAGS_rfrpc_hot_window_us);
+  o->blocking_threads = FLAGS_rfrpc_blocking_threads;
   o->auth_token = FLAGS_rfrpc_auth_token;
   o->method_stats = FLAGS_rfrpc_method_stats;
   return absl::OkStatus();
@@ -219,13 +225,15 @@ std::string DescribeServerOptions(const ServerOptions& o) {
   return absl::StrFormat(
       "provider=%s address=%s workers=%d pin_first_cpu=%d max_slots=%d "
       "max_request=%u max_response=%u large_result=%u result_batch=%u "
-      "max_connections=%d idle_spin=%d park_after=%s hot_window=%s auth=%s",
+      "max_connections=%d idle_spin=%d park_after=%s hot_window=%s "
+      "blocking_threads=%d auth=%s",
       o.provider, o.address.empty() ? "(auto)" : o.address, o.workers,
       o.pin_first_cpu, o.max_slots_per_connection, o.max_request_bytes,
       o.max_response_bytes, o.large_result_bytes, o.result_batch_bytes,
       o.max_connections, o.idle_spin_rounds,
       absl::FormatDuration(o.idle_park_after),
-      absl::FormatDuration(o.hot_window), o.auth_token.empty() ? "off" : "on");
+      absl::FormatDuration(o.hot_window), o.blocking_threads,
+      o.auth_token.empty() ? "off" : "on");
 }
 
 }  // namespace tools

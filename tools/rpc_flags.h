@@ -26,7 +26,8 @@
 // Server (ServerOptions): --rfrpc_pin_first_cpu, --rfrpc_large_result_bytes,
 //   --rfrpc_result_batch_bytes, --rfrpc_max_connections,
 //   --rfrpc_max_slots_per_connection, --rfrpc_idle_spin_rounds,
-//   --rfrpc_idle_park_after_us, --rfrpc_hot_window_us.
+//   --rfrpc_idle_park_after_us, --rfrpc_hot_window_us,
+//   --rfrpc_blocking_threads.
 // Both: --rfrpc_auth_token, --rfrpc_method_stats, and the provider's
 //   --rfrpc_device, --rfrpc_ib_port, --rfrpc_gid_index, --rfrpc_socket_dir.
 //

@@ -30,6 +30,7 @@ TEST(RpcFlagsTest, DefaultsAreTheLibraryDefaults) {
   EXPECT_EQ(s.hot_window, ds.hot_window);
   EXPECT_EQ(s.large_result_bytes, ds.large_result_bytes);
   EXPECT_TRUE(s.method_stats);
+  EXPECT_EQ(s.blocking_threads, ds.blocking_threads);
 }
 
 TEST(RpcFlagsTest, MapsFlagsOntoOptions) {
@@ -44,6 +45,7 @@ TEST(RpcFlagsTest, MapsFlagsOntoOptions) {
   gflags::SetCommandLineOption("rfrpc_auth_token", "s3cret");
   gflags::SetCommandLineOption("rfrpc_pin_first_cpu", "1");
   gflags::SetCommandLineOption("rfrpc_method_stats", "false");
+  gflags::SetCommandLineOption("rfrpc_blocking_threads", "7");
   ChannelOptions c;
   ASSERT_TRUE(ApplyChannelFlags(&c).ok());
   EXPECT_EQ(c.mode, RpcMode::kServerReply);
@@ -58,6 +60,7 @@ TEST(RpcFlagsTest, MapsFlagsOntoOptions) {
   ServerOptions s;
   ASSERT_TRUE(ApplyServerFlags(&s).ok());
   EXPECT_EQ(s.pin_first_cpu, 1);
+  EXPECT_EQ(s.blocking_threads, 7);
   EXPECT_EQ(s.auth_token, "s3cret");
   EXPECT_FALSE(s.method_stats);
 }
@@ -82,6 +85,10 @@ TEST(RpcFlagsTest, RejectsBadValuesNamingTheFlag) {
   gflags::SetCommandLineOption("rfrpc_idle_spin_rounds", "-3");
   s = ApplyServerFlags(&so);
   EXPECT_EQ(s.message(), "--rfrpc_idle_spin_rounds: must be >= 0");
+  gflags::SetCommandLineOption("rfrpc_idle_spin_rounds", "0");
+  gflags::SetCommandLineOption("rfrpc_blocking_threads", "0");
+  s = ApplyServerFlags(&so);
+  EXPECT_EQ(s.message(), "--rfrpc_blocking_threads: must be >= 1");
 }
 
 }  // namespace

@@ -44,6 +44,8 @@ TSAN_TESTS=(
   //tests:rpc_discovery_test
   //rpc:method_counters_test
   //tests:rpc_metrics_test
+  //tests:rpc_async_test
+  //examples/kv_cache:cache_test
 )
 
 configs=("$@")

@@ -18,6 +18,7 @@ TARGETS=(
   //tests:rpc_fault_injection_test
   //tests:rpc_isolation_test
   //tests:rpc_discovery_test
+  //tests:rpc_async_test
 )
 bash tools/setup.sh --vm >/dev/null || { echo "vm_suite: setup --vm failed" >&2; exit 1; }
 BAZEL_FLAGS=()

@@ -1,0 +1,96 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// ResultPartWriter: lays a request batch's results out as result parts in a
+// response buffer (rpc/batch_format.h, docs/wire_formats.md section 6), one
+// entry at a time, in request order (internal to rpc/).
+//
+// The server writes each result where NextPayload() says, then Commit()s it.
+// A part closes when it holds `max_entries` results or the next result would
+// take its payload past `part_bytes_limit` (unless the part is empty); the
+// result that does not fit is moved into the next part, whose head word is
+// cleared first, and Commit returns the closed part for the caller to
+// publish (wire::PublishResponse at its offset). Room is kept so that every
+// remaining entry can still get at least an empty result in a part of its
+// own: a result larger than NextPayload's capacity cannot be committed (the
+// caller commits an error message in its place).
+//
+// Used the same way whether the results are written in place by sync
+// handlers, or copied in as async handlers finish (in request order: a
+// result is committed only once every earlier one has been).
+//
+// Pure logic over the buffer it is given (tested in result_parts_test.cc);
+// thread-compatible.
+
+#ifndef RFRPC_RPC_RESULT_PARTS_H_
+#define RFRPC_RPC_RESULT_PARTS_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace rfrpc {
+namespace internal {
+
+class ResultPartWriter {
+ public:
+  // A part ready to publish: its offset in the buffer, payload bytes and
+  // result entries.
+  struct Part {
+    size_t offset = 0;
+    uint32_t size = 0;
+    uint16_t entries = 0;
+  };
+
+  // Per part: header and tail.
+  static constexpr size_t kPartOverhead = 16 + 8;
+
+  ResultPartWriter() = default;
+  // `buf` (not owned) is the response buffer of `buf_bytes`; `entries`
+  // results are to come. REQUIRES: Fits(entries, buf_bytes).
+  ResultPartWriter(char* buf, size_t buf_bytes, uint32_t entries,
+                   uint32_t max_entries, size_t part_bytes_limit);
+
+  // Whether a buffer of `buf_bytes` has room for `entries` results, each
+  // empty and in a part of its own (the worst case).
+  static bool Fits(uint32_t entries, size_t buf_bytes);
+
+  // Where the next result's payload goes, and (in `*cap`, a multiple of 8)
+  // how many bytes it may take. REQUIRES: !done().
+  char* NextPayload(size_t* cap) const;
+
+  // Commits the next result: `len` bytes at NextPayload() with status
+  // `status_code` (non-zero: the bytes are the error message). REQUIRES:
+  // len <= NextPayload's cap. If the result closed the current part, returns
+  // true with that part in `*closed` (publish it before the next Commit:
+  // the writer never writes into a closed part).
+  bool Commit(uint32_t len, uint16_t status_code, Part* closed);
+
+  // Closes the current part early, if it holds results (the next result
+  // must wait: a client should not wait for those before it). Returns true
+  // with the part in `*closed` (publish it before the next Commit); the
+  // next part's head word is cleared first.
+  bool Close(Part* closed);
+
+  // After the last Commit: the last part, if it holds results.
+  bool Finish(Part* last) const;
+
+  bool done() const { return committed_ == entries_; }
+  uint32_t committed() const { return committed_; }
+  // Offset of the part being filled.
+  size_t part_offset() const { return part_; }
+
+ private:
+  char* buf_ = nullptr;
+  size_t buf_bytes_ = 0;
+  uint32_t entries_ = 0;
+  uint32_t max_entries_ = 1;
+  size_t part_bytes_limit_ = 0;
+  size_t part_ = 0;         // Offset of the current part.
+  size_t part_size_ = 0;    // Its payload bytes so far.
+  uint32_t part_entries_ = 0;
+  uint32_t committed_ = 0;
+};
+
+}  // namespace internal
+}  // namespace rfrpc
+
+#endif  // RFRPC_RPC_RESULT_PARTS_H_

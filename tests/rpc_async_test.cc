@@ -1,0 +1,881 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// Async and offloaded handlers, deadlines and cancellation, end to end (a
+// server with tests/kinds_service.h and channels in one process), every
+// reply checked against its request:
+//   - async results finished inline, on other threads, in random order, in
+//     every mode and inside batches (request order, part by part);
+//   - a late result takes the server-reply path once hybrid switches, and
+//     remote fetching never sees a result half-written;
+//   - a blocking method offloaded to the handler pool does not stall a fast
+//     one on the same worker (and a sync sleep does, for contrast);
+//   - the caller's deadline reaches handlers of every kind, also in batches;
+//     the server answers a call whose deadline passed;
+//   - TryCancel: CANCELLED exactly once, racing results; the server learns
+//     (IsCancelled in sync, offloaded and async handlers); 10 000 cancels
+//     leak no slot; a late result never reaches a reused slot;
+//   - misuse of ServerDone (twice, dropped, a throwing handler) is reported
+//     and the server goes on; connection loss and shutdown cancel pending
+//     calls.
+// Runs on shm; the Soft-RoCE VM suite runs it on verbs
+// (RFRPC_TEST_PROVIDER=verbs).
+
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <future>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "rpc/channel.h"
+#include "rpc/server.h"
+#include "tests/kinds_service.h"
+#include "tests/test_service.h"
+
+namespace rfrpc {
+namespace testing {
+namespace {
+
+class RpcAsyncTest : public ::testing::Test {
+ protected:
+  void StartServer(ServerOptions opts = {}) {
+    opts.provider = Provider();
+    opts.address = ListenAddress();
+    opts.idle_spin_rounds = 200;
+    server_ = std::make_unique<Server>(opts);
+    ASSERT_TRUE(server_->RegisterService(&service_).ok());
+    absl::Status s = server_->Start();
+    ASSERT_TRUE(s.ok()) << s;
+  }
+
+  std::unique_ptr<Channel> Connect(RpcMode mode, ChannelOptions opts = {}) {
+    opts.provider = Provider();
+    opts.mode = mode;
+    if (opts.default_timeout == absl::Seconds(5)) {
+      opts.default_timeout = absl::Seconds(120);  // Correctness, not speed.
+    }
+    absl::StatusOr<std::unique_ptr<Channel>> c =
+        Channel::Create(server_->address(), opts);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? std::move(*c) : nullptr;
+  }
+
+  void TearDown() override {
+    if (server_) server_->Shutdown();
+  }
+
+  // Declared before the server: destroyed after it.
+  KindsService service_;
+  std::unique_ptr<Server> server_;
+};
+
+TestRequest Request(uint64_t id, AsyncMode mode, size_t payload = 16) {
+  TestRequest req;
+  req.set_id(id);
+  req.set_payload(ExpectedPayload(id + 3, payload));
+  req.set_async_mode(mode);
+  return req;
+}
+
+void ExpectAnswer(const TestRequest& req, const TestResponse& resp) {
+  EXPECT_EQ(resp.id(), req.id());
+  if (req.response_size() > 0) {
+    EXPECT_EQ(resp.payload(), ExpectedPayload(req.id(), req.response_size()))
+        << "id " << req.id();
+  } else {
+    EXPECT_EQ(resp.payload(), req.payload()) << "id " << req.id();
+  }
+}
+
+// Waits (yielding) until `n` reaches `target`, up to 20 s.
+bool Await(const std::atomic<int>& n, int target) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (n.load(std::memory_order_acquire) < target) {
+    if (absl::Now() > deadline) return false;
+    sched_yield();
+  }
+  return true;
+}
+
+template <typename Pred>
+bool Eventually(Pred pred, absl::Duration timeout = absl::Seconds(10)) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!pred()) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Microseconds(200));
+  }
+  return true;
+}
+
+TEST_F(RpcAsyncTest, AsyncAndOffloadedCallsInEveryMode) {
+  StartServer();
+  for (RpcMode mode : {RpcMode::kRemoteFetch, RpcMode::kServerReply,
+                       RpcMode::kHybrid}) {
+    SCOPED_TRACE(RpcModeName(mode));
+    std::unique_ptr<Channel> ch = Connect(mode);
+    ASSERT_NE(ch, nullptr);
+    Kinds::Stub stub(ch.get());
+    for (uint64_t i = 1; i <= 60; ++i) {
+      TestRequest req = Request(i, i % 2 ? kInline : kThread, i % 40);
+      // Finished 1 ms after the handler handed it over: after it returned.
+      if (!(i % 2)) req.set_finish_after_us(1000);
+      if (i % 3 == 0) req.set_response_size(300);  // More than F.
+      TestResponse resp;
+      ClientContext ctx;
+      ASSERT_TRUE(stub.Later(&ctx, req, &resp).ok());
+      ExpectAnswer(req, resp);
+      if (mode == RpcMode::kServerReply) {
+        EXPECT_EQ(ctx.mode_used(), RpcMode::kServerReply);
+      }
+      if (mode == RpcMode::kRemoteFetch) {
+        EXPECT_EQ(ctx.mode_used(), RpcMode::kRemoteFetch);
+      }
+      ASSERT_TRUE(stub.Slow(nullptr, req, &resp).ok());
+      ExpectAnswer(req, resp);
+    }
+    EXPECT_EQ(ch->stats().calls_failed, 0u);
+  }
+  const ServerStats st = server_->stats();
+  // Those finished on a finisher thread went on after their handler
+  // returned (unless the thread, 1 ms later, was still quicker than the
+  // return: a descheduled worker).
+  EXPECT_GT(st.calls_async, 3u * 30 / 2);
+  EXPECT_LE(st.calls_async, 3u * 30);
+  EXPECT_EQ(st.calls_offloaded, 3u * 60);
+  EXPECT_EQ(st.results_dropped, 0u);
+  EXPECT_EQ(st.done_misuse, 0u);
+}
+
+// The test finishes held calls from several threads in a random order; each
+// caller still gets its own result.
+TEST_F(RpcAsyncTest, ResultsFinishedFromOtherThreadsInRandomOrder) {
+  StartServer();
+  std::mt19937 rng(42);
+  for (RpcMode mode : {RpcMode::kRemoteFetch, RpcMode::kServerReply}) {
+    SCOPED_TRACE(RpcModeName(mode));
+    ChannelOptions opts;
+    opts.slots_per_connection = 16;
+    std::unique_ptr<Channel> ch = Connect(mode, opts);
+    ASSERT_NE(ch, nullptr);
+    Kinds::Stub stub(ch.get());
+    for (int round = 0; round < 10; ++round) {
+      constexpr int kCalls = 16;
+      std::vector<TestRequest> reqs(kCalls);
+      std::vector<TestResponse> resps(kCalls);
+      std::vector<absl::Status> statuses(kCalls);
+      std::atomic<int> done{0};
+      for (int i = 0; i < kCalls; ++i) {
+        reqs[i] = Request(round * 100 + i + 1, kHold, i * 5);
+        stub.LaterAsync(nullptr, reqs[i], &resps[i], [&, i](absl::Status s) {
+          statuses[i] = s;
+          done.fetch_add(1, std::memory_order_release);
+        });
+      }
+      ASSERT_TRUE(service_.WaitHeld(kCalls));
+      std::vector<KindsService::Held> held = service_.TakeHeld();
+      std::shuffle(held.begin(), held.end(), rng);
+      std::vector<std::thread> finishers;
+      for (int t = 0; t < 4; ++t) {
+        finishers.emplace_back([&held, t] {
+          for (size_t k = t; k < held.size(); k += 4) {
+            KindsService::Held& h = held[k];
+            h.done(KindsService::Answer(h.ctx, *h.request, h.response));
+          }
+        });
+      }
+      for (auto& f : finishers) f.join();
+      ASSERT_TRUE(Await(done, kCalls));
+      for (int i = 0; i < kCalls; ++i) {
+        ASSERT_TRUE(statuses[i].ok()) << statuses[i];
+        ExpectAnswer(reqs[i], resps[i]);
+      }
+    }
+  }
+  // Nearly all went on before the test finished them (a finisher may win
+  // the race with the handler's return).
+  EXPECT_GT(server_->stats().calls_async, 2u * 10 * 16 / 2);
+}
+
+// A batch [F F F L F F L F] (F sync, L held async) with one result per part:
+// the results before the first L arrive while it is held; nothing after it
+// does until it finishes, even when the later L finishes first; then all.
+TEST_F(RpcAsyncTest, BatchResultsStayInRequestOrderPartByPart) {
+  ServerOptions so;
+  so.result_batch_bytes = 64;  // One result per part.
+  StartServer(so);
+  ChannelOptions opts;
+  opts.batch = BatchMode::kFixed;
+  opts.batch_size = 8;
+  opts.batch_timeout = absl::Seconds(30);  // Flushed when it holds 8.
+  for (RpcMode mode : {RpcMode::kRemoteFetch, RpcMode::kServerReply}) {
+    SCOPED_TRACE(RpcModeName(mode));
+    std::unique_ptr<Channel> ch = Connect(mode, opts);
+    ASSERT_NE(ch, nullptr);
+    Kinds::Stub stub(ch.get());
+    const ChannelStats before = ch->stats();
+    constexpr int kCalls = 8;
+    const bool later[kCalls] = {false, false, false, true,
+                                false, false, true,  false};
+    std::vector<TestRequest> reqs(kCalls);
+    std::vector<TestResponse> resps(kCalls);
+    std::vector<absl::Status> statuses(kCalls);
+    std::vector<std::atomic<int>> done(kCalls);
+    for (int i = 0; i < kCalls; ++i) {
+      reqs[i] = Request(i + 1, kHold, 30);
+      auto cb = [&, i](absl::Status s) {
+        statuses[i] = s;
+        done[i].fetch_add(1, std::memory_order_release);
+      };
+      if (later[i]) {
+        stub.LaterAsync(nullptr, reqs[i], &resps[i], cb);
+      } else {
+        stub.FastAsync(nullptr, reqs[i], &resps[i], cb);
+      }
+    }
+    ASSERT_TRUE(service_.WaitHeld(2));
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(Await(done[i], 1)) << i;
+    absl::SleepFor(absl::Milliseconds(20));
+    for (int i = 3; i < kCalls; ++i) EXPECT_EQ(done[i].load(), 0) << i;
+    std::vector<KindsService::Held> held = service_.TakeHeld();
+    ASSERT_EQ(held.size(), 2u);
+    std::sort(held.begin(), held.end(), [](const auto& a, const auto& b) {
+      return a.request->id() > b.request->id();
+    });
+    // The later one first: still nothing past the first.
+    held[0].done(KindsService::Answer(held[0].ctx, *held[0].request,
+                                      held[0].response));
+    absl::SleepFor(absl::Milliseconds(20));
+    for (int i = 3; i < kCalls; ++i) EXPECT_EQ(done[i].load(), 0) << i;
+    held[1].done(KindsService::Answer(held[1].ctx, *held[1].request,
+                                      held[1].response));
+    for (int i = 0; i < kCalls; ++i) {
+      ASSERT_TRUE(Await(done[i], 1)) << i;
+      EXPECT_EQ(done[i].load(), 1) << i;
+      ASSERT_TRUE(statuses[i].ok()) << i << ": " << statuses[i];
+      ExpectAnswer(reqs[i], resps[i]);
+    }
+    const ChannelStats after = ch->stats();
+    EXPECT_EQ(after.batches - before.batches, 1u);
+    EXPECT_EQ(after.result_parts - before.result_parts, 8u);
+  }
+}
+
+// A result that comes late from another thread is what the hybrid switch
+// exists for: after K slow calls the connection goes to server-reply, and
+// the worker WRITEs the late results back.
+TEST_F(RpcAsyncTest, LateResultsTakeTheServerReplyPath) {
+  StartServer();
+  ChannelOptions opts;
+  opts.switch_after = 2;
+  std::unique_ptr<Channel> ch = Connect(RpcMode::kHybrid, opts);
+  ASSERT_NE(ch, nullptr);
+  Kinds::Stub stub(ch.get());
+  const uint64_t pushed_before = server_->stats().calls_server_reply;
+  RpcMode last = RpcMode::kRemoteFetch;
+  for (uint64_t i = 1; i <= 12; ++i) {
+    TestRequest req = Request(i, kThread, 24);
+    req.set_finish_after_us(3000);
+    TestResponse resp;
+    ClientContext ctx;
+    ASSERT_TRUE(stub.Later(&ctx, req, &resp).ok());
+    ExpectAnswer(req, resp);
+    last = ctx.mode_used();
+  }
+  const ChannelStats st = ch->stats();
+  EXPECT_GE(st.switches_to_server_reply, 1u);
+  EXPECT_EQ(last, RpcMode::kServerReply);
+  EXPECT_EQ(ch->connection_mode(0), RpcMode::kServerReply);
+  EXPECT_GE(st.calls_server_reply, 8u);
+  EXPECT_GE(server_->stats().calls_server_reply - pushed_before, 8u);
+}
+
+// Remote fetching READs the response buffer over and over while the result
+// is computed elsewhere; what it takes must always be the whole result.
+TEST_F(RpcAsyncTest, EarlyFetchesNeverSeeAHalfWrittenResult) {
+  StartServer();
+  ChannelOptions opts;
+  opts.adaptive_fetch_delay = false;  // Fetch at once, repeatedly.
+  opts.fetch_size = 64;               // Results need a second READ.
+  opts.slots_per_connection = 4;
+  std::unique_ptr<Channel> ch = Connect(RpcMode::kRemoteFetch, opts);
+  ASSERT_NE(ch, nullptr);
+  std::atomic<int> failures{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 3; ++t) {
+    callers.emplace_back([&, t] {
+      Kinds::Stub stub(ch.get());
+      std::mt19937 rng(t);
+      for (uint64_t i = 1; i <= 150; ++i) {
+        TestRequest req = Request(t * 1000 + i, kThread, 8);
+        req.set_response_size(i % 10 == 0 ? 12000 : 200 + rng() % 2800);
+        req.set_finish_after_us(rng() % 300);
+        TestResponse resp;
+        ClientContext ctx;
+        absl::Status s = stub.Later(&ctx, req, &resp);
+        if (!s.ok() || resp.id() != req.id() ||
+            resp.payload() != ExpectedPayload(req.id(), req.response_size())) {
+          failures.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (auto& c : callers) c.join();
+  EXPECT_EQ(failures.load(), 0);
+  const ChannelStats st = ch->stats();
+  EXPECT_EQ(st.calls_failed, 0u);
+  EXPECT_GT(st.fetches, st.calls);  // It did fetch early.
+}
+
+// One worker; two blocking calls sleep 1 s on the handler pool while fast
+// calls on the same worker keep answering (each well under the sleep). A
+// sync sleep (the same sleep in the sync method) stalls them: the contrast
+// shows what offloading buys.
+TEST_F(RpcAsyncTest, ABlockingMethodDoesNotStallAFastOneOnTheSameWorker) {
+  ServerOptions so;
+  so.workers = 1;
+  so.blocking_threads = 2;
+  StartServer(so);
+  std::unique_ptr<Channel> ch = Connect(RpcMode::kHybrid);
+  ASSERT_NE(ch, nullptr);
+  Kinds::Stub stub(ch.get());
+  std::vector<TestRequest> slow(2);
+  std::vector<TestResponse> slow_resp(2);
+  std::vector<absl::Status> slow_status(2);
+  std::atomic<int> slow_done{0};
+  for (int i = 0; i < 2; ++i) {
+    slow[i] = Request(900 + i, kInline);
+    slow[i].set_sleep_ms(1000);
+    stub.SlowAsync(nullptr, slow[i], &slow_resp[i], [&, i](absl::Status s) {
+      slow_status[i] = s;
+      slow_done.fetch_add(1);
+    });
+  }
+  ASSERT_TRUE(Eventually([&] { return server_->stats().calls_offloaded == 2; }));
+  absl::Duration worst;
+  const absl::Time start = absl::Now();
+  for (uint64_t i = 1; i <= 20; ++i) {
+    const TestRequest req = Request(i, kInline);
+    TestResponse resp;
+    const absl::Time t0 = absl::Now();
+    ASSERT_TRUE(stub.Fast(nullptr, req, &resp).ok());
+    worst = std::max(worst, absl::Now() - t0);
+    ExpectAnswer(req, resp);
+    EXPECT_EQ(resp.worker(), 0u);
+  }
+  // No fast call waited for a sleep (a slow provider makes each call slower,
+  // never 1 s slower), and they overtook the blocking ones.
+  EXPECT_LT(worst, absl::Milliseconds(500));
+  if (absl::Now() - start < absl::Milliseconds(900)) {
+    EXPECT_EQ(slow_done.load(), 0);
+  }
+  ASSERT_TRUE(Await(slow_done, 2));
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(slow_status[i].ok()) << slow_status[i];
+    ExpectAnswer(slow[i], slow_resp[i]);
+  }
+
+  // Contrast: the same sleep in the sync method holds the worker.
+  TestRequest sleepy = Request(950, kInline);
+  sleepy.set_sleep_ms(300);
+  TestResponse sleepy_resp;
+  std::atomic<int> sleepy_done{0};
+  stub.FastAsync(nullptr, sleepy, &sleepy_resp,
+                 [&](absl::Status) { sleepy_done.fetch_add(1); });
+  absl::SleepFor(absl::Milliseconds(20));  // Let the worker take it.
+  const absl::Time t0 = absl::Now();
+  TestResponse resp;
+  ASSERT_TRUE(stub.Fast(nullptr, Request(951, kInline), &resp).ok());
+  EXPECT_GT(absl::Now() - t0, absl::Milliseconds(150));
+  ASSERT_TRUE(Await(sleepy_done, 1));
+}
+
+// A hand-written sync service offloaded at run time (Service::SetBlocking).
+TEST(RpcOffloadTest, SetBlockingOffloadsASyncMethod) {
+  TestService service;
+  EXPECT_EQ(service.SetBlocking("NoSuchMethod").code(),
+            absl::StatusCode::kNotFound);
+  ASSERT_TRUE(service.SetBlocking("Echo").ok());
+  KindsService kinds;
+  EXPECT_EQ(kinds.SetBlocking("Later").code(),
+            absl::StatusCode::kFailedPrecondition);
+  ServerOptions so;
+  so.provider = Provider();
+  so.address = ListenAddress();
+  so.workers = 1;
+  so.blocking_threads = 0;
+  {
+    Server refused(so);
+    ASSERT_TRUE(refused.RegisterService(&service).ok());
+    EXPECT_EQ(refused.Start().code(), absl::StatusCode::kInvalidArgument);
+  }
+  so.blocking_threads = 2;  // The quick call is offloaded too.
+  Server server(so);
+  ASSERT_TRUE(server.RegisterService(&service).ok());
+  ASSERT_TRUE(server.Start().ok());
+  ChannelOptions co;
+  co.provider = Provider();
+  auto ch = Channel::Create(server.address(), co);
+  ASSERT_TRUE(ch.ok()) << ch.status();
+  TestRequest sleepy;
+  sleepy.set_id(1);
+  sleepy.set_sleep_ms(300);
+  TestResponse sleepy_resp;
+  std::atomic<int> done{0};
+  (*ch)->CallAsync(MethodId(kEchoMethod), sleepy, &sleepy_resp, nullptr,
+                   [&](absl::Status s) {
+                     EXPECT_TRUE(s.ok()) << s;
+                     done.fetch_add(1);
+                   });
+  ASSERT_TRUE(Eventually([&] { return server.stats().calls_offloaded == 1; }));
+  TestRequest req;
+  req.set_id(2);
+  req.set_payload("quick");
+  TestResponse resp;
+  const absl::Time t0 = absl::Now();
+  ASSERT_TRUE(CallEcho(ch->get(), nullptr, req, &resp).ok());
+  EXPECT_LT(absl::Now() - t0, absl::Milliseconds(150));
+  EXPECT_EQ(resp.payload(), "quick");
+  ASSERT_TRUE(Await(done, 1));
+  EXPECT_EQ(sleepy_resp.id(), 1u);
+  EXPECT_EQ(server.stats().calls_offloaded, 2u);
+  ch->reset();
+  server.Shutdown();
+}
+
+TEST_F(RpcAsyncTest, TheDeadlineReachesHandlersOfEveryKind) {
+  StartServer();
+  std::unique_ptr<Channel> ch = Connect(RpcMode::kHybrid);
+  ASSERT_NE(ch, nullptr);
+  Kinds::Stub stub(ch.get());
+  auto expect_left = [](const TestResponse& resp, absl::Duration budget) {
+    // Late only by the request's way to the server; never later than sent.
+    EXPECT_LE(resp.deadline_left_us(), absl::ToInt64Microseconds(budget));
+    EXPECT_GT(resp.deadline_left_us(),
+              absl::ToInt64Microseconds(budget - absl::Milliseconds(200)));
+  };
+  for (int kind = 0; kind < 3; ++kind) {
+    SCOPED_TRACE(kind);
+    const TestRequest req = Request(kind + 1, kThread);
+    TestResponse resp;
+    ClientContext ctx;
+    ctx.set_timeout(absl::Seconds(2));
+    absl::Status s = kind == 0   ? stub.Fast(&ctx, req, &resp)
+                     : kind == 1 ? stub.Later(&ctx, req, &resp)
+                                 : stub.Slow(&ctx, req, &resp);
+    ASSERT_TRUE(s.ok()) << s;
+    expect_left(resp, absl::Seconds(2));
+    ClientContext at;
+    at.set_deadline(absl::Now() + absl::Seconds(30));
+    ASSERT_TRUE(stub.Fast(&at, req, &resp).ok());
+    expect_left(resp, absl::Seconds(30));
+  }
+  // The channel's default timeout when the context sets none (120 s here).
+  TestResponse resp;
+  ASSERT_TRUE(stub.Fast(nullptr, Request(5, kInline), &resp).ok());
+  expect_left(resp, absl::Seconds(120));
+
+  // Batched calls carry their own budgets.
+  ChannelOptions bo;
+  bo.batch = BatchMode::kFixed;
+  bo.batch_size = 4;
+  bo.batch_timeout = absl::Seconds(30);
+  std::unique_ptr<Channel> batched = Connect(RpcMode::kRemoteFetch, bo);
+  ASSERT_NE(batched, nullptr);
+  Kinds::Stub bstub(batched.get());
+  std::vector<ClientContext> ctxs(4);
+  std::vector<TestResponse> resps(4);
+  std::atomic<int> done{0};
+  for (int i = 0; i < 4; ++i) {
+    ctxs[i].set_timeout(absl::Seconds(i + 1));
+    const TestRequest req = Request(10 + i, kInline);
+    auto cb = [&](absl::Status s) {
+      EXPECT_TRUE(s.ok()) << s;
+      done.fetch_add(1);
+    };
+    if (i % 2) {
+      bstub.LaterAsync(&ctxs[i], req, &resps[i], cb);
+    } else {
+      bstub.FastAsync(&ctxs[i], req, &resps[i], cb);
+    }
+  }
+  ASSERT_TRUE(Await(done, 4));
+  for (int i = 0; i < 4; ++i) expect_left(resps[i], absl::Seconds(i + 1));
+  EXPECT_EQ(batched->stats().batches, 1u);
+
+  // No deadline at all.
+  ChannelOptions none;
+  none.default_timeout = absl::InfiniteDuration();
+  std::unique_ptr<Channel> forever = Connect(RpcMode::kHybrid, none);
+  ASSERT_NE(forever, nullptr);
+  Kinds::Stub fstub(forever.get());
+  ASSERT_TRUE(fstub.Later(nullptr, Request(20, kThread), &resp).ok());
+  EXPECT_EQ(resp.deadline_left_us(), -1);
+}
+
+// Past its deadline, an async call is answered by the server (freeing the
+// client's slot) and its handler sees IsCancelled(); an offloaded call whose
+// deadline passed while it queued does not run.
+TEST_F(RpcAsyncTest, TheServerAnswersCallsPastTheirDeadline) {
+  ServerOptions so;
+  so.blocking_threads = 1;
+  StartServer(so);
+  ChannelOptions opts;
+  opts.slots_per_connection = 1;
+  std::unique_ptr<Channel> ch = Connect(RpcMode::kHybrid, opts);
+  ASSERT_NE(ch, nullptr);
+  Kinds::Stub stub(ch.get());
+  // Held forever by its handler: only the server's answer frees the slot.
+  ClientContext ctx;
+  ctx.set_timeout(absl::Milliseconds(30));
+  TestResponse resp;
+  EXPECT_EQ(stub.Later(&ctx, Request(1, kHold), &resp).code(),
+            absl::StatusCode::kDeadlineExceeded);
+  ASSERT_TRUE(Eventually([&] { return server_->stats().calls_expired == 1; }));
+  const TestRequest next = Request(2, kInline);
+  ASSERT_TRUE(stub.Fast(nullptr, next, &resp).ok());
+  ExpectAnswer(next, resp);
+  std::vector<KindsService::Held> held = service_.TakeHeld();
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_TRUE(held[0].ctx->IsCancelled());
+  held[0].done(absl::OkStatus());
+  ASSERT_TRUE(Eventually([&] { return server_->stats().results_dropped == 1; }));
+  // A handler that polls IsCancelled() sees the deadline pass.
+  ClientContext poll_ctx;
+  poll_ctx.set_timeout(absl::Milliseconds(30));
+  // The client's deadline, or the handler's CANCELLED if that got there
+  // first (the server's deadline is the client's, late by the way there).
+  const absl::StatusCode code =
+      stub.Later(&poll_ctx, Request(3, kUntilCancel), &resp).code();
+  EXPECT_TRUE(code == absl::StatusCode::kDeadlineExceeded ||
+              code == absl::StatusCode::kCancelled)
+      << code;
+  ASSERT_TRUE(Eventually([&] { return service_.cancels_seen() == 1; }));
+
+  // The pool's one thread is busy for 300 ms; a call behind it with 50 ms
+  // left is answered at its deadline and never runs.
+  std::unique_ptr<Channel> other = Connect(RpcMode::kHybrid);
+  ASSERT_NE(other, nullptr);
+  Kinds::Stub ostub(other.get());
+  TestRequest busy = Request(4, kInline);
+  busy.set_sleep_ms(300);
+  TestResponse busy_resp;
+  std::atomic<int> busy_done{0};
+  ostub.SlowAsync(nullptr, busy, &busy_resp, [&](absl::Status s) {
+    EXPECT_TRUE(s.ok()) << s;
+    busy_done.fetch_add(1);
+  });
+  ASSERT_TRUE(Eventually([&] { return server_->stats().calls_offloaded == 1; }));
+  const uint64_t expired = server_->stats().calls_expired;
+  ClientContext short_ctx;
+  short_ctx.set_timeout(absl::Milliseconds(50));
+  EXPECT_EQ(stub.Slow(&short_ctx, Request(5, kInline), &resp).code(),
+            absl::StatusCode::kDeadlineExceeded);
+  ASSERT_TRUE(Eventually(
+      [&] { return server_->stats().calls_expired == expired + 1; }));
+  ASSERT_TRUE(Await(busy_done, 1));
+  ExpectAnswer(busy, busy_resp);
+  absl::SleepFor(absl::Milliseconds(20));  // The pool takes the next one.
+  EXPECT_EQ(service_.slow_runs(), 1);      // The queued one never ran.
+  // Its slot came back too.
+  ASSERT_TRUE(stub.Fast(nullptr, next, &resp).ok());
+}
+
+// Cancel and result race: every callback runs once, with OK and the right
+// result or with CANCELLED; the slot stays usable. (--config=tsan.)
+TEST_F(RpcAsyncTest, CancelRacingTheResultFinishesEachCallOnce) {
+  StartServer();
+  ChannelOptions opts;
+  opts.slots_per_connection = 4;
+  std::unique_ptr<Channel> ch = Connect(RpcMode::kHybrid, opts);
+  ASSERT_NE(ch, nullptr);
+  std::atomic<int> ok{0}, cancelled{0}, wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&, t] {
+      Kinds::Stub stub(ch.get());
+      std::mt19937 rng(t + 7);
+      for (int i = 0; i < 300; ++i) {
+        TestRequest req = Request(t * 10000 + i + 1, kThread, 20);
+        req.set_finish_after_us(rng() % 150);
+        TestResponse resp;
+        ClientContext ctx;
+        std::atomic<int> calls{0};
+        absl::Status status;
+        stub.LaterAsync(&ctx, req, &resp, [&](absl::Status s) {
+          status = s;
+          calls.fetch_add(1, std::memory_order_release);
+        });
+        absl::SleepFor(absl::Microseconds(rng() % 100));
+        ctx.TryCancel();
+        if (!Await(calls, 1)) {
+          wrong.fetch_add(1);
+          return;
+        }
+        absl::SleepFor(absl::Microseconds(50));  // A second callback?
+        if (calls.load() != 1) wrong.fetch_add(1);
+        if (status.ok() && resp.id() == req.id() &&
+            resp.payload() == req.payload()) {
+          ok.fetch_add(1);
+        } else if (status.code() == absl::StatusCode::kCancelled) {
+          cancelled.fetch_add(1);
+        } else {
+          wrong.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(ok.load() + cancelled.load(), 900);
+  EXPECT_GT(cancelled.load(), 0);
+  EXPECT_GT(ok.load(), 0);
+  EXPECT_EQ(ch->stats().calls_cancelled, static_cast<uint64_t>(cancelled.load()));
+  // A future gets CANCELLED too; then the channel works.
+  Kinds::Stub stub(ch.get());
+  TestResponse resp;
+  ClientContext ctx;
+  std::future<absl::Status> f = stub.LaterFuture(&ctx, Request(1, kHold), &resp);
+  ASSERT_TRUE(service_.WaitHeld(1));
+  ctx.TryCancel();
+  EXPECT_EQ(f.get().code(), absl::StatusCode::kCancelled);
+  const TestRequest last = Request(2, kInline);
+  ASSERT_TRUE(stub.Later(nullptr, last, &resp).ok());
+  ExpectAnswer(last, resp);
+  for (auto& h : service_.TakeHeld()) h.done(absl::OkStatus());
+}
+
+// 10 000 calls cancelled while their handler holds them: each gets
+// CANCELLED once, the server answers each (so the client's slots come
+// back: with 8 slots, a leaked one a call would stop the loop within 8
+// calls), the results finished afterwards are dropped, and every slot is
+// free at the end.
+TEST_F(RpcAsyncTest, TenThousandCancelsLeakNoSlot) {
+  StartServer();
+  ChannelOptions opts;
+  opts.slots_per_connection = 8;
+  std::unique_ptr<Channel> ch = Connect(RpcMode::kHybrid, opts);
+  ASSERT_NE(ch, nullptr);
+  constexpr int kTotal = 10000;
+  Kinds::Stub stub(ch.get());
+  int cancelled = 0;
+  for (int i = 0; i < kTotal; ++i) {
+    const TestRequest req = Request(i + 1, kHold, 8);
+    TestResponse resp;
+    ClientContext ctx;
+    std::atomic<int> calls{0};
+    absl::Status status;
+    stub.LaterAsync(&ctx, req, &resp, [&](absl::Status s) {
+      status = s;
+      calls.fetch_add(1, std::memory_order_release);
+    });
+    // Cancel once the handler holds it: every cancel goes to the server.
+    // (Its slot may be any of the 8: the ones of earlier calls come back
+    // as the server's answers land.)
+    const absl::Time give_up = absl::Now() + absl::Seconds(20);
+    while (service_.held() < i + 1 && absl::Now() < give_up) sched_yield();
+    ASSERT_EQ(service_.held(), i + 1) << "call " << i << " never reached its handler";
+    ctx.TryCancel();
+    ASSERT_TRUE(Await(calls, 1)) << "call " << i;
+    ASSERT_EQ(status.code(), absl::StatusCode::kCancelled) << status;
+    ++cancelled;
+  }
+  EXPECT_EQ(cancelled, kTotal);
+  // Each cancel word reached the server, which answered each call...
+  const ChannelStats st = ch->stats();
+  EXPECT_EQ(st.calls_cancelled, uint64_t{kTotal});
+  EXPECT_EQ(st.cancel_writes, uint64_t{kTotal});
+  ASSERT_TRUE(Eventually(
+      [&] { return server_->stats().calls_cancelled == uint64_t{kTotal}; }))
+      << server_->stats().calls_cancelled;
+  // ...and whatever the handlers finish with now goes nowhere.
+  std::vector<KindsService::Held> held = service_.TakeHeld();
+  EXPECT_EQ(held.size(), size_t{kTotal});
+  for (KindsService::Held& h : held) {
+    EXPECT_TRUE(h.ctx->IsCancelled());
+    h.done(KindsService::Answer(h.ctx, *h.request, h.response));
+  }
+  ASSERT_TRUE(Eventually(
+      [&] { return server_->stats().results_dropped == uint64_t{kTotal}; }));
+  // Every slot is free: 8 calls at once start without queueing.
+  std::vector<TestRequest> reqs(8);
+  std::vector<TestResponse> resps(8);
+  std::atomic<int> done{0};
+  const uint64_t queued = ch->stats().calls_queued;
+  for (int i = 0; i < 8; ++i) {
+    reqs[i] = Request(i + 1, kHold);
+    stub.LaterAsync(nullptr, reqs[i], &resps[i], [&](absl::Status s) {
+      EXPECT_TRUE(s.ok()) << s;
+      done.fetch_add(1);
+    });
+  }
+  ASSERT_TRUE(service_.WaitHeld(8));
+  EXPECT_EQ(ch->stats().calls_queued, queued);
+  for (KindsService::Held& h : service_.TakeHeld()) {
+    h.done(KindsService::Answer(h.ctx, *h.request, h.response));
+  }
+  ASSERT_TRUE(Await(done, 8));
+  for (int i = 0; i < 8; ++i) ExpectAnswer(reqs[i], resps[i]);
+}
+
+// With one slot: a cancelled call's slot is reused only after the server's
+// answer, so the next call gets its own result, and the first call's result,
+// finished late, reaches nobody.
+TEST_F(RpcAsyncTest, ALateResultNeverReachesTheSlotsNextCall) {
+  StartServer();
+  ChannelOptions opts;
+  opts.slots_per_connection = 1;
+  for (RpcMode mode : {RpcMode::kRemoteFetch, RpcMode::kServerReply}) {
+    SCOPED_TRACE(RpcModeName(mode));
+    std::unique_ptr<Channel> ch = Connect(mode, opts);
+    ASSERT_NE(ch, nullptr);
+    Kinds::Stub stub(ch.get());
+    TestResponse first_resp;
+    ClientContext ctx;
+    std::atomic<int> first_done{0};
+    absl::Status first_status;
+    stub.LaterAsync(&ctx, Request(1, kHold), &first_resp, [&](absl::Status s) {
+      first_status = s;
+      first_done.fetch_add(1);
+    });
+    ASSERT_TRUE(service_.WaitHeld(1));
+    ctx.TryCancel();
+    ASSERT_TRUE(Await(first_done, 1));
+    EXPECT_EQ(first_status.code(), absl::StatusCode::kCancelled);
+    const TestRequest second = Request(2, kInline);
+    TestResponse resp;
+    ASSERT_TRUE(stub.Fast(nullptr, second, &resp).ok());
+    ExpectAnswer(second, resp);
+    std::vector<KindsService::Held> held = service_.TakeHeld();
+    ASSERT_EQ(held.size(), 1u);
+    held[0].done(
+        KindsService::Answer(held[0].ctx, *held[0].request, held[0].response));
+    const TestRequest third = Request(3, kThread);
+    ASSERT_TRUE(stub.Later(nullptr, third, &resp).ok());
+    ExpectAnswer(third, resp);
+    EXPECT_EQ(first_resp.id(), 0u);  // Never written.
+    EXPECT_EQ(first_done.load(), 1);
+  }
+}
+
+// Handlers of every kind learn of a cancel: a sync one from the slot's
+// cancel word, an offloaded or async one from the worker. Each returns soon
+// after (it would otherwise wait 10 s), so the one slot comes back at once.
+TEST_F(RpcAsyncTest, HandlersOfEveryKindSeeTheClientsCancel) {
+  StartServer();
+  ChannelOptions opts;
+  opts.slots_per_connection = 1;
+  std::unique_ptr<Channel> ch = Connect(RpcMode::kHybrid, opts);
+  ASSERT_NE(ch, nullptr);
+  Kinds::Stub stub(ch.get());
+  for (int kind = 0; kind < 3; ++kind) {
+    SCOPED_TRACE(kind);
+    ClientContext ctx;
+    TestResponse resp;
+    std::thread canceller([&ctx] {
+      absl::SleepFor(absl::Milliseconds(30));
+      ctx.TryCancel();
+    });
+    const TestRequest req = Request(kind + 1, kUntilCancel);
+    const absl::Time t0 = absl::Now();
+    const absl::Status s = kind == 0   ? stub.Fast(&ctx, req, &resp)
+                           : kind == 1 ? stub.Slow(&ctx, req, &resp)
+                                       : stub.Later(&ctx, req, &resp);
+    canceller.join();
+    EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
+    ASSERT_TRUE(Eventually([&] { return service_.cancels_seen() == kind + 1; }));
+    const TestRequest next = Request(10 + kind, kInline);
+    ASSERT_TRUE(stub.Fast(nullptr, next, &resp).ok());
+    ExpectAnswer(next, resp);
+    EXPECT_LT(absl::Now() - t0, absl::Seconds(5));
+  }
+  // A cancel after the call finished changes nothing for later calls.
+  ClientContext done_ctx;
+  TestResponse resp;
+  ASSERT_TRUE(stub.Fast(&done_ctx, Request(20, kInline), &resp).ok());
+  done_ctx.TryCancel();
+  const TestRequest after = Request(21, kThread);
+  ASSERT_TRUE(stub.Later(nullptr, after, &resp).ok());
+  ExpectAnswer(after, resp);
+  // A context cancelled before its call: the call fails at once.
+  EXPECT_EQ(stub.Fast(&done_ctx, Request(22, kInline), &resp).code(),
+            absl::StatusCode::kCancelled);
+}
+
+TEST_F(RpcAsyncTest, ServerDoneMisuseIsReportedAndTheServerGoesOn) {
+  StartServer();
+  std::unique_ptr<Channel> ch = Connect(RpcMode::kHybrid);
+  ASSERT_NE(ch, nullptr);
+  Kinds::Stub stub(ch.get());
+  TestResponse resp;
+  // Twice: the first status stands.
+  const TestRequest twice = Request(1, kTwice);
+  ASSERT_TRUE(stub.Later(nullptr, twice, &resp).ok());
+  ExpectAnswer(twice, resp);
+  // Never called: INTERNAL.
+  absl::Status s = stub.Later(nullptr, Request(2, kDrop), &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
+  EXPECT_NE(s.message().find("without finishing"), std::string::npos) << s;
+  // A throwing handler: INTERNAL naming the exception.
+  s = stub.Later(nullptr, Request(3, kThrow), &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
+  EXPECT_NE(s.message().find("asked to throw"), std::string::npos) << s;
+  // An unparsable request for an async method: INVALID_ARGUMENT.
+  NotATestRequest bad;
+  bad.set_text("\xff\xfe");
+  s = ch->Call(Kinds::kLaterMethodId, bad, &resp, nullptr);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  const TestRequest fine = Request(4, kThread);
+  ASSERT_TRUE(stub.Later(nullptr, fine, &resp).ok());
+  ExpectAnswer(fine, resp);
+  EXPECT_EQ(server_->stats().done_misuse, 2u);
+}
+
+// A lost connection cancels its pending calls (IsCancelled) and drops their
+// results; so does a server shutting down, after which finishing is safe.
+TEST_F(RpcAsyncTest, ConnectionLossAndShutdownCancelPendingCalls) {
+  StartServer();
+  {
+    std::unique_ptr<Channel> ch = Connect(RpcMode::kHybrid);
+    ASSERT_NE(ch, nullptr);
+    Kinds::Stub stub(ch.get());
+    TestResponse resp;
+    stub.LaterAsync(nullptr, Request(1, kHold), &resp, [](absl::Status) {});
+    ASSERT_TRUE(service_.WaitHeld(1));
+    // ~Channel: the call fails with CANCELLED and the connection closes.
+  }
+  std::vector<KindsService::Held> held = service_.TakeHeld();
+  ASSERT_EQ(held.size(), 1u);
+  ASSERT_TRUE(Eventually([&] { return held[0].ctx->IsCancelled(); }));
+  held[0].done(absl::OkStatus());
+  ASSERT_TRUE(Eventually([&] { return server_->stats().results_dropped == 1; }));
+
+  std::unique_ptr<Channel> ch = Connect(RpcMode::kHybrid);
+  ASSERT_NE(ch, nullptr);
+  Kinds::Stub stub(ch.get());
+  TestResponse resp;
+  absl::Status status;
+  std::atomic<int> done{0};
+  stub.LaterAsync(nullptr, Request(2, kHold), &resp, [&](absl::Status s) {
+    status = s;
+    done.fetch_add(1);
+  });
+  ASSERT_TRUE(service_.WaitHeld(1));
+  server_->Shutdown();
+  ASSERT_TRUE(Await(done, 1));
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  held = service_.TakeHeld();
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_TRUE(held[0].ctx->IsCancelled());
+  held[0].done(absl::OkStatus());  // After shutdown: released, no effect.
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace rfrpc
