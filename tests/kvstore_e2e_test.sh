@@ -95,7 +95,8 @@ stop_server() {  # stop_server NAME: SIGTERM, exit 0, nothing left.
   # The timeout wrapper forwards SIGTERM to the server.
   kill -TERM "$pid" || fail "$name: already gone"
   # If it is still there after 15 s, record where each of its threads is.
-  ( sleep 15
+  ( trap - EXIT  # Not the script's cleanup: that is the parent's.
+    sleep 15
     for p in $(pgrep -f -- "--address_file=$TMP/$name.addr"); do
       echo "--- $name (pid $p) still running 15 s after SIGTERM; threads:"
       for t in /proc/"$p"/task/*; do
