@@ -659,18 +659,28 @@ void ClientConnection::PublishLocked(uint32_t s, int64_t now) {
   slot.phase = policy_.current() == RpcMode::kServerReply ? Phase::kWaitReply
                                                           : Phase::kFetchHeader;
   if (options_.batch == BatchMode::kAdaptive) {
-    // Entries already sent ahead; now the rest and the tail, then the header
-    // (WRITEs apply in order, so the header lands last), then the doorbell.
+    // Entries already sent ahead; now the rest and the tail, then the
+    // header, then the doorbell. WRITEs apply in order, but within one
+    // WRITE only the last 8 bytes are ordered (transport.h): the header goes
+    // as two, bytes [8, 16) (aux, flags, method_id = the entries' length)
+    // before the head word [0, 8), so a server that sees the new head word
+    // sees this batch's header behind it, never the previous batch's.
     const uint32_t from = wire::kHeaderBytes + slot.transmitted;
-    WorkRequest wrs[4];
+    constexpr uint32_t kHead = 8;
+    static_assert(wire::kHeaderBytes == 2 * kHead, "header = head word + 8");
+    WorkRequest wrs[5];
     wrs[0] = WorkRequest::Write(WrId(s, kRequestWrite), local_.get(), base + from,
                                 static_cast<uint32_t>(framed - from),
                                 server_region_, rbase + from);
     wrs[0].signaled = false;
-    wrs[1] = WorkRequest::Write(WrId(s, kPublishWrite), local_.get(), base,
-                                wire::kHeaderBytes, server_region_, rbase);
-    wrs[1].signaled = true;
-    ok = PostRequest(s, now, wrs, 2);
+    wrs[1] = WorkRequest::Write(WrId(s, kRequestWrite), local_.get(),
+                                base + kHead, wire::kHeaderBytes - kHead,
+                                server_region_, rbase + kHead);
+    wrs[1].signaled = false;
+    wrs[2] = WorkRequest::Write(WrId(s, kPublishWrite), local_.get(), base,
+                                kHead, server_region_, rbase);
+    wrs[2].signaled = true;
+    ok = PostRequest(s, now, wrs, 3);
     if (ok) {
       publish_in_flight_ = true;
       publish_posted_ns_ = now;

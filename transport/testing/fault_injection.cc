@@ -42,6 +42,8 @@ void FaultKnobs::Reset() {
   corrupt_write_next_ = 0;
   drop_write_next_ = 0;
   writes_dropped_ = 0;
+  tail_delay_ns_ = 0;
+  writes_torn_ = 0;
   corrupt_write_p_ = 0;
   corrupt_read_next_ = 0;
   corrupt_read_p_ = 0;
@@ -61,6 +63,12 @@ void FaultKnobs::CorruptNextWrite(uint32_t offset, uint8_t xor_mask, int count) 
   corrupt_write_offset_ = offset;
   corrupt_write_mask_ = xor_mask == 0 ? 1 : xor_mask;
   corrupt_write_next_ = count;
+}
+
+void FaultKnobs::set_write_tail_delay(absl::Duration delay,
+                                      uint32_t min_length) {
+  tail_delay_min_length_ = std::max<uint32_t>(9, min_length);
+  tail_delay_ns_ = std::max<int64_t>(0, absl::ToInt64Nanoseconds(delay));
 }
 
 void FaultKnobs::CorruptNextRead(uint32_t offset, uint8_t xor_mask, int count) {
@@ -91,6 +99,7 @@ FaultKnobs::Counters FaultKnobs::counters() const {
   c.writes_corrupted = writes_corrupted_.load();
   c.reads_corrupted = reads_corrupted_.load();
   c.writes_dropped = writes_dropped_.load();
+  c.writes_torn = writes_torn_.load();
   c.connections_made = connections_made_.load();
   return c;
 }
@@ -391,7 +400,9 @@ class FaultyConnection final : public Connection {
       knobs_->writes_dropped_.fetch_add(1);
     }
     if (modified && copy.empty()) return absl::OkStatus();
-    absl::Status s = modified ? inner_->Post(copy) : inner_->Post(wrs);
+    absl::Status s = knobs_->tail_delay_ns_.load() > 0
+                         ? PostTorn(modified ? absl::MakeConstSpan(copy) : wrs)
+                         : modified ? inner_->Post(copy) : inner_->Post(wrs);
     if (!s.ok()) {
       for (uint64_t wr_id : armed_reads) cq_->DisarmReadCorruption(id(), wr_id);
     }
@@ -400,6 +411,41 @@ class FaultyConnection final : public Connection {
 
   absl::Status status() const override { return inner_->status(); }
   void Fail(absl::Status reason) override { inner_->Fail(std::move(reason)); }
+
+  // Posts `wrs` with each long enough WRITE split before its last 8 bytes
+  // and a sleep between the halves (FaultKnobs::set_write_tail_delay).
+  absl::Status PostTorn(absl::Span<const WorkRequest> wrs) {
+    const int64_t delay_ns = knobs_->tail_delay_ns_.load();
+    const uint32_t min_length = knobs_->tail_delay_min_length_.load();
+    std::vector<WorkRequest> batch;
+    for (const WorkRequest& wr : wrs) {
+      if (wr.opcode != Opcode::kWrite || wr.length < min_length) {
+        batch.push_back(wr);
+        continue;
+      }
+      const uint32_t head = wr.length - 8;
+      WorkRequest first = wr;
+      first.length = head;
+      first.signaled = false;
+      first.notify = false;
+      WorkRequest last = wr;
+      last.length = 8;
+      last.remote_offset += head;
+      if (wr.inline_data != nullptr) {
+        last.inline_data = static_cast<const char*>(wr.inline_data) + head;
+      } else {
+        last.local_offset += head;
+      }
+      batch.push_back(first);
+      absl::Status s = inner_->Post(batch);
+      if (!s.ok()) return s;
+      batch.clear();
+      knobs_->writes_torn_.fetch_add(1, std::memory_order_relaxed);
+      absl::SleepFor(absl::Nanoseconds(delay_ns));
+      batch.push_back(last);
+    }
+    return batch.empty() ? absl::OkStatus() : inner_->Post(batch);
+  }
 
   void FailFromKnobs() {
     knobs_->connections_failed_.fetch_add(1);

@@ -112,6 +112,14 @@ class FaultKnobs {
     drop_write_next_.store(count);
   }
   void CorruptNextRead(uint32_t offset, uint8_t xor_mask, int count = 1);
+  // Torn WRITEs: every WRITE of at least `min_length` bytes is posted as
+  // two, all but its last 8 bytes first, then, after `delay` (the posting
+  // thread sleeps), the last 8. Legal under the ordering contract
+  // (transport.h: only a WRITE's last 8 bytes are ordered), and the worst a
+  // NIC may do: a target polling the WRITE's first bytes sees them long
+  // before the rest. Zero (the default) turns it off. Meant for shm, which
+  // applies a WRITE when it is posted.
+  void set_write_tail_delay(absl::Duration delay, uint32_t min_length = 16);
   // Every eligible WRITE / READ, with probability p, at a random offset in
   // [0, min(length, max_offset)) with a random non-zero mask.
   void set_corrupt_write_probability(double p, uint32_t max_offset = 16);
@@ -128,6 +136,7 @@ class FaultKnobs {
     uint64_t writes_corrupted = 0;
     uint64_t reads_corrupted = 0;
     uint64_t writes_dropped = 0;
+    uint64_t writes_torn = 0;           // set_write_tail_delay.
     uint64_t connections_made = 0;      // Connect() and Accept() successes.
   };
   Counters counters() const;
@@ -168,6 +177,9 @@ class FaultKnobs {
   std::atomic<uint32_t> drop_write_length_{0};
   std::atomic<int> drop_write_next_{0};
   std::atomic<uint64_t> writes_dropped_{0};
+  std::atomic<int64_t> tail_delay_ns_{0};
+  std::atomic<uint32_t> tail_delay_min_length_{16};
+  std::atomic<uint64_t> writes_torn_{0};
   std::atomic<uint32_t> corrupt_write_offset_{0};
   std::atomic<uint8_t> corrupt_write_mask_{0};
   std::atomic<double> corrupt_write_p_{0};
