@@ -283,10 +283,8 @@ bool ClientConnection::SendAloneLocked(const PendingCall* call, size_t size) {
   // A sync caller about to open a batch that the idle flush would send at
   // once, alone: it goes as the plain request it is, on the unbatched path
   // (nothing to share the batch framing with). Not in adaptive mode, whose
-  // slots must carry batches only: its publish WRITEs the 16-byte header
-  // after the payload and tail, and a WRITE orders only its last 8 bytes,
-  // so the server may read the new head word with the previous request's
-  // aux, flags and method_id, which are then a plain request's.
+  // entries may be WRITTen into the server's slot before the batch is
+  // complete: its slots carry batches only.
   if (!call->sync || open_ >= 0 || options_.batch == BatchMode::kAdaptive ||
       outstanding_ >= options_.max_outstanding ||
       wire::EntryBytes(size) > layout_.RequestPayloadCapacity()) {
@@ -608,7 +606,7 @@ void ClientConnection::PublishLocked(uint32_t s, int64_t now) {
   // entry header, its budget in aux), and the server answers it with a
   // plain response. Not in adaptive mode, whose entries may already be in
   // the server's slot and whose slots carry batches only (see
-  // AddToBatchLocked).
+  // SendAloneLocked).
   const bool plain =
       slot.calls.size() == 1 && slot.calls[0] != nullptr &&
       options_.batch != BatchMode::kAdaptive;
