@@ -329,6 +329,7 @@ class ChannelImpl final : public Channel {
     st.result_parts = counters_.result_parts.load();
     st.publishes_delayed = counters_.publishes_delayed.load();
     st.calls_queued = counters_.calls_queued.load();
+    st.send_queue_waits = counters_.send_queue_waits.load();
     st.batch_size = counters_.batch_size.load();
     st.sizer_k = counters_.sizer_k.load();
     st.sizer_adjustments = counters_.sizer_adjustments.load();

@@ -171,6 +171,9 @@ struct ChannelStats {
   // Async calls that found max_outstanding requests (or every slot) busy
   // and waited in the connection's queue.
   uint64_t calls_queued = 0;
+  // Calls that found the connection's send queue near full (work requests
+  // not yet completed) and waited for completions before posting.
+  uint64_t send_queue_waits = 0;
   int batch_size = 0;                 // Current N (auto: the sizer's).
   double sizer_k = 0;                 // Auto: last window's fraction over.
   uint64_t sizer_adjustments = 0;

@@ -137,6 +137,8 @@ bool ClientConnection::PostList(absl::Span<const WorkRequest> wrs) {
     return false;
   }
   for (const WorkRequest& wr : wrs) {
+    ++wr_posted_;
+    if (wr.signaled) signaled_marks_.emplace_back(wr.wr_id, wr_posted_);
     if (wr.opcode == transport::Opcode::kRead) {
       counters_->rdma_reads.fetch_add(1, std::memory_order_relaxed);
     } else {
@@ -144,6 +146,19 @@ bool ClientConnection::PostList(absl::Span<const WorkRequest> wrs) {
     }
   }
   return true;
+}
+
+void ClientConnection::RetireThrough(uint64_t wr_id) {
+  // Completions come in posting order; one that never came (a fault) is
+  // passed over by the next. wr_ids repeat, so the oldest match is taken:
+  // at worst that retires less than it could, never more.
+  for (size_t i = 0; i < signaled_marks_.size(); ++i) {
+    if (signaled_marks_[i].first != wr_id) continue;
+    wr_retired_ = std::max(wr_retired_, signaled_marks_[i].second);
+    signaled_marks_.erase(signaled_marks_.begin(),
+                          signaled_marks_.begin() + static_cast<long>(i) + 1);
+    return;
+  }
 }
 
 void ClientConnection::SignalAccounting(WorkRequest* wrs, int n) {
@@ -298,6 +313,12 @@ absl::Status ClientConnection::StartLocked(
     PendingCall* call, const char* serialized,
     const google::protobuf::MessageLite* request, size_t size) {
   if (!status_.ok()) return status_;
+  if (!SendQueueAdmits()) {
+    // The caller polls (which retires entries) and tries again; an async
+    // call is queued.
+    counters_->send_queue_waits.fetch_add(1, std::memory_order_relaxed);
+    return absl::ResourceExhaustedError("send queue full: waiting for completions");
+  }
   bool alone = false;
   if (batching()) {
     if (!SendAloneLocked(call, size)) {
@@ -1378,6 +1399,7 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
       FailLocked(c.ToStatus(), finished);
       return true;
     }
+    RetireThrough(c.wr_id);
     const uint32_t s = static_cast<uint32_t>(c.wr_id >> 4);
     const WrKind kind = static_cast<WrKind>(c.wr_id & 0xf);
     if (kind == kPublishWrite) {

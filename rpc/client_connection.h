@@ -23,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -102,6 +103,7 @@ struct ChannelCounters {
   std::atomic<uint64_t> result_parts{0};
   std::atomic<uint64_t> publishes_delayed{0};
   std::atomic<uint64_t> calls_queued{0};
+  std::atomic<uint64_t> send_queue_waits{0};
   std::atomic<int> batch_size{0};
   std::atomic<double> sizer_k{0};
   std::atomic<uint64_t> sizer_adjustments{0};
@@ -327,6 +329,19 @@ class ClientConnection {
   void SignalAccounting(transport::WorkRequest* wrs, int n)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Post(const transport::WorkRequest& wr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Send-queue entries a connection of `slots` slots asks for, and how many
+  // of them new calls may fill (the rest stays for calls already in).
+  static uint32_t SendQueueDepth(uint32_t slots) { return 12 * slots + 128; }
+  static uint32_t SendQueueAdmit(uint32_t slots) { return 4 * slots + 64; }
+  // Whether a new call may post (see wr_posted_).
+  bool SendQueueAdmits() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    // (With no signaled request outstanding nothing could free an entry:
+    // never the case with one in kSignalEvery signaled, but never a hang.)
+    return wr_posted_ - wr_retired_ <= sq_admit_ || signaled_marks_.empty();
+  }
+  // A completion of `wr_id` was polled: it and everything posted before it
+  // have left the send queue.
+  void RetireThrough(uint64_t wr_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool PostList(absl::Span<const transport::WorkRequest> wrs)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Recomputes needs_driver_; `rescan` false reuses the abandoned-slot
@@ -435,6 +450,19 @@ class ClientConnection {
   int64_t publish_posted_ns_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   uint32_t unsignaled_ ABSL_GUARDED_BY(mu_) = 0;
+  // Send-queue accounting. A work request holds its send-queue entry until
+  // its own completion, or a later signaled one's, has been polled (verbs
+  // RC semantics; more than ConnectionSetup::max_outstanding and the post
+  // fails). In server-reply mode results arrive without any completion, so
+  // without this a client could post faster than its WRITEs are
+  // acknowledged. New calls are admitted (Start) only while at most
+  // sq_admit_ entries are in use; the rest of the depth is room for what
+  // admitted calls may still post (READs, publishes, doorbells).
+  uint64_t wr_posted_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t wr_retired_ ABSL_GUARDED_BY(mu_) = 0;
+  // (wr_id, wr_posted_ at it) of each signaled request not yet completed.
+  std::deque<std::pair<uint64_t, uint64_t>> signaled_marks_ ABSL_GUARDED_BY(mu_);
+  uint32_t sq_admit_ = 0;
   uint64_t rounds_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t now_ns_ ABSL_GUARDED_BY(mu_) = 0;       // Progress's last clock read.
   double rtt_ns_ ABSL_GUARDED_BY(mu_) = 0;         // EWMA of READ round trips.

@@ -133,7 +133,8 @@ absl::StatusOr<std::unique_ptr<ClientConnection>> ClientConnection::Connect(
       c->reply_.get(), 0, c->reply_->size(), /*remote_write=*/true,
       /*remote_read=*/false});
   setup.user_data = hello.SerializeAsString();
-  setup.max_outstanding = 4 * slots + 64;
+  setup.max_outstanding = SendQueueDepth(slots);
+  c->sq_admit_ = SendQueueAdmit(slots);
   setup.auth_token = options.auth_token;
   setup.handshake_timeout = options.connect_timeout;
   RFRPC_ASSIGN_OR_RETURN(c->conn_, provider->Connect(address, setup));

@@ -58,6 +58,7 @@ void AddCounters(const ChannelStats& from, ChannelStats* to) {
   to->result_parts += from.result_parts;
   to->publishes_delayed += from.publishes_delayed;
   to->calls_queued += from.calls_queued;
+  to->send_queue_waits += from.send_queue_waits;
   to->sizer_adjustments += from.sizer_adjustments;
   to->rings += from.rings;
   to->rerings += from.rerings;

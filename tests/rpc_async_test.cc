@@ -213,7 +213,8 @@ TEST_F(RpcAsyncTest, BatchResultsStayInRequestOrderPartByPart) {
   ChannelOptions opts;
   opts.batch = BatchMode::kFixed;
   opts.batch_size = 8;
-  opts.batch_timeout = absl::Seconds(30);  // Flushed when it holds 8.
+  opts.batch_timeout = absl::Seconds(30);  // Flushed when it holds 8,
+  opts.batch_idle_in_flight = 0;           // not when the poller is idle.
   for (RpcMode mode : {RpcMode::kRemoteFetch, RpcMode::kServerReply}) {
     SCOPED_TRACE(RpcModeName(mode));
     std::unique_ptr<Channel> ch = Connect(mode, opts);

@@ -44,6 +44,8 @@ void FaultKnobs::Reset() {
   writes_dropped_ = 0;
   tail_delay_ns_ = 0;
   writes_torn_ = 0;
+  send_queue_ = false;
+  send_queue_full_ = 0;
   corrupt_write_p_ = 0;
   corrupt_read_next_ = 0;
   corrupt_read_p_ = 0;
@@ -100,6 +102,7 @@ FaultKnobs::Counters FaultKnobs::counters() const {
   c.reads_corrupted = reads_corrupted_.load();
   c.writes_dropped = writes_dropped_.load();
   c.writes_torn = writes_torn_.load();
+  c.send_queue_full = send_queue_full_.load();
   c.connections_made = connections_made_.load();
   return c;
 }
@@ -143,6 +146,9 @@ absl::Duration FaultKnobs::DelayForOne() {
 
 // ---------------------------------------------------------------------------
 // The wrapped objects.
+
+// FaultyConnection::Retire (defined below).
+void RetireFromQueue(Connection* c, uint64_t wr_id);
 
 class FaultyCompletionQueue final : public CompletionQueue {
  public:
@@ -290,8 +296,12 @@ class FaultyCompletionQueue final : public CompletionQueue {
     int n = 0;
     while (!held_.empty() && static_cast<size_t>(n) < out.size() &&
            held_.front().first <= now) {
-      out[n++] = held_.front().second;
+      out[n] = held_.front().second;
       held_.pop_front();
+      if (out[n].connection != nullptr && knobs_->send_queue_.load()) {
+        RetireFromQueue(out[n].connection, out[n].wr_id);
+      }
+      ++n;
     }
     knobs_->completions_.fetch_add(n);
     return n;
@@ -311,12 +321,14 @@ class FaultyConnection final : public Connection {
  public:
   FaultyConnection(std::shared_ptr<Provider> provider,
                    std::unique_ptr<Connection> inner,
-                   FaultyCompletionQueue* cq, FaultKnobs* knobs)
+                   FaultyCompletionQueue* cq, FaultKnobs* knobs,
+                   uint32_t max_outstanding)
       : Connection(inner->id(), inner->peer()),
         provider_(std::move(provider)),
         inner_(std::move(inner)),
         cq_(cq),
-        knobs_(knobs) {
+        knobs_(knobs),
+        max_outstanding_(max_outstanding) {
     cq_->AddConnection(id(), this);
     knobs_->Register(this);
   }
@@ -339,6 +351,19 @@ class FaultyConnection final : public Connection {
       knobs_->posts_failed_.fetch_add(1);
       return absl::Status(knobs_->post_error_.load(),
                           "fault injection: post failed");
+    }
+    if (knobs_->send_queue_.load()) {
+      std::lock_guard<std::mutex> lock(sq_mu_);
+      if (sq_posted_ - sq_retired_ + wrs.size() > max_outstanding_) {
+        knobs_->send_queue_full_.fetch_add(1);
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "fault injection: send queue full (", sq_posted_ - sq_retired_,
+            " of max_outstanding ", max_outstanding_, " in use)"));
+      }
+      for (const WorkRequest& wr : wrs) {
+        ++sq_posted_;
+        if (wr.signaled) sq_marks_.emplace_back(wr.wr_id, sq_posted_);
+      }
     }
     std::vector<WorkRequest> copy;
     std::deque<std::string> inline_copies;  // Stable addresses.
@@ -411,6 +436,20 @@ class FaultyConnection final : public Connection {
 
   absl::Status status() const override { return inner_->status(); }
   void Fail(absl::Status reason) override { inner_->Fail(std::move(reason)); }
+
+  // A completion of `wr_id` reached the user: it and everything posted
+  // before it leave the emulated send queue (FaultKnobs::
+  // set_emulate_send_queue).
+  void Retire(uint64_t wr_id) {
+    std::lock_guard<std::mutex> lock(sq_mu_);
+    for (size_t i = 0; i < sq_marks_.size(); ++i) {
+      if (sq_marks_[i].first != wr_id) continue;
+      sq_retired_ = std::max(sq_retired_, sq_marks_[i].second);
+      sq_marks_.erase(sq_marks_.begin(),
+                      sq_marks_.begin() + static_cast<long>(i) + 1);
+      return;
+    }
+  }
 
   // Posts `wrs` with each long enough WRITE split before its last 8 bytes
   // and a sleep between the halves (FaultKnobs::set_write_tail_delay).
@@ -487,8 +526,17 @@ class FaultyConnection final : public Connection {
   std::unique_ptr<Connection> inner_;
   FaultyCompletionQueue* const cq_;
   FaultKnobs* const knobs_;
+  const uint32_t max_outstanding_;
   std::deque<std::unique_ptr<MemoryRegion>> scratch_;  // Posting thread only.
+  std::mutex sq_mu_;
+  uint64_t sq_posted_ ABSL_GUARDED_BY(sq_mu_) = 0;
+  uint64_t sq_retired_ ABSL_GUARDED_BY(sq_mu_) = 0;
+  std::deque<std::pair<uint64_t, uint64_t>> sq_marks_ ABSL_GUARDED_BY(sq_mu_);
 };
+
+void RetireFromQueue(Connection* c, uint64_t wr_id) {
+  static_cast<FaultyConnection*>(c)->Retire(wr_id);
+}
 
 void FaultKnobs::Register(FaultyConnection* c) {
   connections_made_.fetch_add(1);
@@ -544,7 +592,8 @@ class FaultyIncoming final : public IncomingConnection {
     RFRPC_ASSIGN_OR_RETURN(std::unique_ptr<Connection> c,
                            inner_->Accept(inner_setup));
     return std::unique_ptr<Connection>(
-        new FaultyConnection(provider_, std::move(c), cq, knobs_));
+        new FaultyConnection(provider_, std::move(c), cq, knobs_,
+                             setup.max_outstanding));
   }
   void Reject(const absl::Status& reason) override { inner_->Reject(reason); }
 
@@ -612,7 +661,8 @@ class FaultyProvider final : public Provider {
     RFRPC_ASSIGN_OR_RETURN(std::unique_ptr<Connection> c,
                            inner_->Connect(address, inner_setup));
     return std::unique_ptr<Connection>(
-        new FaultyConnection(inner_, std::move(c), cq, knobs_));
+        new FaultyConnection(inner_, std::move(c), cq, knobs_,
+                             setup.max_outstanding));
   }
 
  private:

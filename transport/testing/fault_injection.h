@@ -120,6 +120,13 @@ class FaultKnobs {
   // before the rest. Zero (the default) turns it off. Meant for shm, which
   // applies a WRITE when it is posted.
   void set_write_tail_delay(absl::Duration delay, uint32_t min_length = 16);
+  // Verbs send-queue semantics on any provider: a work request holds one of
+  // its connection's ConnectionSetup::max_outstanding entries until its own
+  // completion, or a later one's, has been polled through the wrapping
+  // queue; a post that would need more fails with RESOURCE_EXHAUSTED, as
+  // ibv_post_send's ENOMEM does (shm executes at post time and has no send
+  // queue). Requests posted while it is off are not counted. Off by default.
+  void set_emulate_send_queue(bool on) { send_queue_.store(on); }
   // Every eligible WRITE / READ, with probability p, at a random offset in
   // [0, min(length, max_offset)) with a random non-zero mask.
   void set_corrupt_write_probability(double p, uint32_t max_offset = 16);
@@ -137,6 +144,7 @@ class FaultKnobs {
     uint64_t reads_corrupted = 0;
     uint64_t writes_dropped = 0;
     uint64_t writes_torn = 0;           // set_write_tail_delay.
+    uint64_t send_queue_full = 0;       // Posts refused (emulated queue).
     uint64_t connections_made = 0;      // Connect() and Accept() successes.
   };
   Counters counters() const;
@@ -180,6 +188,8 @@ class FaultKnobs {
   std::atomic<int64_t> tail_delay_ns_{0};
   std::atomic<uint32_t> tail_delay_min_length_{16};
   std::atomic<uint64_t> writes_torn_{0};
+  std::atomic<bool> send_queue_{false};
+  std::atomic<uint64_t> send_queue_full_{0};
   std::atomic<uint32_t> corrupt_write_offset_{0};
   std::atomic<uint8_t> corrupt_write_mask_{0};
   std::atomic<double> corrupt_write_p_{0};
