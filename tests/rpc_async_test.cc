@@ -486,7 +486,8 @@ TEST_F(RpcAsyncTest, TheDeadlineReachesHandlersOfEveryKind) {
   ChannelOptions bo;
   bo.batch = BatchMode::kFixed;
   bo.batch_size = 4;
-  bo.batch_timeout = absl::Seconds(30);
+  bo.batch_timeout = absl::Seconds(30);  // One batch of 4: no idle flush.
+  bo.batch_idle_in_flight = 0;
   std::unique_ptr<Channel> batched = Connect(RpcMode::kRemoteFetch, bo);
   ASSERT_NE(batched, nullptr);
   Kinds::Stub bstub(batched.get());
