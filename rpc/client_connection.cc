@@ -137,8 +137,7 @@ bool ClientConnection::PostList(absl::Span<const WorkRequest> wrs) {
     return false;
   }
   for (const WorkRequest& wr : wrs) {
-    ++wr_posted_;
-    if (wr.signaled) signaled_marks_.emplace_back(wr.wr_id, wr_posted_);
+    sq_.Posted(wr.wr_id, wr.signaled);
     if (wr.opcode == transport::Opcode::kRead) {
       counters_->rdma_reads.fetch_add(1, std::memory_order_relaxed);
     } else {
@@ -146,19 +145,6 @@ bool ClientConnection::PostList(absl::Span<const WorkRequest> wrs) {
     }
   }
   return true;
-}
-
-void ClientConnection::RetireThrough(uint64_t wr_id) {
-  // Completions come in posting order; one that never came (a fault) is
-  // passed over by the next. wr_ids repeat, so the oldest match is taken:
-  // at worst that retires less than it could, never more.
-  for (size_t i = 0; i < signaled_marks_.size(); ++i) {
-    if (signaled_marks_[i].first != wr_id) continue;
-    wr_retired_ = std::max(wr_retired_, signaled_marks_[i].second);
-    signaled_marks_.erase(signaled_marks_.begin(),
-                          signaled_marks_.begin() + static_cast<long>(i) + 1);
-    return;
-  }
 }
 
 void ClientConnection::SignalAccounting(WorkRequest* wrs, int n) {
@@ -1399,7 +1385,7 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
       FailLocked(c.ToStatus(), finished);
       return true;
     }
-    RetireThrough(c.wr_id);
+    sq_.Completed(c.wr_id);
     const uint32_t s = static_cast<uint32_t>(c.wr_id >> 4);
     const WrKind kind = static_cast<WrKind>(c.wr_id & 0xf);
     if (kind == kPublishWrite) {

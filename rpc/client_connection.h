@@ -39,6 +39,7 @@
 #include "rpc/options.h"
 #include "rpc/slot_codec.h"
 #include "rpc/wire_format.h"
+#include "transport/send_queue_count.h"
 #include "transport/transport.h"
 
 namespace rfrpc {
@@ -337,11 +338,9 @@ class ClientConnection {
   bool SendQueueAdmits() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     // (With no signaled request outstanding nothing could free an entry:
     // never the case with one in kSignalEvery signaled, but never a hang.)
-    return wr_posted_ - wr_retired_ <= sq_admit_ || signaled_marks_.empty();
+    return sq_.in_use() <= sq_admit_ || !sq_.awaiting_completion();
   }
-  // A completion of `wr_id` was polled: it and everything posted before it
-  // have left the send queue.
-  void RetireThrough(uint64_t wr_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   bool PostList(absl::Span<const transport::WorkRequest> wrs)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Recomputes needs_driver_; `rescan` false reuses the abandoned-slot
@@ -450,18 +449,14 @@ class ClientConnection {
   int64_t publish_posted_ns_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   uint32_t unsignaled_ ABSL_GUARDED_BY(mu_) = 0;
-  // Send-queue accounting. A work request holds its send-queue entry until
-  // its own completion, or a later signaled one's, has been polled (verbs
-  // RC semantics; more than ConnectionSetup::max_outstanding and the post
-  // fails). In server-reply mode results arrive without any completion, so
-  // without this a client could post faster than its WRITEs are
-  // acknowledged. New calls are admitted (Start) only while at most
-  // sq_admit_ entries are in use; the rest of the depth is room for what
-  // admitted calls may still post (READs, publishes, doorbells).
-  uint64_t wr_posted_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t wr_retired_ ABSL_GUARDED_BY(mu_) = 0;
-  // (wr_id, wr_posted_ at it) of each signaled request not yet completed.
-  std::deque<std::pair<uint64_t, uint64_t>> signaled_marks_ ABSL_GUARDED_BY(mu_);
+  // Send-queue accounting (transport/send_queue_count.h). In server-reply
+  // mode results arrive without any completion, so without it a client
+  // could post faster than its WRITEs are acknowledged and overfill the
+  // queue pair (ConnectionSetup::max_outstanding). New calls are admitted
+  // (Start) only while at most sq_admit_ entries are in use; the rest of
+  // the depth is room for what admitted calls may still post (READs,
+  // publishes, doorbells).
+  transport::SendQueueCount sq_ ABSL_GUARDED_BY(mu_);
   uint32_t sq_admit_ = 0;
   uint64_t rounds_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t now_ns_ ABSL_GUARDED_BY(mu_) = 0;       // Progress's last clock read.

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/status_macros.h"
+#include "transport/send_queue_count.h"
 
 namespace rfrpc {
 namespace transport {
@@ -354,16 +355,13 @@ class FaultyConnection final : public Connection {
     }
     if (knobs_->send_queue_.load()) {
       std::lock_guard<std::mutex> lock(sq_mu_);
-      if (sq_posted_ - sq_retired_ + wrs.size() > max_outstanding_) {
+      if (sq_.in_use() + wrs.size() > max_outstanding_) {
         knobs_->send_queue_full_.fetch_add(1);
         return absl::ResourceExhaustedError(absl::StrCat(
-            "fault injection: send queue full (", sq_posted_ - sq_retired_,
+            "fault injection: send queue full (", sq_.in_use(),
             " of max_outstanding ", max_outstanding_, " in use)"));
       }
-      for (const WorkRequest& wr : wrs) {
-        ++sq_posted_;
-        if (wr.signaled) sq_marks_.emplace_back(wr.wr_id, sq_posted_);
-      }
+      for (const WorkRequest& wr : wrs) sq_.Posted(wr.wr_id, wr.signaled);
     }
     std::vector<WorkRequest> copy;
     std::deque<std::string> inline_copies;  // Stable addresses.
@@ -442,13 +440,7 @@ class FaultyConnection final : public Connection {
   // set_emulate_send_queue).
   void Retire(uint64_t wr_id) {
     std::lock_guard<std::mutex> lock(sq_mu_);
-    for (size_t i = 0; i < sq_marks_.size(); ++i) {
-      if (sq_marks_[i].first != wr_id) continue;
-      sq_retired_ = std::max(sq_retired_, sq_marks_[i].second);
-      sq_marks_.erase(sq_marks_.begin(),
-                      sq_marks_.begin() + static_cast<long>(i) + 1);
-      return;
-    }
+    sq_.Completed(wr_id);
   }
 
   // Posts `wrs` with each long enough WRITE split before its last 8 bytes
@@ -529,9 +521,7 @@ class FaultyConnection final : public Connection {
   const uint32_t max_outstanding_;
   std::deque<std::unique_ptr<MemoryRegion>> scratch_;  // Posting thread only.
   std::mutex sq_mu_;
-  uint64_t sq_posted_ ABSL_GUARDED_BY(sq_mu_) = 0;
-  uint64_t sq_retired_ ABSL_GUARDED_BY(sq_mu_) = 0;
-  std::deque<std::pair<uint64_t, uint64_t>> sq_marks_ ABSL_GUARDED_BY(sq_mu_);
+  SendQueueCount sq_ ABSL_GUARDED_BY(sq_mu_);
 };
 
 void RetireFromQueue(Connection* c, uint64_t wr_id) {
