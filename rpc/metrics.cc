@@ -206,8 +206,8 @@ struct RpcMetrics::State {
   // Client side.
   std::unique_ptr<CounterFold> c_calls, c_failures, c_timeouts, c_cancels,
       c_results, c_switches, c_rdma, c_fetches, c_server_time, c_batches,
-      c_batched, c_flushes, c_parts, c_delayed, c_adjust, c_queued, c_rings,
-      c_rerings, c_notifies, c_hot_posts;
+      c_batched, c_flushes, c_parts, c_delayed, c_adjust, c_queued,
+      c_sq_waits, c_rings, c_rerings, c_notifies, c_hot_posts;
   std::unique_ptr<HistogramFold> c_duration, c_fetches_per_call;
   std::unique_ptr<GaugeFold> c_channels, c_connections, c_slots,
       c_fetch_delay, c_fetch_rtt, c_batch_size, c_sizer_k;
@@ -337,6 +337,8 @@ absl::Status RpcMetrics::State::Build() {
           "Auto batching: changes of the batch size N.");
   counter(&c_queued, "rfrpc_client_calls_queued_total",
           "Async calls that waited for a free slot or max_outstanding.");
+  counter(&c_sq_waits, "rfrpc_client_send_queue_waits_total",
+          "Calls that waited for completions: the send queue was near full.");
   gauge(&c_batch_size, "rfrpc_client_batch_size",
         "Batch size N in force (0: batching off; mean over channels).");
   gauge(&c_sizer_k, "rfrpc_client_batch_sizer_k",
@@ -453,6 +455,7 @@ void RpcMetrics::State::FoldChannels(
     c_delayed->Set(server, static_cast<double>(st.publishes_delayed));
     c_adjust->Set(server, static_cast<double>(st.sizer_adjustments));
     c_queued->Set(server, static_cast<double>(st.calls_queued));
+    c_sq_waits->Set(server, static_cast<double>(st.send_queue_waits));
     c_rings->Set(server, static_cast<double>(st.rings));
     c_rerings->Set(server, static_cast<double>(st.rerings));
     c_notifies->Set(server, static_cast<double>(st.notifies));

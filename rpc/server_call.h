@@ -127,6 +127,8 @@ class ServerCall {
   uint32_t slot = 0;
   uint32_t seq = 0;
   uint32_t entry = 0;  // Index in its request batch (0 for a single call).
+  uint32_t method_id = 0;
+  int64_t start_ns = 0;  // When the worker took it (Unix ns).
   // What context()->peer() points at, held once the call outlives its
   // handler (the connection may close before it finishes).
   std::shared_ptr<const std::string> peer;

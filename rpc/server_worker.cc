@@ -600,6 +600,7 @@ void ServerWorker::ServeBatch(ServerConnection* c, uint32_t s,
       if (call != nullptr) {
         st = call->status();
         if (st.ok()) call->SerializeResponseTo(&e.result);
+        CountCall(call, st, e.result.size());
         call->Release();
       }
     } else {

@@ -267,6 +267,10 @@ class ServerWorker {
   // serialized response's `*len`.
   absl::Status CallResult(ServerCall* call, char* buf, size_t cap,
                           size_t* len);
+  // Counts a finished async or offloaded call in its method's stats (sync
+  // calls are counted by RunHandler): the time from its arrival to now.
+  void CountCall(const ServerCall* call, const absl::Status& status,
+                 size_t result_bytes);
   void PublishCall(ServerConnection* c, uint32_t s, uint32_t seq,
                    int64_t start_ns, uint16_t hot, ServerCall* call);
   // Publishes one result part of slot `s`'s batch.

@@ -60,6 +60,8 @@ ServerCall* ServerWorker::NewCall(ServerConnection* c, uint32_t s, uint32_t seq,
   call->slot = s;
   call->seq = seq;
   call->entry = entry;
+  call->method_id = m->id;
+  call->start_ns = start_ns;
   if (c->shared_peer == nullptr) {
     c->shared_peer = std::make_shared<const std::string>(c->peer);
   }
@@ -96,16 +98,27 @@ bool ServerWorker::Launch(ServerConnection* c, ServerCall* call,
 absl::Status ServerWorker::CallResult(ServerCall* call, char* buf, size_t cap,
                                       size_t* len) {
   *len = 0;
-  if (!call->status().ok()) return call->status();
-  absl::Status st = call->SerializeResponse(buf, cap, len);
-  if (!st.ok()) {
-    st = absl::ResourceExhaustedError(absl::StrCat(
-        "response of ", *len, " bytes exceeds the ", cap,
-        " bytes left in the connection's response slot (raise "
-        "ChannelOptions::max_response_bytes)"));
-    *len = 0;
+  absl::Status st = call->status();
+  if (st.ok()) {
+    st = call->SerializeResponse(buf, cap, len);
+    if (!st.ok()) {
+      st = absl::ResourceExhaustedError(absl::StrCat(
+          "response of ", *len, " bytes exceeds the ", cap,
+          " bytes left in the connection's response slot (raise "
+          "ChannelOptions::max_response_bytes)"));
+      *len = 0;
+    }
   }
+  CountCall(call, st, *len);
   return st;
+}
+
+void ServerWorker::CountCall(const ServerCall* call, const absl::Status& status,
+                             size_t result_bytes) {
+  if (method_counters_ == nullptr) return;
+  method_counters_->For(call->method_id)
+      ->Served(static_cast<int>(status.code()), UnixNanos() - call->start_ns,
+               result_bytes);
 }
 
 void ServerWorker::PublishCall(ServerConnection* c, uint32_t s, uint32_t seq,
@@ -233,10 +246,12 @@ void ServerWorker::TakeFinished() {
                      &p->part_start, st, len);
       } else if (call->status().ok()) {
         call->SerializeResponseTo(&e.result);
+        CountCall(call, call->status(), e.result.size());
       } else {
         e.code = static_cast<uint16_t>(call->status().code());
         e.result.assign(call->status().message().data(),
                         call->status().message().size());
+        CountCall(call, call->status(), 0);
       }
       e.ready = true;
       e.call = nullptr;

@@ -338,6 +338,53 @@ TEST_F(RpcAsyncTest, EarlyFetchesNeverSeeAHalfWrittenResult) {
 // calls on the same worker keep answering (each well under the sleep). A
 // sync sleep (the same sleep in the sync method) stalls them: the contrast
 // shows what offloading buys.
+// Async and offloaded calls count in their methods' stats as sync ones do
+// (Server::method_stats, exported as rfrpc_server_* metrics), single and
+// batched: only Fast would show calls if async results were not counted.
+TEST_F(RpcAsyncTest, EveryKindOfCallIsCountedInMethodStats) {
+  StartServer();
+  std::unique_ptr<Channel> ch = Connect(RpcMode::kRemoteFetch);
+  ASSERT_NE(ch, nullptr);
+  Kinds::Stub stub(ch.get());
+  for (int i = 0; i < 3; ++i) {
+    TestResponse resp;
+    ASSERT_TRUE(stub.Fast(nullptr, Request(i, kInline), &resp).ok());
+    ASSERT_TRUE(
+        stub.Later(nullptr, Request(10 + i, i % 2 ? kInline : kThread), &resp)
+            .ok());
+    ASSERT_TRUE(stub.Slow(nullptr, Request(20 + i, kInline), &resp).ok());
+  }
+  // A batch of 4 of each kind.
+  ChannelOptions bo;
+  bo.batch = BatchMode::kFixed;
+  bo.batch_size = 4;
+  bo.batch_timeout = absl::Seconds(30);
+  bo.batch_idle_in_flight = 0;
+  std::unique_ptr<Channel> batched = Connect(RpcMode::kRemoteFetch, bo);
+  ASSERT_NE(batched, nullptr);
+  Kinds::Stub bstub(batched.get());
+  std::vector<TestResponse> resps(12);
+  std::atomic<int> done{0};
+  std::atomic<int> failed{0};
+  auto cb = [&](absl::Status s) {
+    if (!s.ok()) failed.fetch_add(1);
+    done.fetch_add(1);
+  };
+  for (int i = 0; i < 4; ++i) bstub.FastAsync(nullptr, Request(30 + i, kInline), &resps[i], cb);
+  for (int i = 0; i < 4; ++i) bstub.LaterAsync(nullptr, Request(40 + i, kThread), &resps[4 + i], cb);
+  for (int i = 0; i < 4; ++i) bstub.SlowAsync(nullptr, Request(50 + i, kInline), &resps[8 + i], cb);
+  ASSERT_TRUE(Await(done, 12));
+  EXPECT_EQ(failed.load(), 0);
+  int named = 0;
+  for (const MethodStats& m : server_->method_stats()) {
+    if (m.method.empty()) continue;
+    ++named;
+    EXPECT_EQ(m.calls, 7u) << m.method;
+    EXPECT_EQ(m.latency_ns.count(), 7u) << m.method;
+  }
+  EXPECT_EQ(named, 3);
+}
+
 TEST_F(RpcAsyncTest, ABlockingMethodDoesNotStallAFastOneOnTheSameWorker) {
   ServerOptions so;
   so.workers = 1;
