@@ -95,16 +95,18 @@ stop_server() {  # stop_server NAME: SIGTERM, exit 0, nothing left.
   # The timeout wrapper forwards SIGTERM to the server.
   kill -TERM "$pid" || fail "$name: already gone"
   # If it is still there after 15 s, record where each of its threads is.
-  ( trap - EXIT  # Not the script's cleanup: that is the parent's.
+  # A separate bash, not a ( ) subshell: a subshell killed before it has
+  # reset its traps runs this script's EXIT trap, which removes $TMP.
+  bash -c '
     sleep 15
-    for p in $(pgrep -f -- "--address_file=$TMP/$name.addr"); do
-      echo "--- $name (pid $p) still running 15 s after SIGTERM; threads:"
+    for p in $(pgrep -f -- "--address_file=$1"); do
+      echo "--- $2 (pid $p) still running 15 s after SIGTERM; threads:"
       for t in /proc/"$p"/task/*; do
         echo "$t: $(cat "$t/comm" 2>/dev/null) wchan=$(cat "$t/wchan" 2>/dev/null)"
       done
       command -v gdb >/dev/null &&
         timeout 20 gdb -p "$p" -batch -ex "thread apply all bt" 2>&1 | tail -200
-    done >>"$TMP/$name.err" ) &
+    done >>"$3"' watcher "$TMP/$name.addr" "$name" "$TMP/$name.err" &
   local watcher=$!
   local rc=0
   wait "$pid" || rc=$?
