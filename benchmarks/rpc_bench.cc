@@ -25,7 +25,7 @@
 //   bazel run //benchmarks:rpc_bench -- --modes=rf,server_reply --metrics=ab
 //       --ab_rounds=21 --seconds=0.3
 //
-// --rfrpc_metrics_port / --rfrpc_metrics_file (//tools:metrics_flags) serve
+// --rfrpc_metrics_port / --rfrpc_metrics_file (//flags:metrics_flags) serve
 // or write the process's metrics as kvstore_server's do.
 //
 // Figures from the shm provider are same-host figures; figures from the
@@ -59,7 +59,7 @@
 #include "rpc/metrics_endpoint.h"
 #include "rpc/server.h"
 #include "tests/test_service.h"
-#include "tools/metrics_flags.h"
+#include "flags/metrics_flags.h"
 
 DEFINE_string(provider, "shm", "Transport provider: shm, verbs or auto.");
 DEFINE_string(address, "", "Listen address (verbs: ip:0).");

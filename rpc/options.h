@@ -1,7 +1,7 @@
 // Copyright 2026 The rfrpc Authors.
 //
 // Options for rfrpc channels and servers. Library code takes these structs;
-// binaries map gflags onto them (see tools/rpc_flags.h for the standard mapping).
+// binaries map gflags onto them (see flags/rpc_flags.h for the standard mapping).
 
 #ifndef RFRPC_RPC_OPTIONS_H_
 #define RFRPC_RPC_OPTIONS_H_

@@ -37,8 +37,8 @@
 #include "kvstore/server/jakiro_service.h"
 #include "kvstore/server/message_limits.h"
 #include "rpc/server.h"
-#include "tools/metrics_flags.h"
-#include "tools/rpc_flags.h"
+#include "flags/metrics_flags.h"
+#include "flags/rpc_flags.h"
 
 DEFINE_string(provider, "shm", "Transport provider: shm, verbs or auto.");
 DEFINE_string(address, "",

@@ -36,7 +36,7 @@
 #include "kvstore/ycsb/db.h"
 #include "kvstore/ycsb/properties.h"
 #include "proto/kvstore.rfrpc.h"
-#include "tools/metrics_flags.h"
+#include "flags/metrics_flags.h"
 
 DEFINE_bool(list_drivers, false, "Print the registered drivers and exit.");
 DEFINE_bool(print_properties, false,

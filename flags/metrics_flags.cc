@@ -1,6 +1,6 @@
 // Copyright 2026 The rfrpc Authors.
 
-#include "tools/metrics_flags.h"
+#include "flags/metrics_flags.h"
 
 #include <utility>
 

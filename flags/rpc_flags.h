@@ -4,7 +4,7 @@
 // functions that map them onto ChannelOptions / ServerOptions.
 //
 // rpc/ and transport/ define no flags (STYLE.md: library code takes Options
-// structs); a binary that wants the standard knobs links //tools:rpc_flags,
+// structs); a binary that wants the standard knobs links //flags:rpc_flags,
 // parses its command line and calls the Apply functions:
 //
 //   gflags::ParseCommandLineFlags(&argc, &argv, true);
@@ -34,8 +34,8 @@
 // Thread-safety: call after flag parsing, before starting threads that read
 // or change flags.
 
-#ifndef RFRPC_TOOLS_RPC_FLAGS_H_
-#define RFRPC_TOOLS_RPC_FLAGS_H_
+#ifndef RFRPC_FLAGS_RPC_FLAGS_H_
+#define RFRPC_FLAGS_RPC_FLAGS_H_
 
 #include <string>
 
@@ -60,4 +60,4 @@ std::string DescribeServerOptions(const ServerOptions& options);
 }  // namespace tools
 }  // namespace rfrpc
 
-#endif  // RFRPC_TOOLS_RPC_FLAGS_H_
+#endif  // RFRPC_FLAGS_RPC_FLAGS_H_

@@ -3,7 +3,7 @@
 // The --rfrpc_metrics_* flags of rfrpc binaries (kvstore_server, ycsb,
 // benchmarks) and what they start: an RpcMetrics on the default registry
 // (rpc/metrics.h) and, with a port, /metrics over HTTP
-// (rpc/metrics_endpoint.h). Separate from //tools:rpc_flags so that only
+// (rpc/metrics_endpoint.h). Separate from //flags:rpc_flags so that only
 // binaries that export metrics link prometheus-cpp.
 //
 //   --rfrpc_metrics_port=N   serve http://HOST:N/metrics; 0 (the default)
@@ -29,8 +29,8 @@
 // Thread safety: Create, Serve and WriteFile from one thread (main); the
 // rest is thread-safe.
 
-#ifndef RFRPC_TOOLS_METRICS_FLAGS_H_
-#define RFRPC_TOOLS_METRICS_FLAGS_H_
+#ifndef RFRPC_FLAGS_METRICS_FLAGS_H_
+#define RFRPC_FLAGS_METRICS_FLAGS_H_
 
 #include <memory>
 #include <string>
@@ -74,4 +74,4 @@ class FlagMetrics {
 }  // namespace tools
 }  // namespace rfrpc
 
-#endif  // RFRPC_TOOLS_METRICS_FLAGS_H_
+#endif  // RFRPC_FLAGS_METRICS_FLAGS_H_

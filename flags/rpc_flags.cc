@@ -1,6 +1,6 @@
 // Copyright 2026 The rfrpc Authors.
 
-#include "tools/rpc_flags.h"
+#include "flags/rpc_flags.h"
 
 #include <cstdint>
 #include <limits>
