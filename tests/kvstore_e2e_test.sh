@@ -34,6 +34,10 @@ OPS="${RFRPC_TEST_OPS:-6000}"
 PIDS=()
 
 cleanup() {
+  # Only the script itself: a child forked from it (the watcher, between
+  # fork and exec) that is killed runs this trap too, and must not remove
+  # $TMP under the script.
+  [ "$BASHPID" = "$$" ] || return 0
   for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
   rm -rf "$TMP"
 }
@@ -95,10 +99,13 @@ stop_server() {  # stop_server NAME: SIGTERM, exit 0, nothing left.
   # The timeout wrapper forwards SIGTERM to the server.
   kill -TERM "$pid" || fail "$name: already gone"
   # If it is still there after 15 s, record where each of its threads is.
-  # A separate bash, not a ( ) subshell: a subshell killed before it has
-  # reset its traps runs this script's EXIT trap, which removes $TMP.
+  # It ends on its own once the server is gone (killing a just-forked
+  # child makes it run this script's EXIT trap: see cleanup).
   bash -c '
-    sleep 15
+    for _ in $(seq 150); do
+      pgrep -f -- "--address_file=$1" >/dev/null || exit 0
+      sleep 0.1
+    done
     for p in $(pgrep -f -- "--address_file=$1"); do
       echo "--- $2 (pid $p) still running 15 s after SIGTERM; threads:"
       for t in /proc/"$p"/task/*; do
@@ -110,7 +117,7 @@ stop_server() {  # stop_server NAME: SIGTERM, exit 0, nothing left.
   local watcher=$!
   local rc=0
   wait "$pid" || rc=$?
-  kill "$watcher" 2>/dev/null; wait "$watcher" 2>/dev/null || true
+  wait "$watcher" 2>/dev/null || true
   [ "$rc" = 0 ] || fail "$name exited $rc after SIGTERM"
   grep -q "kvstore_server: stopped" "$TMP/$name.err" || fail "$name: no 'stopped'"
   if pgrep -f -- "--address_file=$TMP/$name.addr" >/dev/null; then
