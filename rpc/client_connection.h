@@ -23,7 +23,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -334,7 +333,7 @@ class ClientConnection {
   // of them new calls may fill (the rest stays for calls already in).
   static uint32_t SendQueueDepth(uint32_t slots) { return 12 * slots + 128; }
   static uint32_t SendQueueAdmit(uint32_t slots) { return 4 * slots + 64; }
-  // Whether a new call may post (see wr_posted_).
+  // Whether a new call may post (see sq_).
   bool SendQueueAdmits() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     // (With no signaled request outstanding nothing could free an entry:
     // never the case with one in kSignalEvery signaled, but never a hang.)
