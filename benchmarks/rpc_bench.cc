@@ -78,6 +78,10 @@ DEFINE_string(cdf_csv, "",
 DEFINE_int32(rfrpc_retries, 5, "R: fetches before a call counts as slow.");
 DEFINE_int32(rfrpc_fetch_size, 256, "F: bytes of the first READ.");
 DEFINE_int32(rfrpc_switch_after, 2, "K: slow calls before server-reply.");
+DEFINE_uint32(rfrpc_max_inline, 128,
+              "WRITEs of up to this many bytes go inline (0: none).");
+DEFINE_int32(rfrpc_signal_every, 16,
+             "A post list is signaled once this many WRITEs went unsignaled.");
 DEFINE_double(seconds, 2.0, "Measured seconds per point.");
 DEFINE_double(warmup_seconds, 0.3, "Unmeasured warm-up per point.");
 DEFINE_bool(pin, true, "Pin server worker i to CPU i and client j to the next.");
@@ -123,6 +127,9 @@ struct Point {
   double ops = 0;
   double p50_us = 0, p99_us = 0, avg_us = 0;
   double ops_per_call = 0, reads_per_call = 0;
+  // Per call, as the transport counted (ChannelStats::wqes and friends).
+  double wqes_per_call = 0, doorbells_per_call = 0, inline_per_call = 0,
+         signaled_per_call = 0;
   uint64_t calls = 0, failed = 0, switches = 0;
   double rf_share = 0;
   double rtt_ns = 0, delay_ns = 0;
@@ -148,6 +155,8 @@ Point Run(const std::string& address, RpcMode mode, int size, int server_us,
       opts.switch_after = FLAGS_rfrpc_switch_after;
       opts.connections = FLAGS_connections;
       opts.adaptive_fetch_delay = FLAGS_adaptive_fetch_delay;
+      opts.max_inline = FLAGS_rfrpc_max_inline;
+      opts.signal_every = FLAGS_rfrpc_signal_every;
       opts.method_stats = method_stats;
       opts.max_request_bytes = std::max(4096, size + 64);
       opts.max_response_bytes = std::max(64 * 1024, size + 64);
@@ -193,12 +202,17 @@ Point Run(const std::string& address, RpcMode mode, int size, int server_us,
   Point p;
   std::vector<double> all;
   uint64_t calls = 0, ops = 0, reads = 0, rf = 0;
+  uint64_t wqes = 0, doorbells = 0, inlined = 0, signaled = 0;
   for (int t = 0; t < FLAGS_threads; ++t) {
     all.insert(all.end(), lat[t].begin(), lat[t].end());
     calls += after[t].calls - before[t].calls;
     ops += (after[t].rdma_reads + after[t].rdma_writes) -
            (before[t].rdma_reads + before[t].rdma_writes);
     reads += after[t].rdma_reads - before[t].rdma_reads;
+    wqes += after[t].wqes - before[t].wqes;
+    doorbells += after[t].doorbells - before[t].doorbells;
+    inlined += after[t].inline_writes - before[t].inline_writes;
+    signaled += after[t].signaled - before[t].signaled;
     rf += after[t].calls_remote_fetch - before[t].calls_remote_fetch;
     p.switches += after[t].switches_to_server_reply +
                   after[t].switches_to_remote_fetch;
@@ -216,6 +230,12 @@ Point Run(const std::string& address, RpcMode mode, int size, int server_us,
   }
   p.ops_per_call = calls ? static_cast<double>(ops) / calls : 0;
   p.reads_per_call = calls ? static_cast<double>(reads) / calls : 0;
+  if (calls > 0) {
+    p.wqes_per_call = static_cast<double>(wqes) / calls;
+    p.doorbells_per_call = static_cast<double>(doorbells) / calls;
+    p.inline_per_call = static_cast<double>(inlined) / calls;
+    p.signaled_per_call = static_cast<double>(signaled) / calls;
+  }
   p.rf_share = calls ? static_cast<double>(rf) / calls : 0;
   for (int t = 0; t < FLAGS_threads; ++t) {
     p.rtt_ns += after[t].fetch_rtt_ns / FLAGS_threads;
@@ -425,20 +445,23 @@ int Main() {
   std::unique_ptr<Scraper> scraper;
   if (on) scraper = std::make_unique<Scraper>(m.get());
   std::printf("# rpc_bench provider=%s workers=%d client_threads=%d R=%d F=%d K=%d "
-              "latency clock=%s%s\n",
+              "max_inline=%u signal_every=%d latency clock=%s%s\n",
               FLAGS_provider.c_str(), FLAGS_workers, FLAGS_threads,
               FLAGS_rfrpc_retries, FLAGS_rfrpc_fetch_size,
-              FLAGS_rfrpc_switch_after, bench::ProcessTicks().source(),
+              FLAGS_rfrpc_switch_after, FLAGS_rfrpc_max_inline,
+              FLAGS_rfrpc_signal_every, bench::ProcessTicks().source(),
               FLAGS_provider == "shm" ? " (same-host shm figures)" : "");
   if (FLAGS_csv) {
     std::printf("provider,mode,size,server_us,threads,ops_per_s,avg_us,p50_us,p99_us,"
                 "rdma_ops_per_call,reads_per_call,rf_share,switches,calls,failed,workers,"
-                "connections,label,loadavg\n");
+                "connections,label,loadavg,wqes_per_call,doorbells_per_call,"
+                "inline_per_call,signaled_per_call\n");
   } else {
-    std::printf("%-8s %-12s %6s %6s %12s %8s %8s %8s %8s %8s %6s %6s %7s %7s\n",
+    std::printf("%-8s %-12s %6s %6s %12s %8s %8s %8s %8s %8s %6s %6s %7s %7s "
+                "%6s %6s %6s %6s\n",
                 "provider", "mode", "size", "srv_us", "ops/s", "avg_us",
                 "p50_us", "p99_us", "ops/call", "rd/call", "rf%", "fail",
-                "rtt_ns", "dly_ns");
+                "rtt_ns", "dly_ns", "wqe/c", "db/c", "inl/c", "sig/c");
   }
   for (const std::string& m : std::vector<std::string>(absl::StrSplit(FLAGS_modes, ','))) {
     absl::StatusOr<RpcMode> mode = ParseRpcMode(m);
@@ -459,21 +482,25 @@ int Main() {
         }
         if (FLAGS_csv) {
           std::printf("%s,%s,%d,%d,%d,%.0f,%.3f,%.3f,%.3f,%.4f,%.4f,%.3f,%llu,%llu,%llu,"
-                      "%d,%d,%s,%.2f\n",
+                      "%d,%d,%s,%.2f,%.4f,%.4f,%.4f,%.4f\n",
                       FLAGS_provider.c_str(), m.c_str(), size, us, FLAGS_threads,
                       p.ops, p.avg_us, p.p50_us, p.p99_us, p.ops_per_call,
                       p.reads_per_call, p.rf_share,
                       static_cast<unsigned long long>(p.switches),
                       static_cast<unsigned long long>(p.calls),
                       static_cast<unsigned long long>(p.failed), FLAGS_workers,
-                      FLAGS_connections, FLAGS_label.c_str(), bench::LoadAverage1());
+                      FLAGS_connections, FLAGS_label.c_str(), bench::LoadAverage1(),
+                      p.wqes_per_call, p.doorbells_per_call, p.inline_per_call,
+                      p.signaled_per_call);
         } else {
-          std::printf("%-8s %-12s %6d %6d %12.0f %8.3f %8.3f %8.3f %8.4f %8.4f %6.1f %6llu %7.0f %7.0f\n",
+          std::printf("%-8s %-12s %6d %6d %12.0f %8.3f %8.3f %8.3f %8.4f %8.4f %6.1f %6llu %7.0f %7.0f "
+                      "%6.3f %6.3f %6.3f %6.3f\n",
                       FLAGS_provider.c_str(), m.c_str(), size, us, p.ops,
                       p.avg_us, p.p50_us, p.p99_us, p.ops_per_call,
                       p.reads_per_call, 100 * p.rf_share,
                       static_cast<unsigned long long>(p.failed), p.rtt_ns,
-                      p.delay_ns);
+                      p.delay_ns, p.wqes_per_call, p.doorbells_per_call,
+                      p.inline_per_call, p.signaled_per_call);
         }
         std::fflush(stdout);
       }

@@ -56,6 +56,33 @@ DEFINE_int32(rfrpc_slots, kChannelDefaults.slots_per_connection,
 DEFINE_int64(rfrpc_timeout_ms,
              absl::ToInt64Milliseconds(kChannelDefaults.default_timeout),
              "Deadline of a call.");
+DEFINE_string(rfrpc_fetch_policy,
+              kChannelDefaults.adaptive_fetch_delay ? "adaptive" : "paper",
+              "When results are fetched: adaptive (the first READ waits for "
+              "the learned result time, up to --rfrpc_max_fetch_delay_us or "
+              "R fetch times) or paper (READ at once and repeatedly, up to "
+              "R times, as in the RF-RPC paper).");
+DEFINE_int64(rfrpc_max_fetch_delay_us,
+             absl::ToInt64Microseconds(kChannelDefaults.max_fetch_delay),
+             "fetch_policy=adaptive: upper bound of the first fetch's delay "
+             "(with R * the measured fetch time).");
+DEFINE_string(rfrpc_sizer_rule,
+              kChannelDefaults.sizer_proportional_steps ? "proportional"
+                                                        : "paper",
+              "batch=auto: how the sizer changes N after a window: "
+              "proportional (to the size the latency quantiles point at, "
+              "halving/doubling at most, one window's hold-off, shrinking "
+              "after 2 windows over) or paper (-1/+1 after every window of "
+              "--rfrpc_sizer_window calls).");
+DEFINE_int32(rfrpc_sizer_window, kChannelDefaults.sizer_window,
+             "batch=auto: calls per sizer window.");
+DEFINE_uint32(rfrpc_max_inline, kChannelDefaults.max_inline,
+              "WRITEs of up to this many bytes go inline (requests, "
+              "doorbells; on a server, pushed results); 0: none. The queue "
+              "pair may grant less.");
+DEFINE_int32(rfrpc_signal_every, kChannelDefaults.signal_every,
+             "A post list is signaled (makes a completion) once this many "
+             "WRITEs went unsignaled; 1: every one. In [1, 64].");
 
 // Server side.
 DEFINE_int32(rfrpc_pin_first_cpu, kServerDefaults.pin_first_cpu,
@@ -117,6 +144,13 @@ absl::Status AtLeast(absl::string_view flag, int64_t value, int64_t min) {
   return Bad(flag, absl::StrCat("must be >= ", min));
 }
 
+// A flag's value must be in [min, max].
+absl::Status InRange(absl::string_view flag, int64_t value, int64_t min,
+                     int64_t max) {
+  if (value >= min && value <= max) return absl::OkStatus();
+  return Bad(flag, absl::StrCat("must be in [", min, ", ", max, "]"));
+}
+
 absl::Status ApplyProviderFlags(transport::ProviderOptions* p) {
   RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_ib_port", FLAGS_rfrpc_ib_port, 0));
   RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_gid_index", FLAGS_rfrpc_gid_index, -1));
@@ -152,8 +186,37 @@ absl::Status ApplyChannelFlags(ChannelOptions* o) {
   }
   RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_slots", FLAGS_rfrpc_slots, 1));
   RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_timeout_ms", FLAGS_rfrpc_timeout_ms, 1));
+  if (FLAGS_rfrpc_fetch_policy != "adaptive" && FLAGS_rfrpc_fetch_policy != "paper") {
+    return Bad("rfrpc_fetch_policy", absl::StrCat("unknown policy '",
+                                                  FLAGS_rfrpc_fetch_policy,
+                                                  "' (adaptive or paper)"));
+  }
+  RFRPC_RETURN_IF_ERROR(
+      AtLeast("rfrpc_max_fetch_delay_us", FLAGS_rfrpc_max_fetch_delay_us, 0));
+  if (FLAGS_rfrpc_sizer_rule != "proportional" && FLAGS_rfrpc_sizer_rule != "paper") {
+    return Bad("rfrpc_sizer_rule", absl::StrCat("unknown rule '",
+                                                FLAGS_rfrpc_sizer_rule,
+                                                "' (proportional or paper)"));
+  }
+  RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_sizer_window", FLAGS_rfrpc_sizer_window, 1));
+  RFRPC_RETURN_IF_ERROR(InRange("rfrpc_max_inline", FLAGS_rfrpc_max_inline, 0, 1024));
+  RFRPC_RETURN_IF_ERROR(
+      InRange("rfrpc_signal_every", FLAGS_rfrpc_signal_every, 1, 64));
   RFRPC_RETURN_IF_ERROR(ApplyProviderFlags(&o->provider_options));
   o->mode = *mode;
+  o->adaptive_fetch_delay = FLAGS_rfrpc_fetch_policy == "adaptive";
+  o->max_fetch_delay = absl::Microseconds(FLAGS_rfrpc_max_fetch_delay_us);
+  o->sizer_window = FLAGS_rfrpc_sizer_window;
+  if (FLAGS_rfrpc_sizer_rule == "paper") {
+    // The paper's rule: -1/+1 after every window of sizer_window calls.
+    o->sizer_proportional_steps = false;
+    o->sizer_holdoff_windows = 0;
+    o->sizer_shrink_windows = 1;
+    o->sizer_min_window = absl::ZeroDuration();
+    o->sizer_max_window = absl::ZeroDuration();
+  }
+  o->max_inline = FLAGS_rfrpc_max_inline;
+  o->signal_every = FLAGS_rfrpc_signal_every;
   o->retries = FLAGS_rfrpc_retries;
   o->fetch_size = FLAGS_rfrpc_fetch_size;
   o->switch_after = FLAGS_rfrpc_switch_after;
@@ -188,7 +251,9 @@ absl::Status ApplyServerFlags(ServerOptions* o) {
       AtLeast("rfrpc_hot_window_us", FLAGS_rfrpc_hot_window_us, 0));
   RFRPC_RETURN_IF_ERROR(
       AtLeast("rfrpc_blocking_threads", FLAGS_rfrpc_blocking_threads, 1));
+  RFRPC_RETURN_IF_ERROR(InRange("rfrpc_max_inline", FLAGS_rfrpc_max_inline, 0, 1024));
   RFRPC_RETURN_IF_ERROR(ApplyProviderFlags(&o->provider_options));
+  o->max_inline = FLAGS_rfrpc_max_inline;
   o->pin_first_cpu = FLAGS_rfrpc_pin_first_cpu;
   o->large_result_bytes = FLAGS_rfrpc_large_result_bytes;
   o->result_batch_bytes = FLAGS_rfrpc_result_batch_bytes;
@@ -210,7 +275,7 @@ std::string DescribeChannelOptions(const ChannelOptions& o) {
       "provider=%s mode=%s R=%d F=%u K=%d connections=%d slots=%d "
       "max_request=%u max_response=%u timeout=%s batch=%s N=%d L=%u T=%s "
       "idle_in_flight=%d max_outstanding=%d latency_limit=%s alpha=%g "
-      "auth=%s",
+      "sizer=%s fetch_policy=%s max_inline=%u signal_every=%d auth=%s",
       o.provider, RpcModeName(o.mode), o.retries, o.fetch_size, o.switch_after,
       o.connections, o.slots_per_connection, o.max_request_bytes,
       o.max_response_bytes, absl::FormatDuration(o.default_timeout),
@@ -218,7 +283,9 @@ std::string DescribeChannelOptions(const ChannelOptions& o) {
       absl::FormatDuration(o.batch_timeout), o.batch_idle_in_flight,
       o.max_outstanding,
       absl::FormatDuration(o.latency_limit), o.latency_alpha,
-      o.auth_token.empty() ? "off" : "on");
+      o.sizer_proportional_steps ? "proportional" : "paper",
+      o.adaptive_fetch_delay ? "adaptive" : "paper", o.max_inline,
+      o.signal_every, o.auth_token.empty() ? "off" : "on");
 }
 
 std::string DescribeServerOptions(const ServerOptions& o) {
@@ -226,13 +293,13 @@ std::string DescribeServerOptions(const ServerOptions& o) {
       "provider=%s address=%s workers=%d pin_first_cpu=%d max_slots=%d "
       "max_request=%u max_response=%u large_result=%u result_batch=%u "
       "max_connections=%d idle_spin=%d park_after=%s hot_window=%s "
-      "blocking_threads=%d auth=%s",
+      "blocking_threads=%d max_inline=%u auth=%s",
       o.provider, o.address.empty() ? "(auto)" : o.address, o.workers,
       o.pin_first_cpu, o.max_slots_per_connection, o.max_request_bytes,
       o.max_response_bytes, o.large_result_bytes, o.result_batch_bytes,
       o.max_connections, o.idle_spin_rounds,
       absl::FormatDuration(o.idle_park_after),
-      absl::FormatDuration(o.hot_window), o.blocking_threads,
+      absl::FormatDuration(o.hot_window), o.blocking_threads, o.max_inline,
       o.auth_token.empty() ? "off" : "on");
 }
 

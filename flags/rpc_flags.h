@@ -22,12 +22,14 @@
 //   --rfrpc_batch_idle_in_flight, --rfrpc_batch_sync_combine,
 //   --rfrpc_max_outstanding,
 //   --rfrpc_latency_limit_us, --rfrpc_latency_alpha, --rfrpc_slots,
-//   --rfrpc_timeout_ms.
+//   --rfrpc_timeout_ms, --rfrpc_fetch_policy=adaptive|paper,
+//   --rfrpc_max_fetch_delay_us, --rfrpc_sizer_rule=proportional|paper,
+//   --rfrpc_sizer_window, --rfrpc_max_inline, --rfrpc_signal_every.
 // Server (ServerOptions): --rfrpc_pin_first_cpu, --rfrpc_large_result_bytes,
 //   --rfrpc_result_batch_bytes, --rfrpc_max_connections,
 //   --rfrpc_max_slots_per_connection, --rfrpc_idle_spin_rounds,
 //   --rfrpc_idle_park_after_us, --rfrpc_hot_window_us,
-//   --rfrpc_blocking_threads.
+//   --rfrpc_blocking_threads, --rfrpc_max_inline.
 // Both: --rfrpc_auth_token, --rfrpc_method_stats, and the provider's
 //   --rfrpc_device, --rfrpc_ib_port, --rfrpc_gid_index, --rfrpc_socket_dir.
 //

@@ -340,10 +340,16 @@ class ChannelImpl final : public Channel {
     st.hot_posts = counters_.hot_posts.load();
     st.calls_cancelled = counters_.calls_cancelled.load();
     st.cancel_writes = counters_.cancel_writes.load();
+    st.wqes = counters_.closed_wqes.load();
+    st.doorbells = counters_.closed_doorbells.load();
+    st.inline_writes = counters_.closed_inline_writes.load();
+    st.signaled = counters_.closed_signaled.load();
     int n = 0;
     for (const auto& slot : conns_) {
       std::shared_ptr<ClientConnection> c = Get(slot.get());
       if (!c) continue;
+      c->AddWorkCounts(&st.wqes, &st.doorbells, &st.inline_writes,
+                       &st.signaled);
       st.fetch_rtt_ns += absl::ToDoubleNanoseconds(c->fetch_rtt());
       st.fetch_delay_ns += absl::ToDoubleNanoseconds(c->fetch_delay());
       st.slots_in_use += c->busy_slots();

@@ -193,6 +193,16 @@ struct ChannelStats {
   uint64_t calls_cancelled = 0;
   uint64_t cancel_writes = 0;
 
+  // Work requests, as the transport counted them (docs/rpc.md "What a call
+  // posts"): posted (READs and WRITEs, doorbell rings included), post lists
+  // (one doorbell each), WRITEs that went inline, and signaled requests
+  // (the rest make no completion). Under fault injection (a wrapping
+  // connection) these stay 0.
+  uint64_t wqes = 0;
+  uint64_t doorbells = 0;
+  uint64_t inline_writes = 0;
+  uint64_t signaled = 0;
+
   double CallsPerBatch() const {
     return batches == 0 ? 0.0 : static_cast<double>(batched_calls) / batches;
   }

@@ -40,7 +40,6 @@ constexpr uint64_t WrId(uint32_t slot, WrKind kind) {
 }
 
 // Signal one request WRITE in this many so the send queue drains.
-constexpr uint32_t kSignalEvery = 16;
 // In server-reply, READ the response buffer this often anyway: the server
 // always publishes there first, so this bounds any wait on a lost race.
 constexpr int64_t kReplyProbeNs = 1000 * 1000;
@@ -125,11 +124,18 @@ int ClientConnection::busy_slots() const {
   return busy_slots_;
 }
 
-bool ClientConnection::Post(const WorkRequest& wr) {
-  return PostList(absl::MakeConstSpan(&wr, 1));
+bool ClientConnection::Post(WorkRequest wr) {
+  return PostList(absl::MakeSpan(&wr, 1));
 }
 
-bool ClientConnection::PostList(absl::Span<const WorkRequest> wrs) {
+bool ClientConnection::PostList(absl::Span<WorkRequest> wrs) {
+  // Small WRITEs go inline: the NIC copies them at post time, one DMA read
+  // fewer per WQE (and their sources may be reused at once).
+  for (WorkRequest& wr : wrs) {
+    if (wr.opcode == transport::Opcode::kWrite && wr.length <= inline_max_) {
+      wr.inline_write = true;
+    }
+  }
   absl::Status s = conn_->Post(wrs);
   if (!s.ok()) {
     if (status_.ok()) status_ = s;
@@ -149,7 +155,7 @@ bool ClientConnection::PostList(absl::Span<const WorkRequest> wrs) {
 
 void ClientConnection::SignalAccounting(WorkRequest* wrs, int n) {
   unsignaled_ += static_cast<uint32_t>(n);
-  if (unsignaled_ >= kSignalEvery) {
+  if (unsignaled_ >= signal_every_) {
     wrs[n - 1].signaled = true;
     unsignaled_ = 0;
   }
@@ -206,7 +212,7 @@ bool ClientConnection::PostRequest(uint32_t s, int64_t now, WorkRequest* wrs,
   next_rering_ns_ = std::min(next_rering_ns_, slot.next_ring_ns);
   last_post_ns_ = now;
   SignalAccounting(wrs, n);
-  return PostList(absl::MakeConstSpan(wrs, static_cast<size_t>(n)));
+  return PostList(absl::MakeSpan(wrs, static_cast<size_t>(n)));
 }
 
 void ClientConnection::ReRingLocked(int64_t now) {
@@ -232,7 +238,7 @@ void ClientConnection::ReRingLocked(int64_t now) {
   BellWrites(0, /*all=*/true, /*notify=*/true, wrs);
   SignalAccounting(wrs, 2);
   counters_->rerings.fetch_add(1, std::memory_order_relaxed);
-  PostList(absl::MakeConstSpan(wrs, 2));
+  PostList(absl::MakeSpan(wrs, 2));
 }
 
 absl::Status ClientConnection::Start(
@@ -510,7 +516,7 @@ void ClientConnection::TransmitGroupLocked(uint32_t s) {
           wire::kHeaderBytes + slot.transmitted,
       slot.bytes - slot.transmitted, server_region_,
       layout_.RequestSlotOffset(s) + wire::kHeaderBytes + slot.transmitted);
-  wr.signaled = ++unsignaled_ >= kSignalEvery;
+  wr.signaled = ++unsignaled_ >= signal_every_;
   if (wr.signaled) unsignaled_ = 0;
   if (Post(wr)) {
     slot.transmitted = slot.bytes;
@@ -720,7 +726,7 @@ void ClientConnection::PublishLocked(uint32_t s, int64_t now) {
   (void)ok;  // A failed post failed the connection; Progress fails the calls.
 }
 
-void ClientConnection::PostHeaderRead(uint32_t s, int64_t now) {
+WorkRequest ClientConnection::HeaderRead(uint32_t s, int64_t now) {
   Slot& slot = slots_[s];
   const uint32_t room = layout_.response_slot_bytes - slot.part_offset;
   const uint32_t len = std::min<uint32_t>(fetch_size_, room);
@@ -731,11 +737,16 @@ void ClientConnection::PostHeaderRead(uint32_t s, int64_t now) {
   slot.read_posted_ns = now;
   slot.fetched_bytes = len;
   slot.read_offset = slot.part_offset;
-  if (Post(wr)) {
-    slot.read_outstanding = true;
-    ++slot.reads;
-    counters_->fetches.fetch_add(1, std::memory_order_relaxed);
-  }
+  // Counted as posted now: if the post fails, the connection fails and
+  // every call on it with it.
+  slot.read_outstanding = true;
+  ++slot.reads;
+  counters_->fetches.fetch_add(1, std::memory_order_relaxed);
+  return wr;
+}
+
+void ClientConnection::PostHeaderRead(uint32_t s, int64_t now) {
+  Post(HeaderRead(s, now));
 }
 
 void ClientConnection::SetMode(RpcMode mode) {
@@ -1216,7 +1227,7 @@ void ClientConnection::PostCancel(uint32_t s, int64_t now) {
   const bool notify = notify_gap_ns_ > 0 && now - last_post_ns_ > notify_gap_ns_;
   BellWrites(s, /*all=*/false, notify, wrs + 1);
   SignalAccounting(wrs, 3);
-  if (PostList(absl::MakeConstSpan(wrs, 3))) {
+  if (PostList(absl::MakeSpan(wrs, 3))) {
     counters_->cancel_writes.fetch_add(1, std::memory_order_relaxed);
   }
 }
@@ -1346,7 +1357,11 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
     }
   }
 
-  // 1. Post the header READs that are due.
+  // 1. Post the header READs that are due, in one post list (one doorbell;
+  // up to kReadList at a time).
+  constexpr int kReadList = 16;
+  WorkRequest reads[kReadList];
+  int n_reads = 0;
   for (uint32_t s = 0; s < used_slots_; ++s) {
     Slot& slot = slots_[s];
     if (slot.hot_unconfirmed) {
@@ -1362,14 +1377,19 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
         BellWrites(s, /*all=*/false, /*notify=*/true, wrs);
         SignalAccounting(wrs, 2);
         slot.rung = true;
-        PostList(absl::MakeConstSpan(wrs, 2));
+        PostList(absl::MakeSpan(wrs, 2));
       }
     }
     if ((slot.phase == Phase::kFetchHeader || slot.phase == Phase::kSwitchCheck) &&
         !slot.read_outstanding && now >= slot.next_fetch_ns) {
-      PostHeaderRead(s, now);
+      reads[n_reads++] = HeaderRead(s, now);
+      if (n_reads == kReadList) {
+        PostList(absl::MakeSpan(reads, n_reads));
+        n_reads = 0;
+      }
     }
   }
+  if (n_reads > 0) PostList(absl::MakeSpan(reads, n_reads));
   if (!status_.ok()) {
     FailLocked(status_, finished);
     return true;

@@ -113,6 +113,12 @@ struct ChannelCounters {
   std::atomic<uint64_t> hot_posts{0};
   std::atomic<uint64_t> calls_cancelled{0};
   std::atomic<uint64_t> cancel_writes{0};
+  // Work requests of connections already closed (the live ones' are read
+  // from their transport counters; ClientConnection::AddWorkCounts).
+  std::atomic<uint64_t> closed_wqes{0};
+  std::atomic<uint64_t> closed_doorbells{0};
+  std::atomic<uint64_t> closed_inline_writes{0};
+  std::atomic<uint64_t> closed_signaled{0};
   // Bumped by ClientContext::TryCancel: connections look for cancelled
   // calls when it changes. On a line of its own: every Progress round
   // loads it, and the counters above change with every call.
@@ -128,6 +134,12 @@ class ClientConnection {
       const ChannelOptions& options, ChannelCounters* counters);
 
   ~ClientConnection();
+
+  // Adds this connection's transport work counts so far (work requests,
+  // post lists, inline WRITEs, signaled requests) to the given totals.
+  // Thread-safe.
+  void AddWorkCounts(uint64_t* wqes, uint64_t* doorbells,
+                     uint64_t* inline_writes, uint64_t* signaled) const;
 
   // Starts `call` with `request` (serialized straight into the slot). Returns
   // RESOURCE_EXHAUSTED if every slot is busy (the caller drives Progress and
@@ -287,6 +299,10 @@ class ClientConnection {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void TransmitGroupLocked(uint32_t s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PostHeaderRead(uint32_t s, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The header READ of slot `s`, with the slot's fetch state set as if it
+  // were posted (the caller posts it, maybe with others in one list).
+  transport::WorkRequest HeaderRead(uint32_t s, int64_t now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleHeader(uint32_t s, int64_t now, std::vector<PendingCall*>* finished)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Complete(uint32_t s, const char* payload, const wire::ResponseView& view,
@@ -328,7 +344,10 @@ class ClientConnection {
   // Sets `signaled` on the last of `wrs` when the unsignaled count says so.
   void SignalAccounting(transport::WorkRequest* wrs, int n)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool Post(const transport::WorkRequest& wr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Post one request / a post list (one doorbell). WRITEs of up to
+  // inline_max_ bytes are made inline here. False (and the connection
+  // failed) if the transport refused.
+  bool Post(transport::WorkRequest wr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Send-queue entries a connection of `slots` slots asks for, and how many
   // of them new calls may fill (the rest stays for calls already in).
   static uint32_t SendQueueDepth(uint32_t slots) { return 12 * slots + 128; }
@@ -336,11 +355,11 @@ class ClientConnection {
   // Whether a new call may post (see sq_).
   bool SendQueueAdmits() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     // (With no signaled request outstanding nothing could free an entry:
-    // never the case with one in kSignalEvery signaled, but never a hang.)
+    // never the case with one in signal_every_ signaled, but never a hang.)
     return sq_.in_use() <= sq_admit_ || !sq_.awaiting_completion();
   }
 
-  bool PostList(absl::Span<const transport::WorkRequest> wrs)
+  bool PostList(absl::Span<transport::WorkRequest> wrs)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Recomputes needs_driver_; `rescan` false reuses the abandoned-slot
   // count of the last scan (for changes that abandon no slot).
@@ -448,6 +467,10 @@ class ClientConnection {
   int64_t publish_posted_ns_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   uint32_t unsignaled_ ABSL_GUARDED_BY(mu_) = 0;
+  // ChannelOptions::signal_every, and the inline limit the queue pair
+  // granted for ChannelOptions::max_inline (set at Connect).
+  const uint32_t signal_every_;
+  uint32_t inline_max_ = 0;
   // Send-queue accounting (transport/send_queue_count.h). In server-reply
   // mode results arrive without any completion, so without it a client
   // could post faster than its WRITEs are acknowledged and overfill the

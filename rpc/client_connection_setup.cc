@@ -48,7 +48,8 @@ ClientConnection::ClientConnection(ChannelOptions options,
           std::max(0, options_.sizer_holdoff_windows),
           std::max(absl::ZeroDuration(), options_.sizer_min_window),
           std::max(1, options_.sizer_shrink_windows),
-          std::max(absl::ZeroDuration(), options_.sizer_max_window)}) {
+          std::max(absl::ZeroDuration(), options_.sizer_max_window)}),
+      signal_every_(static_cast<uint32_t>(std::max(1, options_.signal_every))) {
   MutexLock lock(&mu_);
   retries_ = options_.retries;
   fetch_size_ = options_.fetch_size;
@@ -62,8 +63,26 @@ void ClientConnection::SetFetchParams(int retries, uint32_t fetch_size) {
 }
 
 ClientConnection::~ClientConnection() {
+  uint64_t wqes = 0, doorbells = 0, inlined = 0, signaled = 0;
+  AddWorkCounts(&wqes, &doorbells, &inlined, &signaled);
+  counters_->closed_wqes.fetch_add(wqes, std::memory_order_relaxed);
+  counters_->closed_doorbells.fetch_add(doorbells, std::memory_order_relaxed);
+  counters_->closed_inline_writes.fetch_add(inlined, std::memory_order_relaxed);
+  counters_->closed_signaled.fetch_add(signaled, std::memory_order_relaxed);
   // The transport connection goes first so the server sees us leave.
   conn_.reset();
+}
+
+void ClientConnection::AddWorkCounts(uint64_t* wqes, uint64_t* doorbells,
+                                     uint64_t* inline_writes,
+                                     uint64_t* signaled) const {
+  if (conn_ == nullptr) return;
+  const transport::Connection::Counters& c = conn_->counters();
+  *wqes += c.writes.load(std::memory_order_relaxed) +
+           c.reads.load(std::memory_order_relaxed);
+  *doorbells += c.post_lists.load(std::memory_order_relaxed);
+  *inline_writes += c.inline_writes.load(std::memory_order_relaxed);
+  *signaled += c.signaled.load(std::memory_order_relaxed);
 }
 
 absl::StatusOr<std::unique_ptr<ClientConnection>> ClientConnection::Connect(
@@ -82,6 +101,14 @@ absl::StatusOr<std::unique_ptr<ClientConnection>> ClientConnection::Connect(
     return absl::InvalidArgumentError(
         absl::StrCat("fetch_delay_miss_target ",
                      options.fetch_delay_miss_target, " is outside (0, 0.5]"));
+  }
+  if (options.signal_every < 1 || options.signal_every > 64) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "signal_every ", options.signal_every, " is outside [1, 64]"));
+  }
+  if (options.max_inline > 1024) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_inline ", options.max_inline, " is above 1024"));
   }
   if (options.fetch_size < wire::kHeaderBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -134,10 +161,12 @@ absl::StatusOr<std::unique_ptr<ClientConnection>> ClientConnection::Connect(
       /*remote_read=*/false});
   setup.user_data = hello.SerializeAsString();
   setup.max_outstanding = SendQueueDepth(slots);
+  setup.max_inline = options.max_inline;
   c->sq_admit_ = SendQueueAdmit(slots);
   setup.auth_token = options.auth_token;
   setup.handshake_timeout = options.connect_timeout;
   RFRPC_ASSIGN_OR_RETURN(c->conn_, provider->Connect(address, setup));
+  c->inline_max_ = std::min(options.max_inline, c->conn_->max_inline());
 
   rpc::RpcWelcome welcome;
   if (!welcome.ParseFromString(c->conn_->peer().user_data)) {

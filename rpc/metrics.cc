@@ -207,7 +207,7 @@ struct RpcMetrics::State {
   std::unique_ptr<CounterFold> c_calls, c_failures, c_timeouts, c_cancels,
       c_results, c_switches, c_rdma, c_fetches, c_server_time, c_batches,
       c_batched, c_flushes, c_parts, c_delayed, c_adjust, c_queued,
-      c_sq_waits, c_rings, c_rerings, c_notifies, c_hot_posts;
+      c_sq_waits, c_rings, c_rerings, c_notifies, c_hot_posts, c_work;
   std::unique_ptr<HistogramFold> c_duration, c_fetches_per_call;
   std::unique_ptr<GaugeFold> c_channels, c_connections, c_slots,
       c_fetch_delay, c_fetch_rtt, c_batch_size, c_sizer_k;
@@ -339,6 +339,9 @@ absl::Status RpcMetrics::State::Build() {
           "Async calls that waited for a free slot or max_outstanding.");
   counter(&c_sq_waits, "rfrpc_client_send_queue_waits_total",
           "Calls that waited for completions: the send queue was near full.");
+  counter(&c_work, "rfrpc_client_work_requests_total",
+          "Work requests by kind: posted (READs and WRITEs), doorbells (post "
+          "lists), inline (WRITEs), signaled.");
   gauge(&c_batch_size, "rfrpc_client_batch_size",
         "Batch size N in force (0: batching off; mean over channels).");
   gauge(&c_sizer_k, "rfrpc_client_batch_sizer_k",
@@ -456,6 +459,10 @@ void RpcMetrics::State::FoldChannels(
     c_adjust->Set(server, static_cast<double>(st.sizer_adjustments));
     c_queued->Set(server, static_cast<double>(st.calls_queued));
     c_sq_waits->Set(server, static_cast<double>(st.send_queue_waits));
+    c_work->Set(with("kind", "posted"), static_cast<double>(st.wqes));
+    c_work->Set(with("kind", "doorbells"), static_cast<double>(st.doorbells));
+    c_work->Set(with("kind", "inline"), static_cast<double>(st.inline_writes));
+    c_work->Set(with("kind", "signaled"), static_cast<double>(st.signaled));
     c_rings->Set(server, static_cast<double>(st.rings));
     c_rerings->Set(server, static_cast<double>(st.rerings));
     c_notifies->Set(server, static_cast<double>(st.notifies));

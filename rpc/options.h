@@ -97,6 +97,19 @@ struct ChannelOptions {
   // Shared secret presented in the handshake. Default: "" (none).
   std::string auth_token;
 
+  // Work requests (docs/rpc.md "What a call posts"). WRITEs of up to this
+  // many bytes go inline: the NIC takes the bytes from the work request
+  // instead of reading them from memory (every doorbell and mode WRITE, and
+  // requests that fit). The queue pair may grant less (verbs: the device's
+  // limit); 0 turns inlining off. At most 1024. Default: 128.
+  uint32_t max_inline = 128;
+  // Selective signaling: the last WRITE of a post list is signaled (makes a
+  // completion) once this many WRITEs have gone unsignaled since the last
+  // signaled one; the others keep their send-queue entries until a later
+  // signaled request completes. 1 signals every post list. READs are always
+  // signaled. In [1, 64]. Default: 16.
+  int signal_every = 16;
+
   // Batching. Default: kOff.
   BatchMode batch = BatchMode::kOff;
   // N: requests per batch (fixed), the starting size (auto), the publish
@@ -257,6 +270,9 @@ struct ServerOptions {
   bool raise_fd_limit = true;
   // Shared secret clients must present; "" accepts everyone. Default: "".
   std::string auth_token;
+  // Results pushed back (server-reply) of up to this many framed bytes go
+  // as inline WRITEs; 0 turns that off. At most 1024. Default: 128.
+  uint32_t max_inline = 128;
   // Keep per-method counts, a handler-time histogram and a result-size
   // histogram (Server::method_stats(), exported by //rpc:metrics), per
   // worker: a few plain stores per call after its result is published (the

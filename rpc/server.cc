@@ -76,6 +76,10 @@ class Server::Impl {
       return absl::InvalidArgumentError(
           absl::StrCat("workers ", options_.workers, " is outside [1, 1024]"));
     }
+    if (options_.max_inline > 1024) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "max_inline ", options_.max_inline, " is above 1024"));
+    }
     transport::ProviderOptions po = options_.provider_options;
     if (po.address_hint.empty()) {
       po.address_hint = transport::AddressHost(options_.address);
@@ -329,6 +333,7 @@ class Server::Impl {
         /*remote_write=*/true, /*remote_read=*/false});
     setup.user_data = welcome.SerializeAsString();
     setup.max_outstanding = 2 * slots + 16;
+    setup.max_inline = options_.max_inline;
     setup.auth_token = options_.auth_token;
     RFRPC_ASSIGN_OR_RETURN(c->conn, in->Accept(setup));
     counters_.connections_accepted.fetch_add(1);

@@ -64,6 +64,10 @@ void AddCounters(const ChannelStats& from, ChannelStats* to) {
   to->rerings += from.rerings;
   to->notifies += from.notifies;
   to->hot_posts += from.hot_posts;
+  to->wqes += from.wqes;
+  to->doorbells += from.doorbells;
+  to->inline_writes += from.inline_writes;
+  to->signaled += from.signaled;
 }
 
 // Merges `from` into `*to`, matching methods by `key`.

@@ -102,6 +102,125 @@ TEST_F(RpcE2eTest, EchoInEveryMode) {
   EXPECT_GE(server_->stats().calls_server_reply, 200u);
 }
 
+// What a call posts (docs/rpc.md): WRITEs within max_inline go inline, a
+// post list is signaled once signal_every WRITEs went unsignaled (READs
+// always are), and a call's
+// request goes in one post list with its doorbell, each READ in one of its
+// own. The counts are the transport's own (ChannelStats::wqes and friends).
+TEST_F(RpcE2eTest, WhatACallPostsFollowsInlineAndSignalOptions) {
+  StartServer(1);
+  struct Case {
+    uint32_t max_inline;
+    int signal_every;
+  };
+  for (const Case& c : {Case{128, 16}, Case{0, 16}, Case{128, 1}}) {
+    SCOPED_TRACE(absl::StrCat("max_inline ", c.max_inline, " signal_every ",
+                              c.signal_every));
+    ChannelOptions opts;
+    opts.max_inline = c.max_inline;
+    opts.signal_every = c.signal_every;
+    std::unique_ptr<Channel> ch = Connect(RpcMode::kRemoteFetch, opts);
+    ASSERT_NE(ch, nullptr);
+    for (uint64_t i = 0; i < 20; ++i) ExpectEcho(ch.get(), i, 8);
+    const ChannelStats a = ch->stats();
+    constexpr int kCalls = 400;
+    for (uint64_t i = 0; i < kCalls; ++i) ExpectEcho(ch.get(), i, 8);
+    const ChannelStats b = ch->stats();
+    const uint64_t writes = b.rdma_writes - a.rdma_writes;
+    const uint64_t reads = b.rdma_reads - a.rdma_reads;
+    const uint64_t wqes = b.wqes - a.wqes;
+    const uint64_t doorbells = b.doorbells - a.doorbells;
+    const uint64_t inlined = b.inline_writes - a.inline_writes;
+    const uint64_t signaled = b.signaled - a.signaled;
+    // The rpc layer's counts and the transport's agree.
+    EXPECT_EQ(wqes, writes + reads);
+    EXPECT_GE(writes, static_cast<uint64_t>(kCalls));
+    EXPECT_GE(reads, static_cast<uint64_t>(kCalls));
+    // A request and its doorbell ring in one post list, every READ in one
+    // of its own. A ring on its own (a re-ring of a request unanswered for
+    // 1 ms, or a hot post found late) adds one.
+    EXPECT_LE(doorbells, kCalls + reads + (b.rings - a.rings));
+    // Every WRITE here is small (a request of ~40 bytes, a doorbell word).
+    EXPECT_EQ(inlined, c.max_inline == 0 ? 0u : writes);
+    if (c.signal_every == 1) {
+      // Every post list is signaled, at its last request.
+      EXPECT_EQ(signaled, doorbells);
+    } else {
+      // READs, plus one WRITE in 16 to 18: a post list of up to 3 WRITEs
+      // that reaches 16 unsignaled is signaled once and the count restarts
+      // (it also runs on across the warm-up, hence the 1).
+      EXPECT_GE(signaled, reads + writes / 18 - 1);
+      EXPECT_LE(signaled, reads + writes / 16 + 1);
+    }
+  }
+}
+
+// Header READs of several slots due in the same progress round share one
+// post list (one doorbell). 16 async calls at a time on 16 slots, each
+// held 200 us by the one worker, fetched the paper's way (at once, then backing
+// off): several slots wait at once, and their READs fall due together.
+TEST_F(RpcE2eTest, ReadsDueTogetherShareADoorbell) {
+  StartServer(1);
+  ChannelOptions opts;
+  opts.adaptive_fetch_delay = false;
+  opts.slots_per_connection = 16;
+  std::unique_ptr<Channel> ch = Connect(RpcMode::kRemoteFetch, opts);
+  ASSERT_NE(ch, nullptr);
+  static const uint32_t kEcho = MethodId(kEchoMethod);
+  constexpr int kCalls = 64;
+  const ChannelStats a = ch->stats();
+  std::vector<TestResponse> resps(kCalls);
+  std::atomic<int> ok{0}, done{0};
+  for (int i = 0; i < kCalls; ++i) {
+    TestRequest req;
+    req.set_id(i);
+    req.set_delay_ns(200000);
+    ch->CallAsync(kEcho, req, &resps[i], nullptr, [&, i](absl::Status s) {
+      if (s.ok() && resps[i].id() == static_cast<uint64_t>(i)) ++ok;
+      ++done;
+    });
+  }
+  ASSERT_TRUE(WaitForCount(done, kCalls, absl::Seconds(60)));
+  EXPECT_EQ(ok.load(), kCalls);
+  const ChannelStats b = ch->stats();
+  const uint64_t reads = b.rdma_reads - a.rdma_reads;
+  const uint64_t doorbells = b.doorbells - a.doorbells;
+  // Each request goes in a list of its own (with its ring, if any); a
+  // ring on its own makes one more: the READs' lists are at most the rest.
+  ASSERT_GE(doorbells, static_cast<uint64_t>(kCalls));
+  const uint64_t read_lists = doorbells - kCalls;
+  std::printf("%llu READs in at most %llu post lists\n",
+              static_cast<unsigned long long>(reads),
+              static_cast<unsigned long long>(read_lists));
+  EXPECT_GT(reads, static_cast<uint64_t>(2 * kCalls));
+  // One READ a list would make read_lists == reads (more with rings).
+  EXPECT_LT(read_lists * 5, reads * 4);
+}
+
+TEST_F(RpcE2eTest, InlineAndSignalOptionsAreChecked) {
+  StartServer(1);
+  for (int bad : {0, 65}) {
+    ChannelOptions opts;
+    opts.provider = Provider();
+    opts.signal_every = bad;
+    absl::StatusOr<std::unique_ptr<Channel>> c =
+        Channel::Create(server_->address(), opts);
+    ASSERT_FALSE(c.ok()) << bad;
+    EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(c.status().message().find("signal_every"), std::string::npos)
+        << c.status();
+  }
+  ChannelOptions opts;
+  opts.provider = Provider();
+  opts.max_inline = 4096;
+  absl::StatusOr<std::unique_ptr<Channel>> c =
+      Channel::Create(server_->address(), opts);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("max_inline"), std::string::npos)
+      << c.status();
+}
+
 // fetch_delay_miss_target only moves where the first-fetch delay settles:
 // out of (0, 0.5] it is refused, and at its largest every call still gets
 // its own result.

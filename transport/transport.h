@@ -126,11 +126,12 @@ struct WorkRequest {
   RemoteRegion remote;                     // From the peer's ConnectionInfo.
   uint64_t remote_offset = 0;
   // Signaled requests produce a Completion; unsignaled ones produce one only
-  // on error. Post at least one signaled request every
-  // ConnectionSetup::max_unsignaled requests.
+  // on error. An unsignaled request holds its send-queue entry until a later
+  // signaled one completes (transport/send_queue_count.h): post a signaled
+  // request at least every ConnectionSetup::max_outstanding requests.
   bool signaled = true;
-  // WRITE only: the payload is copied at post time (<= inline limit), so the
-  // source may be reused when Post returns. If `inline_data` is non-null the
+  // WRITE only: the payload is copied at post time (<= the connection's
+  // max_inline()), so the source may be reused when Post returns. If `inline_data` is non-null the
   // bytes come from there instead of `local`.
   bool inline_write = false;
   const void* inline_data = nullptr;
@@ -298,7 +299,9 @@ struct ConnectionSetup {
   CompletionQueue* cq = nullptr;        // Not owned. Must not be null.
   std::vector<ExposedRegion> exposed;   // Memory this side lets the peer use.
   std::string user_data;                // Delivered as peer().user_data.
-  // Largest inline WRITE. Default: 128 (the paper inlines < 92 B payloads).
+  // Largest inline WRITE asked for; the connection may grant less (verbs:
+  // what the device allows; see Connection::max_inline()). 0 asks for
+  // none. Default: 128 (the paper inlines < 92 B payloads).
   uint32_t max_inline = 128;
   // Outstanding work requests. Default: 256.
   uint32_t max_outstanding = 256;
@@ -332,6 +335,11 @@ class Connection {
   // Marks the connection failed (e.g. the rpc layer saw a protocol violation)
   // and closes the liveness channel so the peer learns it too. Idempotent.
   virtual void Fail(absl::Status reason) = 0;
+
+  // The largest WRITE that may be posted with inline_write: what
+  // ConnectionSetup::max_inline asked for, or less if the provider granted
+  // less (verbs: the queue pair's max_inline_data).
+  virtual uint32_t max_inline() const = 0;
 
   const ConnectionInfo& peer() const { return peer_; }
   uint64_t id() const { return id_; }

@@ -149,6 +149,7 @@ class ShmConnection final : public Connection {
   absl::Status Post(absl::Span<const WorkRequest> wrs) override;
   absl::Status status() const override { return state_->status(); }
   void Fail(absl::Status reason) override { state_->Fail(reason); }
+  uint32_t max_inline() const override { return max_inline_; }
 
  private:
   // The peer's regions as the datapath checks them: bounds precomputed,

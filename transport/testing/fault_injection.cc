@@ -434,6 +434,7 @@ class FaultyConnection final : public Connection {
 
   absl::Status status() const override { return inner_->status(); }
   void Fail(absl::Status reason) override { inner_->Fail(std::move(reason)); }
+  uint32_t max_inline() const override { return inner_->max_inline(); }
 
   // A completion of `wr_id` reached the user: it and everything posted
   // before it leave the emulated send queue (FaultKnobs::

@@ -174,6 +174,7 @@ class VerbsConnection final : public Connection {
   absl::Status Post(absl::Span<const WorkRequest> wrs) override;
   absl::Status status() const override ABSL_LOCKS_EXCLUDED(mu_);
   void Fail(absl::Status reason) override;
+  uint32_t max_inline() const override { return max_inline_; }
 
   // Called by the completion queue's poller for a work completion of this
   // QP; fills `out` and returns true, or returns false to drop it. Marks the
