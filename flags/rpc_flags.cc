@@ -57,7 +57,7 @@ DEFINE_int64(rfrpc_timeout_ms,
              absl::ToInt64Milliseconds(kChannelDefaults.default_timeout),
              "Deadline of a call.");
 DEFINE_string(rfrpc_fetch_policy,
-              kChannelDefaults.adaptive_fetch_delay ? "adaptive" : "paper",
+              std::string(rfrpc::FetchPolicyName(kChannelDefaults)),
               "When results are fetched: adaptive (the first READ waits for "
               "the learned result time, up to --rfrpc_max_fetch_delay_us or "
               "R fetch times) or paper (READ at once and repeatedly, up to "
@@ -67,8 +67,7 @@ DEFINE_int64(rfrpc_max_fetch_delay_us,
              "fetch_policy=adaptive: upper bound of the first fetch's delay "
              "(with R * the measured fetch time).");
 DEFINE_string(rfrpc_sizer_rule,
-              kChannelDefaults.sizer_proportional_steps ? "proportional"
-                                                        : "paper",
+              std::string(rfrpc::SizerRuleName(kChannelDefaults)),
               "batch=auto: how the sizer changes N after a window: "
               "proportional (to the size the latency quantiles point at, "
               "halving/doubling at most, one window's hold-off, shrinking "
@@ -186,35 +185,23 @@ absl::Status ApplyChannelFlags(ChannelOptions* o) {
   }
   RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_slots", FLAGS_rfrpc_slots, 1));
   RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_timeout_ms", FLAGS_rfrpc_timeout_ms, 1));
-  if (FLAGS_rfrpc_fetch_policy != "adaptive" && FLAGS_rfrpc_fetch_policy != "paper") {
-    return Bad("rfrpc_fetch_policy", absl::StrCat("unknown policy '",
-                                                  FLAGS_rfrpc_fetch_policy,
-                                                  "' (adaptive or paper)"));
-  }
+  ChannelOptions named;  // Where the named choices are checked.
+  absl::Status st = SetFetchPolicy(FLAGS_rfrpc_fetch_policy, &named);
+  if (!st.ok()) return Bad("rfrpc_fetch_policy", st.message());
+  st = SetSizerRule(FLAGS_rfrpc_sizer_rule, &named);
+  if (!st.ok()) return Bad("rfrpc_sizer_rule", st.message());
   RFRPC_RETURN_IF_ERROR(
       AtLeast("rfrpc_max_fetch_delay_us", FLAGS_rfrpc_max_fetch_delay_us, 0));
-  if (FLAGS_rfrpc_sizer_rule != "proportional" && FLAGS_rfrpc_sizer_rule != "paper") {
-    return Bad("rfrpc_sizer_rule", absl::StrCat("unknown rule '",
-                                                FLAGS_rfrpc_sizer_rule,
-                                                "' (proportional or paper)"));
-  }
   RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_sizer_window", FLAGS_rfrpc_sizer_window, 1));
   RFRPC_RETURN_IF_ERROR(InRange("rfrpc_max_inline", FLAGS_rfrpc_max_inline, 0, 1024));
   RFRPC_RETURN_IF_ERROR(
       InRange("rfrpc_signal_every", FLAGS_rfrpc_signal_every, 1, 64));
   RFRPC_RETURN_IF_ERROR(ApplyProviderFlags(&o->provider_options));
   o->mode = *mode;
-  o->adaptive_fetch_delay = FLAGS_rfrpc_fetch_policy == "adaptive";
+  (void)SetFetchPolicy(FLAGS_rfrpc_fetch_policy, o);  // Checked above.
+  (void)SetSizerRule(FLAGS_rfrpc_sizer_rule, o);
   o->max_fetch_delay = absl::Microseconds(FLAGS_rfrpc_max_fetch_delay_us);
   o->sizer_window = FLAGS_rfrpc_sizer_window;
-  if (FLAGS_rfrpc_sizer_rule == "paper") {
-    // The paper's rule: -1/+1 after every window of sizer_window calls.
-    o->sizer_proportional_steps = false;
-    o->sizer_holdoff_windows = 0;
-    o->sizer_shrink_windows = 1;
-    o->sizer_min_window = absl::ZeroDuration();
-    o->sizer_max_window = absl::ZeroDuration();
-  }
   o->max_inline = FLAGS_rfrpc_max_inline;
   o->signal_every = FLAGS_rfrpc_signal_every;
   o->retries = FLAGS_rfrpc_retries;
@@ -283,8 +270,7 @@ std::string DescribeChannelOptions(const ChannelOptions& o) {
       absl::FormatDuration(o.batch_timeout), o.batch_idle_in_flight,
       o.max_outstanding,
       absl::FormatDuration(o.latency_limit), o.latency_alpha,
-      o.sizer_proportional_steps ? "proportional" : "paper",
-      o.adaptive_fetch_delay ? "adaptive" : "paper", o.max_inline,
+      SizerRuleName(o), FetchPolicyName(o), o.max_inline,
       o.signal_every, o.auth_token.empty() ? "off" : "on");
 }
 

@@ -22,6 +22,16 @@ TEST(RpcFlagsTest, DefaultsAreTheLibraryDefaults) {
   EXPECT_EQ(c.batch_idle_in_flight, dc.batch_idle_in_flight);
   EXPECT_EQ(c.latency_limit, dc.latency_limit);
   EXPECT_EQ(c.default_timeout, dc.default_timeout);
+  EXPECT_EQ(c.adaptive_fetch_delay, dc.adaptive_fetch_delay);
+  EXPECT_EQ(c.max_fetch_delay, dc.max_fetch_delay);
+  EXPECT_EQ(c.sizer_proportional_steps, dc.sizer_proportional_steps);
+  EXPECT_EQ(c.sizer_holdoff_windows, dc.sizer_holdoff_windows);
+  EXPECT_EQ(c.sizer_shrink_windows, dc.sizer_shrink_windows);
+  EXPECT_EQ(c.sizer_min_window, dc.sizer_min_window);
+  EXPECT_EQ(c.sizer_max_window, dc.sizer_max_window);
+  EXPECT_EQ(c.sizer_window, dc.sizer_window);
+  EXPECT_EQ(c.max_inline, dc.max_inline);
+  EXPECT_EQ(c.signal_every, dc.signal_every);
   ServerOptions s;
   ASSERT_TRUE(ApplyServerFlags(&s).ok());
   const ServerOptions ds;
@@ -31,6 +41,7 @@ TEST(RpcFlagsTest, DefaultsAreTheLibraryDefaults) {
   EXPECT_EQ(s.large_result_bytes, ds.large_result_bytes);
   EXPECT_TRUE(s.method_stats);
   EXPECT_EQ(s.blocking_threads, ds.blocking_threads);
+  EXPECT_EQ(s.max_inline, ds.max_inline);
 }
 
 TEST(RpcFlagsTest, MapsFlagsOntoOptions) {
@@ -46,6 +57,12 @@ TEST(RpcFlagsTest, MapsFlagsOntoOptions) {
   gflags::SetCommandLineOption("rfrpc_pin_first_cpu", "1");
   gflags::SetCommandLineOption("rfrpc_method_stats", "false");
   gflags::SetCommandLineOption("rfrpc_blocking_threads", "7");
+  gflags::SetCommandLineOption("rfrpc_fetch_policy", "paper");
+  gflags::SetCommandLineOption("rfrpc_sizer_rule", "paper");
+  gflags::SetCommandLineOption("rfrpc_sizer_window", "100");
+  gflags::SetCommandLineOption("rfrpc_max_fetch_delay_us", "7");
+  gflags::SetCommandLineOption("rfrpc_max_inline", "64");
+  gflags::SetCommandLineOption("rfrpc_signal_every", "8");
   ChannelOptions c;
   ASSERT_TRUE(ApplyChannelFlags(&c).ok());
   EXPECT_EQ(c.mode, RpcMode::kServerReply);
@@ -57,8 +74,19 @@ TEST(RpcFlagsTest, MapsFlagsOntoOptions) {
   EXPECT_EQ(c.batch_idle_in_flight, 0);
   EXPECT_EQ(c.auth_token, "s3cret");
   EXPECT_FALSE(c.method_stats);
+  EXPECT_FALSE(c.adaptive_fetch_delay);
+  EXPECT_FALSE(c.sizer_proportional_steps);
+  EXPECT_EQ(c.sizer_holdoff_windows, 0);
+  EXPECT_EQ(c.sizer_shrink_windows, 1);
+  EXPECT_EQ(c.sizer_min_window, absl::ZeroDuration());
+  EXPECT_EQ(c.sizer_max_window, absl::ZeroDuration());
+  EXPECT_EQ(c.sizer_window, 100);
+  EXPECT_EQ(c.max_fetch_delay, absl::Microseconds(7));
+  EXPECT_EQ(c.max_inline, 64u);
+  EXPECT_EQ(c.signal_every, 8);
   ServerOptions s;
   ASSERT_TRUE(ApplyServerFlags(&s).ok());
+  EXPECT_EQ(s.max_inline, 64u);
   EXPECT_EQ(s.pin_first_cpu, 1);
   EXPECT_EQ(s.blocking_threads, 7);
   EXPECT_EQ(s.auth_token, "s3cret");
@@ -81,6 +109,23 @@ TEST(RpcFlagsTest, RejectsBadValuesNamingTheFlag) {
   gflags::SetCommandLineOption("rfrpc_retries", "0");
   s = ApplyChannelFlags(&c);
   EXPECT_EQ(s.message(), "--rfrpc_retries: must be >= 1");
+  gflags::SetCommandLineOption("rfrpc_retries", "5");
+  gflags::SetCommandLineOption("rfrpc_fetch_policy", "eager");
+  s = ApplyChannelFlags(&c);
+  EXPECT_NE(s.message().find("--rfrpc_fetch_policy"), absl::string_view::npos) << s;
+  gflags::SetCommandLineOption("rfrpc_fetch_policy", "paper");
+  gflags::SetCommandLineOption("rfrpc_sizer_rule", "pid");
+  s = ApplyChannelFlags(&c);
+  EXPECT_NE(s.message().find("--rfrpc_sizer_rule"), absl::string_view::npos) << s;
+  gflags::SetCommandLineOption("rfrpc_sizer_rule", "paper");
+  gflags::SetCommandLineOption("rfrpc_signal_every", "65");
+  s = ApplyChannelFlags(&c);
+  EXPECT_EQ(s.message(), "--rfrpc_signal_every: must be in [1, 64]");
+  gflags::SetCommandLineOption("rfrpc_signal_every", "16");
+  gflags::SetCommandLineOption("rfrpc_max_inline", "4096");
+  s = ApplyChannelFlags(&c);
+  EXPECT_EQ(s.message(), "--rfrpc_max_inline: must be in [0, 1024]");
+  gflags::SetCommandLineOption("rfrpc_max_inline", "128");
   ServerOptions so;
   gflags::SetCommandLineOption("rfrpc_idle_spin_rounds", "-3");
   s = ApplyServerFlags(&so);

@@ -49,4 +49,43 @@ absl::StatusOr<BatchMode> ParseBatchMode(absl::string_view name) {
       "unknown batch mode \"", name, "\" (expected off, fixed, auto or adaptive)"));
 }
 
+absl::Status SetFetchPolicy(absl::string_view name, ChannelOptions* options) {
+  if (name == "adaptive" || name == "paper") {
+    options->adaptive_fetch_delay = name == "adaptive";
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown fetch policy \"", name, "\" (expected adaptive or paper)"));
+}
+
+absl::string_view FetchPolicyName(const ChannelOptions& options) {
+  return options.adaptive_fetch_delay ? "adaptive" : "paper";
+}
+
+absl::Status SetSizerRule(absl::string_view name, ChannelOptions* options) {
+  const ChannelOptions defaults;
+  if (name == "proportional") {
+    options->sizer_proportional_steps = defaults.sizer_proportional_steps;
+    options->sizer_holdoff_windows = defaults.sizer_holdoff_windows;
+    options->sizer_shrink_windows = defaults.sizer_shrink_windows;
+    options->sizer_min_window = defaults.sizer_min_window;
+    options->sizer_max_window = defaults.sizer_max_window;
+    return absl::OkStatus();
+  }
+  if (name == "paper") {
+    options->sizer_proportional_steps = false;
+    options->sizer_holdoff_windows = 0;
+    options->sizer_shrink_windows = 1;
+    options->sizer_min_window = absl::ZeroDuration();
+    options->sizer_max_window = absl::ZeroDuration();
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown sizer rule \"", name, "\" (expected proportional or paper)"));
+}
+
+absl::string_view SizerRuleName(const ChannelOptions& options) {
+  return options.sizer_proportional_steps ? "proportional" : "paper";
+}
+
 }  // namespace rfrpc

@@ -48,6 +48,20 @@ enum class BatchMode : uint8_t {
 absl::string_view BatchModeName(BatchMode mode);
 absl::StatusOr<BatchMode> ParseBatchMode(absl::string_view name);
 
+struct ChannelOptions;
+
+// Named choices that set several ChannelOptions fields at once, for flags
+// and properties (--rfrpc_fetch_policy, -p jakiro.fetch_policy, ...).
+// Fetch policy: "adaptive" (adaptive_fetch_delay) or "paper" (fetch at once
+// and repeatedly, R times: adaptive_fetch_delay false).
+absl::Status SetFetchPolicy(absl::string_view name, ChannelOptions* options);
+absl::string_view FetchPolicyName(const ChannelOptions& options);
+// Auto sizer rule: "proportional" (the defaults) or "paper" (-1/+1 after
+// every window of sizer_window calls: no proportional steps, no hold-off,
+// shrink after one window, windows of a call count only).
+absl::Status SetSizerRule(absl::string_view name, ChannelOptions* options);
+absl::string_view SizerRuleName(const ChannelOptions& options);
+
 struct ChannelOptions {
   // Transport provider: "shm", "verbs" or "auto". Default: "shm".
   std::string provider = "shm";

@@ -40,7 +40,9 @@ constexpr const char* kKnown[] = {
     "jakiro.connect_retry_ms", "jakiro.shared_client",
     "jakiro.print_stats",      "jakiro.progress_thread",
     "jakiro.fetch_miss_target", "jakiro.batch_idle_in_flight",
-    "jakiro.batch_sync_combine",
+    "jakiro.batch_sync_combine", "jakiro.fetch_policy",
+    "jakiro.sizer_rule",        "jakiro.sizer_window",
+    "jakiro.max_inline",        "jakiro.signal_every",
 };
 
 // Reads an integer property in [min, max] into *out if set.
@@ -152,7 +154,23 @@ absl::StatusOr<JakiroDbOptions> JakiroDbOptions::FromProperties(
   JAKIRO_INT("max_outstanding", 1, 1 << 20, c.max_outstanding);
   JAKIRO_INT("batch_idle_in_flight", 0, 1 << 20, c.batch_idle_in_flight);
   JAKIRO_INT("virtual_nodes", 1, 1 << 16, o.client.virtual_nodes);
+  JAKIRO_INT("sizer_window", 1, 1 << 24, c.sizer_window);
+  JAKIRO_INT("signal_every", 1, 64, c.signal_every);
 #undef JAKIRO_INT
+  v = c.max_inline;
+  s = IntProperty(p, "jakiro.max_inline", 0, 1024, &v);
+  if (!s.ok()) return s;
+  c.max_inline = static_cast<uint32_t>(v);
+  if (const Properties::Entry* e = p.Find("jakiro.fetch_policy")) {
+    if (!SetFetchPolicy(e->value, &c).ok()) {
+      return BadProperty(*e, "jakiro.fetch_policy", "adaptive or paper");
+    }
+  }
+  if (const Properties::Entry* e = p.Find("jakiro.sizer_rule")) {
+    if (!SetSizerRule(e->value, &c).ok()) {
+      return BadProperty(*e, "jakiro.sizer_rule", "proportional or paper");
+    }
+  }
   v = c.fetch_size;
   s = IntProperty(p, "jakiro.fetch_size", 16, 1 << 24, &v);
   if (!s.ok()) return s;

@@ -53,6 +53,16 @@
 //                           early (ChannelOptions::fetch_delay_miss_target):
 //                           higher trades READs for latency. Default:
 //                           kJakiroFetchMissTarget (0.2)
+//   jakiro.fetch_policy     adaptive | paper (fetch at once, R times; see
+//                           rfrpc::SetFetchPolicy). Default: adaptive
+//   jakiro.sizer_rule       auto sizer: proportional | paper (-1/+1 per
+//                           window; rfrpc::SetSizerRule). Default:
+//                           proportional
+//   jakiro.sizer_window     auto sizer: calls per window. Default: 1000
+//   jakiro.max_inline       WRITEs up to this go inline; 0: none.
+//                           Default: 128
+//   jakiro.signal_every     a post list is signaled once this many WRITEs
+//                           went unsignaled, in [1, 64]. Default: 16
 //   jakiro.timeout_ms       per-call deadline. Default: 5000
 //   jakiro.auth_token       handshake secret. Default: none
 //   jakiro.max_value_bytes  largest value. Default: 32768

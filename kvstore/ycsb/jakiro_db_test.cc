@@ -40,6 +40,11 @@ TEST(JakiroDbOptionsTest, ParsesProperties) {
        {"jakiro.fetch_size", "128"},
        {"jakiro.retries", "3"},
        {"jakiro.fetch_miss_target", "0.25"},
+       {"jakiro.fetch_policy", "paper"},
+       {"jakiro.sizer_rule", "paper"},
+       {"jakiro.sizer_window", "200"},
+       {"jakiro.max_inline", "0"},
+       {"jakiro.signal_every", "4"},
        {"fieldcount", "1"}}));
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->client.servers, (std::vector<std::string>{"/a.sock", "/b.sock"}));
@@ -52,6 +57,13 @@ TEST(JakiroDbOptionsTest, ParsesProperties) {
   EXPECT_EQ(o->client.channel.fetch_size, 128u);
   EXPECT_EQ(o->client.channel.retries, 3);
   EXPECT_EQ(o->client.channel.fetch_delay_miss_target, 0.25);
+  EXPECT_FALSE(o->client.channel.adaptive_fetch_delay);
+  EXPECT_FALSE(o->client.channel.sizer_proportional_steps);
+  EXPECT_EQ(o->client.channel.sizer_holdoff_windows, 0);
+  EXPECT_EQ(o->client.channel.sizer_shrink_windows, 1);
+  EXPECT_EQ(o->client.channel.sizer_window, 200);
+  EXPECT_EQ(o->client.channel.max_inline, 0u);
+  EXPECT_EQ(o->client.channel.signal_every, 4);
   EXPECT_TRUE(o->shared_client);  // Batching shares the client by default.
   EXPECT_EQ(o->fieldcount, 1);
 }
@@ -91,6 +103,18 @@ TEST(JakiroDbOptionsTest, RejectsBadProperties) {
             Props({{"jakiro.servers", "/a"}, {"jakiro.fetch_miss_target", bad}}))
             .status();
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  for (const auto& [key, bad] : std::vector<std::pair<std::string, std::string>>{
+           {"jakiro.fetch_policy", "eager"},
+           {"jakiro.sizer_rule", "pid"},
+           {"jakiro.signal_every", "0"},
+           {"jakiro.signal_every", "65"},
+           {"jakiro.max_inline", "2048"}}) {
+    s = JakiroDbOptions::FromProperties(
+            Props({{"jakiro.servers", "/a"}, {key, bad}}))
+            .status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << key << "=" << bad;
+    EXPECT_NE(s.message().find(key), std::string::npos) << s;
   }
 }
 
