@@ -203,6 +203,12 @@ struct ChannelStats {
   uint64_t inline_writes = 0;
   uint64_t signaled = 0;
 
+  // Adds `other`'s counters (every field that counts events; the largest
+  // outstanding_peak) into this. Figures of the moment (batch_size,
+  // sizer_k, slots_in_use, fetch_rtt_ns, fetch_delay_ns) are left as they
+  // are: the caller decides how to combine those.
+  void AddCounters(const ChannelStats& other);
+
   double CallsPerBatch() const {
     return batches == 0 ? 0.0 : static_cast<double>(batched_calls) / batches;
   }

@@ -328,7 +328,8 @@ absl::Status RpcMetrics::State::Build() {
   counter(&c_batched, "rfrpc_client_batched_calls_total",
           "Calls sent in request batches.");
   counter(&c_flushes, "rfrpc_client_batch_flushes_total",
-          "Batches flushed, by reason: full (N), bytes (L), timeout (T).");
+          "Batches flushed, by reason: full (N), bytes (L), timeout (T), "
+          "idle (a caller would wait, no company coming).");
   counter(&c_parts, "rfrpc_client_batch_result_parts_total",
           "Result parts of batches received.");
   counter(&c_delayed, "rfrpc_client_batch_publishes_delayed_total",
@@ -454,6 +455,7 @@ void RpcMetrics::State::FoldChannels(
     c_flushes->Set(with("reason", "bytes"), static_cast<double>(st.flushes_bytes));
     c_flushes->Set(with("reason", "timeout"),
                    static_cast<double>(st.flushes_timeout));
+    c_flushes->Set(with("reason", "idle"), static_cast<double>(st.flushes_idle));
     c_parts->Set(server, static_cast<double>(st.result_parts));
     c_delayed->Set(server, static_cast<double>(st.publishes_delayed));
     c_adjust->Set(server, static_cast<double>(st.sizer_adjustments));

@@ -38,36 +38,7 @@ void AddCounters(const ServerStats& from, ServerStats* to) {
 }
 
 void AddCounters(const ChannelStats& from, ChannelStats* to) {
-  to->calls += from.calls;
-  to->calls_remote_fetch += from.calls_remote_fetch;
-  to->calls_server_reply += from.calls_server_reply;
-  to->calls_failed += from.calls_failed;
-  to->rdma_writes += from.rdma_writes;
-  to->rdma_reads += from.rdma_reads;
-  to->fetches += from.fetches;
-  to->switches_to_server_reply += from.switches_to_server_reply;
-  to->switches_to_remote_fetch += from.switches_to_remote_fetch;
-  for (int i = 0; i < 16; ++i) to->fetch_histogram[i] += from.fetch_histogram[i];
-  to->fetched_call_fetches += from.fetched_call_fetches;
-  to->server_time_ns += from.server_time_ns;
-  to->batches += from.batches;
-  to->batched_calls += from.batched_calls;
-  to->flushes_full += from.flushes_full;
-  to->flushes_bytes += from.flushes_bytes;
-  to->flushes_timeout += from.flushes_timeout;
-  to->result_parts += from.result_parts;
-  to->publishes_delayed += from.publishes_delayed;
-  to->calls_queued += from.calls_queued;
-  to->send_queue_waits += from.send_queue_waits;
-  to->sizer_adjustments += from.sizer_adjustments;
-  to->rings += from.rings;
-  to->rerings += from.rerings;
-  to->notifies += from.notifies;
-  to->hot_posts += from.hot_posts;
-  to->wqes += from.wqes;
-  to->doorbells += from.doorbells;
-  to->inline_writes += from.inline_writes;
-  to->signaled += from.signaled;
+  to->AddCounters(from);
 }
 
 // Merges `from` into `*to`, matching methods by `key`.

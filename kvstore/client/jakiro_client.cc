@@ -2,6 +2,7 @@
 
 #include "kvstore/client/jakiro_client.h"
 
+#include <optional>
 #include <algorithm>
 #include <functional>
 #include <memory>
@@ -74,8 +75,36 @@ absl::StatusOr<std::unique_ptr<JakiroClient>> JakiroClient::Connect(
       JakiroMaxMessageBytes(options.max_value_bytes));
   co.max_request_bytes = std::max(co.max_request_bytes, message_bytes);
   co.max_response_bytes = std::max(co.max_response_bytes, message_bytes);
+  std::optional<tuner::Profile> profile;
+  if (!options.profile.empty()) {
+    const std::string provider =
+        options.channel.provider == "auto" ? "" : options.channel.provider;
+    absl::StatusOr<tuner::Profile> p = tuner::Profile::Load(options.profile, provider);
+    if (!p.ok()) {
+      return absl::Status(p.status().code(),
+                          absl::StrCat("R/F profile ", options.profile, ": ",
+                                       p.status().message()));
+    }
+    profile = std::move(*p);
+  }
   for (size_t i = 0; i < options.servers.size(); ++i) {
     const std::string& address = options.servers[i];
+    std::unique_ptr<tuner::OnlineTuner> tuner;
+    if (profile.has_value()) {
+      tuner::OnlineTunerOptions to;
+      to.interval = options.tuner_interval;
+      absl::StatusOr<std::unique_ptr<tuner::OnlineTuner>> t =
+          tuner::OnlineTuner::Create(*profile, to);
+      if (!t.ok()) return t.status();
+      tuner = std::move(*t);
+      // The tuner samples every result; a caller's own hook still runs.
+      auto observe = tuner->Observer();
+      auto user = options.channel.on_result;
+      co.on_result = [observe, user](uint32_t bytes, absl::Duration server) {
+        observe(bytes, server);
+        if (user) user(bytes, server);
+      };
+    }
     absl::StatusOr<std::unique_ptr<Channel>> channel =
         Channel::Create(address, co);
     if (!channel.ok()) {
@@ -87,6 +116,10 @@ absl::StatusOr<std::unique_ptr<JakiroClient>> JakiroClient::Connect(
     conn.workers = std::max(1, (*channel)->server_workers());
     conn.channel = std::move(*channel);
     conn.stub = std::make_unique<rfrpc::kv::Jakiro::Stub>(conn.channel.get());
+    if (tuner != nullptr) {
+      tuner->Attach(conn.channel.get());
+      client->tuners_.push_back(std::move(tuner));
+    }
     client->servers_.push_back(std::move(conn));
     for (int v = 0; v < options.virtual_nodes; ++v) {
       const std::string point = absl::StrCat(address, "#", v);
@@ -206,28 +239,7 @@ ChannelStats JakiroClient::TotalStats() const {
   ChannelStats t;
   for (const ServerConn& s : servers_) {
     const ChannelStats c = s.channel->stats();
-    t.calls += c.calls;
-    t.calls_remote_fetch += c.calls_remote_fetch;
-    t.calls_server_reply += c.calls_server_reply;
-    t.calls_failed += c.calls_failed;
-    t.rdma_writes += c.rdma_writes;
-    t.rdma_reads += c.rdma_reads;
-    t.fetches += c.fetches;
-    t.switches_to_server_reply += c.switches_to_server_reply;
-    t.switches_to_remote_fetch += c.switches_to_remote_fetch;
-    for (int i = 0; i < 16; ++i) t.fetch_histogram[i] += c.fetch_histogram[i];
-    t.server_time_ns += c.server_time_ns;
-    t.batches += c.batches;
-    t.batched_calls += c.batched_calls;
-    t.flushes_full += c.flushes_full;
-    t.flushes_bytes += c.flushes_bytes;
-    t.flushes_timeout += c.flushes_timeout;
-    t.flushes_idle += c.flushes_idle;
-    t.batches_plain += c.batches_plain;
-    t.groups_sent_ahead += c.groups_sent_ahead;
-    t.outstanding_peak = std::max(t.outstanding_peak, c.outstanding_peak);
-    t.result_parts += c.result_parts;
-    t.publishes_delayed += c.publishes_delayed;
+    t.AddCounters(c);
     // Per-connection figures: averaged over the servers below.
     t.fetch_rtt_ns += c.fetch_rtt_ns;
     t.fetch_delay_ns += c.fetch_delay_ns;

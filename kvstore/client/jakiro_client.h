@@ -44,6 +44,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "proto/kvstore.rfrpc.h"
+#include "rpc/tuner/online.h"
 #include "rpc/channel.h"
 #include "rpc/options.h"
 
@@ -78,6 +79,13 @@ struct JakiroClientOptions {
   // Largest value this client puts or expects to get; must not exceed the
   // servers' --kv_max_value_bytes. Default: 32 KiB.
   size_t max_value_bytes = size_t{32} << 10;
+  // A calibrated R/F profile (`rfrpc_tune calibrate --out=FILE`, docs/
+  // tuner.md) made on the channel's provider: every server's channel then
+  // gets an OnlineTuner that re-selects R and F from the results it sees,
+  // every tuner_interval. "": R and F stay as `channel` sets them.
+  // Default: "".
+  std::string profile;
+  absl::Duration tuner_interval = absl::Seconds(1);
 };
 
 class JakiroClient {
@@ -131,9 +139,16 @@ class JakiroClient {
   int workers(int server) const { return servers_[server].workers; }
   // Counters of server i's channel.
   ChannelStats stats(int server) const;
+  // Server i's channel (R and F in force, worker count, ...).
+  const Channel& channel(int server) const { return *servers_[server].channel; }
   // All channels' counters summed (fetch_rtt_ns and fetch_delay_ns:
   // averaged over the servers).
   ChannelStats TotalStats() const;
+  // The online tuner of server i's channel (options().profile set), or
+  // null.
+  const tuner::OnlineTuner* tuner(int server) const {
+    return tuners_.empty() ? nullptr : tuners_[server].get();
+  }
   const JakiroClientOptions& options() const { return options_; }
 
  private:
@@ -150,6 +165,9 @@ class JakiroClient {
 
   const JakiroClientOptions options_;
   std::vector<ServerConn> servers_;
+  // One per server when options_.profile is set. Declared after servers_:
+  // destroyed (stopping their timers) before the channels they tune.
+  std::vector<std::unique_ptr<tuner::OnlineTuner>> tuners_;
   // (ring point, server index), sorted by point.
   std::vector<std::pair<uint64_t, int>> ring_;
 };

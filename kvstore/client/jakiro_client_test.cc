@@ -5,6 +5,7 @@
 
 #include "kvstore/client/jakiro_client.h"
 
+#include <cstdlib>
 #include <future>
 #include <memory>
 #include <set>
@@ -15,6 +16,8 @@
 #include "gtest/gtest.h"
 #include "kvstore/server/jakiro_service.h"
 #include "rpc/server.h"
+#include "rpc/tuner/profile.h"
+#include "rpc/tuner/test_profiles.h"
 
 namespace rfrpc {
 namespace kvstore {
@@ -215,6 +218,81 @@ TEST(JakiroClientTest, RingMovesOnlyTheKeysOfARemovedServer) {
   EXPECT_EQ(moved, 0);
   EXPECT_GT(on_b, 600);
   EXPECT_LT(on_b, 1400);
+}
+
+// With a calibrated profile (here a synthetic one: calls/s flat in F, best
+// at R = 3), every channel is tuned online: R and F move from the channel's
+// 5 / 256 to the profile's optimum for Jakiro's small results (R = 3, the
+// smallest candidate F = 128), and every value still comes back right.
+TEST(JakiroClientTest, AProfileTunesEveryChannelOnline) {
+  tuner::SyntheticSpec spec;
+  spec.ops = [](int r, uint32_t, uint32_t) {
+    return 1e6 * (1.0 - 0.05 * std::abs(r - 3));
+  };
+  absl::StatusOr<tuner::Profile> profile =
+      tuner::Profile::FromProto(tuner::MakeSyntheticProto(spec), "shm");
+  ASSERT_TRUE(profile.ok()) << profile.status();
+  const std::string path =
+      absl::StrCat(::testing::TempDir(), "/jakiro_profile.txt");
+  ASSERT_TRUE(profile->Save(path).ok());
+
+  TestServer a(1), b(1);
+  JakiroClientOptions o;
+  o.servers = {a.server->address(), b.server->address()};
+  o.max_value_bytes = 4096;
+  o.profile = path;
+  o.tuner_interval = absl::Milliseconds(20);
+  absl::StatusOr<std::unique_ptr<JakiroClient>> c = JakiroClient::Connect(o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  JakiroClient* client = c->get();
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(client->Put(absl::StrCat("k", i), std::string(32, 'a' + i % 26)).ok());
+  }
+  const absl::Time give_up = absl::Now() + absl::Seconds(20);
+  auto tuned = [&] {
+    for (int s = 0; s < 2; ++s) {
+      if (client->tuner(s) == nullptr ||
+          client->tuner(s)->stats().reselections == 0) {
+        return false;
+      }
+    }
+    return true;
+  };
+  int gets = 0;
+  while (!tuned() && absl::Now() < give_up) {
+    std::string v;
+    const int i = gets++ % 100;
+    ASSERT_TRUE(client->Get(absl::StrCat("k", i), &v).ok());
+    ASSERT_EQ(v, std::string(32, 'a' + i % 26));
+  }
+  ASSERT_TRUE(tuned()) << gets << " gets";
+  for (int s = 0; s < 2; ++s) {
+    const tuner::OnlineTunerStats ts = client->tuner(s)->stats();
+    EXPECT_EQ(ts.retries, 3) << s;
+    EXPECT_EQ(ts.fetch_size, 128u) << s;
+    // Applied to the channel, not only chosen.
+    EXPECT_EQ(client->channel(s).retries(), 3) << s;
+    EXPECT_EQ(client->channel(s).fetch_size(), 128u) << s;
+  }
+  EXPECT_EQ(client->TotalStats().calls_failed, 0u);
+
+  // A profile that is not there, or made on another provider, is an error
+  // at connect that names the file.
+  o.profile = "/nonexistent/profile.txt";
+  c = JakiroClient::Connect(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("/nonexistent/profile.txt"),
+            std::string::npos)
+      << c.status();
+  spec.provider = "verbs";
+  ASSERT_TRUE(tuner::Profile::FromProto(tuner::MakeSyntheticProto(spec), "")
+                  ->Save(path)
+                  .ok());
+  o.profile = path;
+  c = JakiroClient::Connect(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kFailedPrecondition)
+      << c.status();
 }
 
 TEST(JakiroClientTest, BadOptions) {

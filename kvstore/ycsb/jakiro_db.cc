@@ -43,6 +43,7 @@ constexpr const char* kKnown[] = {
     "jakiro.batch_sync_combine", "jakiro.fetch_policy",
     "jakiro.sizer_rule",        "jakiro.sizer_window",
     "jakiro.max_inline",        "jakiro.signal_every",
+    "jakiro.profile",           "jakiro.tuner_interval_ms",
 };
 
 // Reads an integer property in [min, max] into *out if set.
@@ -161,6 +162,13 @@ absl::StatusOr<JakiroDbOptions> JakiroDbOptions::FromProperties(
   s = IntProperty(p, "jakiro.max_inline", 0, 1024, &v);
   if (!s.ok()) return s;
   c.max_inline = static_cast<uint32_t>(v);
+  if (const Properties::Entry* e = p.Find("jakiro.profile")) {
+    o.client.profile = e->value;
+  }
+  v = absl::ToInt64Milliseconds(o.client.tuner_interval);
+  s = IntProperty(p, "jakiro.tuner_interval_ms", 1, int64_t{1} << 30, &v);
+  if (!s.ok()) return s;
+  o.client.tuner_interval = absl::Milliseconds(v);
   if (const Properties::Entry* e = p.Find("jakiro.fetch_policy")) {
     if (!SetFetchPolicy(e->value, &c).ok()) {
       return BadProperty(*e, "jakiro.fetch_policy", "adaptive or paper");
@@ -291,6 +299,17 @@ absl::Status JakiroDb::Cleanup() {
         static_cast<unsigned long long>(st.switches_to_remote_fetch),
         static_cast<unsigned long long>(st.batches), st.CallsPerBatch(),
         st.fetch_delay_ns, st.fetch_rtt_ns);
+    for (int i = 0; i < client_->num_servers(); ++i) {
+      const tuner::OnlineTuner* t = client_->tuner(i);
+      if (t == nullptr) continue;
+      const tuner::OnlineTunerStats ts = t->stats();
+      std::fprintf(stderr,
+                   "jakiro client: server %d R/F tuner: R=%d F=%u "
+                   "reselections=%llu samples=%llu\n",
+                   i, ts.retries, ts.fetch_size,
+                   static_cast<unsigned long long>(ts.reselections),
+                   static_cast<unsigned long long>(ts.samples));
+    }
   }
   client_.reset();
   return absl::OkStatus();

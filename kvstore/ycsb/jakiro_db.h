@@ -63,6 +63,11 @@
 //                           Default: 128
 //   jakiro.signal_every     a post list is signaled once this many WRITEs
 //                           went unsignaled, in [1, 64]. Default: 16
+//   jakiro.profile          a calibrated R/F profile (rfrpc_tune calibrate
+//                           --out=FILE): each server's channel is tuned
+//                           online from it (docs/tuner.md). Default: none
+//   jakiro.tuner_interval_ms
+//                           the online tuner's period. Default: 1000
 //   jakiro.timeout_ms       per-call deadline. Default: 5000
 //   jakiro.auth_token       handshake secret. Default: none
 //   jakiro.max_value_bytes  largest value. Default: 32768
