@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The rfrpc experiments of benchmarks/run_all.sh (1-5 and rfrpc's side of 6),
+# The rfrpc experiments of benchmarks/run_all.sh (1-5, rfrpc's side of 6, and 9),
 # as one script so the same commands run on the host (shm) and inside the
 # Soft-RoCE VM (verbs). rfrpc servers are in-process in the bench binaries.
 #
@@ -119,6 +119,27 @@ for t in 1 2; do
     --sizes="$ESIZES" --csv | csv_append "$OUT/exp6_rfrpc_side.csv"
 done
 echo "$SEC $ESIZES $REP" > "$OUT/logs/exp6_params"
+
+# Fig. 10's breakdown (the paper: "unsignal" and "inline" together ~30% more
+# throughput): each step adds one datapath optimization. The per-call
+# columns (wqes, doorbells, inline, signaled) are the transport's counts.
+step "exp9 (Fig. 10): datapath breakdown: basic, +inline, +unsignaled, +post lists (rf, 32 B, 1 and 2 threads)"
+rm -f "$OUT/exp9_fig10_datapath.csv"
+exp9_steps=(
+  "basic --rfrpc_max_inline=0 --rfrpc_signal_every=1 --post_lists=false"
+  "inline --rfrpc_max_inline=128 --rfrpc_signal_every=1 --post_lists=false"
+  "unsignaled --rfrpc_max_inline=128 --rfrpc_signal_every=16 --post_lists=false"
+  "post_lists --rfrpc_max_inline=128 --rfrpc_signal_every=16 --post_lists=true"
+)
+for t in 1 2; do
+  for s in "${exp9_steps[@]}"; do
+    read -r label flags <<< "$s"
+    # shellcheck disable=SC2086
+    run "exp9_${label}_t$t" "$BIN/rpc_bench" "${P[@]}" "${R[@]}" --modes=rf --sizes=32 \
+      --threads="$t" --workers=1 --connections=1 --pin=false --csv --label="$label" $flags \
+      | csv_append "$OUT/exp9_fig10_datapath.csv"
+  done
+done
 step "rfrpc experiments done"
 
 if [ "$EMIT" = --emit ]; then

@@ -82,6 +82,9 @@ DEFINE_uint32(rfrpc_max_inline, 128,
               "WRITEs of up to this many bytes go inline (0: none).");
 DEFINE_int32(rfrpc_signal_every, 16,
              "A post list is signaled once this many WRITEs went unsignaled.");
+DEFINE_bool(post_lists, true,
+            "Post work requests that go together as one post list (one "
+            "doorbell); false: each on its own.");
 DEFINE_double(seconds, 2.0, "Measured seconds per point.");
 DEFINE_double(warmup_seconds, 0.3, "Unmeasured warm-up per point.");
 DEFINE_bool(pin, true, "Pin server worker i to CPU i and client j to the next.");
@@ -157,6 +160,7 @@ Point Run(const std::string& address, RpcMode mode, int size, int server_us,
       opts.adaptive_fetch_delay = FLAGS_adaptive_fetch_delay;
       opts.max_inline = FLAGS_rfrpc_max_inline;
       opts.signal_every = FLAGS_rfrpc_signal_every;
+      opts.post_lists = FLAGS_post_lists;
       opts.method_stats = method_stats;
       opts.max_request_bytes = std::max(4096, size + 64);
       opts.max_response_bytes = std::max(64 * 1024, size + 64);
@@ -445,11 +449,12 @@ int Main() {
   std::unique_ptr<Scraper> scraper;
   if (on) scraper = std::make_unique<Scraper>(m.get());
   std::printf("# rpc_bench provider=%s workers=%d client_threads=%d R=%d F=%d K=%d "
-              "max_inline=%u signal_every=%d latency clock=%s%s\n",
+              "max_inline=%u signal_every=%d post_lists=%d latency clock=%s%s\n",
               FLAGS_provider.c_str(), FLAGS_workers, FLAGS_threads,
               FLAGS_rfrpc_retries, FLAGS_rfrpc_fetch_size,
               FLAGS_rfrpc_switch_after, FLAGS_rfrpc_max_inline,
-              FLAGS_rfrpc_signal_every, bench::ProcessTicks().source(),
+              FLAGS_rfrpc_signal_every, FLAGS_post_lists ? 1 : 0,
+              bench::ProcessTicks().source(),
               FLAGS_provider == "shm" ? " (same-host shm figures)" : "");
   if (FLAGS_csv) {
     std::printf("provider,mode,size,server_us,threads,ops_per_s,avg_us,p50_us,p99_us,"

@@ -20,6 +20,9 @@
 #    with 1 active and M - 1 idle clients, round robin over all M, 8 threads;
 #    idle server CPU, first call after idle, fds and RSS per connection,
 #    connect/close cycles and SIGKILLed clients
+# 9. datapath breakdown (Fig. 10): basic, + inline, + unsignaled, + post
+#    lists, with work requests / doorbells / inline / signaled per call
+#    (rpc_bench; in the VM with --provider=verbs)
 #
 # Writes benchmarks/results/<date>_<time>-<provider>/: expN_*.csv, expN_*.png,
 # summary.md, logs/. --quick takes under 5 minutes on a 2-core machine once

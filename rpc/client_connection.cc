@@ -136,7 +136,14 @@ bool ClientConnection::PostList(absl::Span<WorkRequest> wrs) {
       wr.inline_write = true;
     }
   }
-  absl::Status s = conn_->Post(wrs);
+  absl::Status s;
+  if (options_.post_lists || wrs.size() == 1) {
+    s = conn_->Post(wrs);
+  } else {
+    for (size_t i = 0; i < wrs.size() && s.ok(); ++i) {
+      s = conn_->Post(wrs.subspan(i, 1));
+    }
+  }
   if (!s.ok()) {
     if (status_.ok()) status_ = s;
     failed_.store(true, std::memory_order_release);

@@ -123,6 +123,11 @@ struct ChannelOptions {
   // signaled request completes. 1 signals every post list. READs are always
   // signaled. In [1, 64]. Default: 16.
   int signal_every = 16;
+  // Doorbell batching: work requests that go together (a request and its
+  // doorbell ring, the header READs due in one progress round, a batch's
+  // WRITEs) are posted as one post list, one doorbell. false posts each on
+  // its own (to measure what the lists save). Default: true.
+  bool post_lists = true;
 
   // Batching. Default: kOff.
   BatchMode batch = BatchMode::kOff;

@@ -112,13 +112,16 @@ TEST_F(RpcE2eTest, WhatACallPostsFollowsInlineAndSignalOptions) {
   struct Case {
     uint32_t max_inline;
     int signal_every;
+    bool post_lists;
   };
-  for (const Case& c : {Case{128, 16}, Case{0, 16}, Case{128, 1}}) {
+  for (const Case& c : {Case{128, 16, true}, Case{0, 16, true},
+                        Case{128, 1, true}, Case{128, 16, false}}) {
     SCOPED_TRACE(absl::StrCat("max_inline ", c.max_inline, " signal_every ",
-                              c.signal_every));
+                              c.signal_every, " post_lists ", c.post_lists));
     ChannelOptions opts;
     opts.max_inline = c.max_inline;
     opts.signal_every = c.signal_every;
+    opts.post_lists = c.post_lists;
     std::unique_ptr<Channel> ch = Connect(RpcMode::kRemoteFetch, opts);
     ASSERT_NE(ch, nullptr);
     for (uint64_t i = 0; i < 20; ++i) ExpectEcho(ch.get(), i, 8);
@@ -140,6 +143,9 @@ TEST_F(RpcE2eTest, WhatACallPostsFollowsInlineAndSignalOptions) {
     // of its own. A ring on its own (a re-ring of a request unanswered for
     // 1 ms, or a hot post found late) adds one.
     EXPECT_LE(doorbells, kCalls + reads + (b.rings - a.rings));
+    if (!c.post_lists) {
+      EXPECT_EQ(doorbells, wqes);  // One doorbell each.
+    }
     // Every WRITE here is small (a request of ~40 bytes, a doorbell word).
     EXPECT_EQ(inlined, c.max_inline == 0 ? 0u : writes);
     if (c.signal_every == 1) {
