@@ -756,6 +756,17 @@ void ClientConnection::PostHeaderRead(uint32_t s, int64_t now) {
   Post(HeaderRead(s, now));
 }
 
+void ClientConnection::PostHeaderReads(const uint32_t* slots, int n,
+                                       int64_t now) {
+  if (n == 1) {  // The common case (a sync caller): no list to build.
+    PostHeaderRead(slots[0], now);
+    return;
+  }
+  WorkRequest wrs[kReadList];
+  for (int i = 0; i < n; ++i) wrs[i] = HeaderRead(slots[i], now);
+  PostList(absl::MakeSpan(wrs, static_cast<size_t>(n)));
+}
+
 void ClientConnection::SetMode(RpcMode mode) {
   const uint64_t word = mode == RpcMode::kServerReply ? wire::kModeServerReply
                                                       : wire::kModeRemoteFetch;
@@ -1366,9 +1377,8 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
 
   // 1. Post the header READs that are due, in one post list (one doorbell;
   // up to kReadList at a time).
-  constexpr int kReadList = 16;
-  WorkRequest reads[kReadList];
-  int n_reads = 0;
+  uint32_t due[kReadList];
+  int n_due = 0;
   for (uint32_t s = 0; s < used_slots_; ++s) {
     Slot& slot = slots_[s];
     if (slot.hot_unconfirmed) {
@@ -1389,14 +1399,14 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
     }
     if ((slot.phase == Phase::kFetchHeader || slot.phase == Phase::kSwitchCheck) &&
         !slot.read_outstanding && now >= slot.next_fetch_ns) {
-      reads[n_reads++] = HeaderRead(s, now);
-      if (n_reads == kReadList) {
-        PostList(absl::MakeSpan(reads, n_reads));
-        n_reads = 0;
+      due[n_due++] = s;
+      if (n_due == kReadList) {
+        PostHeaderReads(due, n_due, now);
+        n_due = 0;
       }
     }
   }
-  if (n_reads > 0) PostList(absl::MakeSpan(reads, n_reads));
+  if (n_due > 0) PostHeaderReads(due, n_due, now);
   if (!status_.ok()) {
     FailLocked(status_, finished);
     return true;

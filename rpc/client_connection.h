@@ -303,6 +303,10 @@ class ClientConnection {
   // were posted (the caller posts it, maybe with others in one list).
   transport::WorkRequest HeaderRead(uint32_t s, int64_t now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Header READs of `n` (<= kReadList) slots in one post list.
+  static constexpr int kReadList = 16;
+  void PostHeaderReads(const uint32_t* slots, int n, int64_t now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleHeader(uint32_t s, int64_t now, std::vector<PendingCall*>* finished)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Complete(uint32_t s, const char* payload, const wire::ResponseView& view,
