@@ -106,7 +106,27 @@ absl::Status ClientConnection::status() const {
 
 RpcMode ClientConnection::mode() const {
   MutexLock lock(&mu_);
-  return policy_.current();
+  return mode_bits_ != 0 ? RpcMode::kServerReply : RpcMode::kRemoteFetch;
+}
+
+HybridPolicy& ClientConnection::Policy(uint8_t bucket) {
+  uint8_t& i = policy_index_[bucket];
+  if (i == 0xff) {
+    policies_.emplace_back(HybridPolicy::Params{options_.mode, retries_,
+                                                options_.switch_after,
+                                                options_.switch_back_ratio});
+    i = static_cast<uint8_t>(policies_.size() - 1);
+  }
+  return policies_[i];
+}
+
+void ClientConnection::SetModeBit(uint8_t bucket, bool server_reply) {
+  if (server_reply) {
+    mode_bits_ |= wire::ModeBit(bucket);
+  } else {
+    mode_bits_ &= ~wire::ModeBit(bucket);
+  }
+  WriteModeWord();
 }
 
 absl::Duration ClientConnection::fetch_rtt() const {
@@ -388,7 +408,8 @@ absl::Status ClientConnection::StartLocked(
     counters_->batches_plain.fetch_add(1, std::memory_order_relaxed);
     counters_->flushes_idle.fetch_add(1, std::memory_order_relaxed);
   }
-  if (policy_.current() == RpcMode::kServerReply) {
+  slot.bucket = static_cast<uint8_t>(wire::ModeBucket(call->method_id));
+  if (ServerReply(slot.bucket)) {
     slot.phase = Phase::kWaitReply;
   } else {
     slot.phase = Phase::kFetchHeader;
@@ -674,8 +695,8 @@ void ClientConnection::PublishLocked(uint32_t s, int64_t now) {
   const uint64_t rbase = layout_.RequestSlotOffset(s);
   bool ok;
   // The phase first: the doorbell names the slot only if it is outstanding.
-  slot.phase = policy_.current() == RpcMode::kServerReply ? Phase::kWaitReply
-                                                          : Phase::kFetchHeader;
+  slot.bucket = static_cast<uint8_t>(wire::kBatchModeBucket);
+  slot.phase = WaitPhase(slot.bucket);
   if (options_.batch == BatchMode::kAdaptive) {
     // Entries already sent ahead; now the rest and the tail, then the
     // header, then the doorbell. WRITEs apply in order, but within one
@@ -767,9 +788,8 @@ void ClientConnection::PostHeaderReads(const uint32_t* slots, int n,
   PostList(absl::MakeSpan(wrs, static_cast<size_t>(n)));
 }
 
-void ClientConnection::SetMode(RpcMode mode) {
-  const uint64_t word = mode == RpcMode::kServerReply ? wire::kModeServerReply
-                                                      : wire::kModeRemoteFetch;
+void ClientConnection::WriteModeWord() {
+  const uint64_t word = mode_bits_;
   char* src = local_->data() + mode_word_offset_;
   std::memcpy(src, &word, sizeof(word));
   WorkRequest wr = WorkRequest::Write(WrId(0, kModeWrite), local_.get(),
@@ -936,22 +956,23 @@ void ClientConnection::Complete(uint32_t s, const char* payload,
   const int64_t policy_server_ns =
       view.server_time == 0xffff ? int64_t{1} << 50 : server_ns;
   if (via == RpcMode::kRemoteFetch) {
-    policy_.OnFetchedCall(slot.fetches);
+    Policy(slot.bucket).OnFetchedCall(slot.fetches);
   } else if (const double reply_ns = static_cast<double>(NowNs() - slot.posted_ns);
              (reply_ns_ = reply_ns_ == 0 ? reply_ns : 0.8 * reply_ns_ + 0.2 * reply_ns),
-             policy_.OnServerReplyCall(absl::Nanoseconds(policy_server_ns),
-                                       absl::Nanoseconds(reply_ns),
-                                       absl::Nanoseconds(RemoteFetchBudgetNs()))) {
+             Policy(slot.bucket).OnServerReplyCall(
+                 absl::Nanoseconds(policy_server_ns), absl::Nanoseconds(reply_ns),
+                 absl::Nanoseconds(RemoteFetchBudgetNs()))) {
     counters_->switches_to_remote_fetch.fetch_add(1, std::memory_order_relaxed);
     // Results showed up about one fetch before the replies did: start the
     // first-fetch delay there rather than where remote fetching left it.
     if (options_.adaptive_fetch_delay) {
       fetch_delay_ns_ = std::clamp(reply_ns_ - rtt_ns_, 0.0, FetchDelayCapNs());
     }
-    SetMode(RpcMode::kRemoteFetch);
+    SetModeBit(slot.bucket, false);
     const int64_t now = NowNs();
     for (uint32_t i = 0; i < slots_.size(); ++i) {
-      if (i != s && slots_[i].phase == Phase::kWaitReply) {
+      if (i != s && slots_[i].phase == Phase::kWaitReply &&
+          slots_[i].bucket == slot.bucket) {
         slots_[i].phase = Phase::kFetchHeader;
         slots_[i].next_fetch_ns = now;
       }
@@ -1046,8 +1067,7 @@ void ClientConnection::CompletePart(uint32_t s, const char* payload,
   }
   slot.fetches = 0;
   slot.counted_slow = true;  // Only a batch's first part feeds the policy.
-  slot.phase = policy_.current() == RpcMode::kServerReply ? Phase::kWaitReply
-                                                          : Phase::kFetchHeader;
+  slot.phase = WaitPhase(slot.bucket);
   slot.next_fetch_ns = 0;
   slot.last_probe_ns = NowNs();
 }
@@ -1165,15 +1185,16 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
   }
   if (slot.fetches > retries_ && !slot.counted_slow) {
     slot.counted_slow = true;
-    if (policy_.OnCallExceededRetries()) {
+    if (Policy(slot.bucket).OnCallExceededRetries()) {
       counters_->switches_to_server_reply.fetch_add(1,
                                                     std::memory_order_relaxed);
-      SetMode(RpcMode::kServerReply);
-      // Every call still fetching gets one READ after the flag landed: either
-      // the result was already published, or the server will WRITE it.
+      SetModeBit(slot.bucket, true);
+      // Every call of the bucket still fetching gets one READ after the
+      // flag landed: either the result was already published, or the
+      // server will WRITE it. Other methods keep fetching.
       for (uint32_t i = 0; i < slots_.size(); ++i) {
         Slot& o = slots_[i];
-        if (o.phase == Phase::kFetchHeader) {
+        if (o.phase == Phase::kFetchHeader && o.bucket == slot.bucket) {
           o.phase = Phase::kSwitchCheck;
           o.next_fetch_ns = now;
         }
@@ -1309,7 +1330,9 @@ void ClientConnection::ExpireCalls(uint32_t s, int64_t now,
                    "deadline exceeded after ",
                    absl::FormatDuration(absl::Nanoseconds(now - call->start_ns)),
                    " (", slot.fetches, " fetches, mode ",
-                   RpcModeName(policy_.current()), ")")),
+                   RpcModeName(ServerReply(slot.bucket) ? RpcMode::kServerReply
+                                                        : RpcMode::kRemoteFetch),
+                   ")")),
                finished);
   };
   int64_t earliest = INT64_MAX;
@@ -1469,9 +1492,7 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
       } else if (st == wire::FetchState::kNotReady) {
         // No tail where the head said: the head READ was torn (see
         // HandleHeader). READ the header again.
-        slot.phase = policy_.current() == RpcMode::kServerReply
-                         ? Phase::kWaitReply
-                         : Phase::kFetchHeader;
+        slot.phase = WaitPhase(slot.bucket);
         slot.next_fetch_ns = now;
         slot.last_probe_ns = 0;
       } else {

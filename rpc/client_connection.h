@@ -178,6 +178,8 @@ class ClientConnection {
   absl::Status status() const;
   // Cheap check for the fast path: true once the connection has failed.
   bool failed() const { return failed_.load(std::memory_order_acquire); }
+  // kServerReply if some method (mode bucket) of the connection is in
+  // server reply, else kRemoteFetch.
   RpcMode mode() const;
   // Changes R and F for calls from now on.
   void SetFetchParams(int retries, uint32_t fetch_size);
@@ -257,6 +259,9 @@ class ClientConnection {
     bool in_flight_counted = false;
     bool timed = false;  // Its turnaround feeds turnaround_ns_.
     bool has_sync = false;  // The open batch holds a sync call.
+    // Mode bucket of the request in the slot (wire::ModeBucket of its
+    // method, or kBatchModeBucket): whose mode it follows.
+    uint8_t bucket = 0;
   };
 
   // A near miss grows the adaptive first-fetch delay by this fraction (see
@@ -329,7 +334,8 @@ class ClientConnection {
   void FreeSlot(uint32_t s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RecordLatenciesLocked(absl::Span<const int64_t> latencies_ns,
                              int64_t now_ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void SetMode(RpcMode mode) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // WRITEs mode_bits_ into the server's mode word.
+  void WriteModeWord() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FailLocked(absl::Status status, std::vector<PendingCall*>* finished)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Posts a request (or batch) WRITE list for slot `s` at `now`, with the
@@ -452,7 +458,24 @@ class ClientConnection {
   // can be busy, not every slot of the connection.
   uint32_t used_slots_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<PendingCall*> queued_ ABSL_GUARDED_BY(mu_);
-  HybridPolicy policy_ ABSL_GUARDED_BY(mu_);
+  // The hybrid policy of each mode bucket in use (created on first use),
+  // and the mode word last written to the server: bit b set = bucket b in
+  // server reply (wire::ControlBlock). A bucket's bit is set exactly while
+  // its policy is in server reply.
+  HybridPolicy& Policy(uint8_t bucket) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool ServerReply(uint8_t bucket) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return ((mode_bits_ >> bucket) & 1) != 0;
+  }
+  // The phase a request of `bucket` waits in once posted.
+  Phase WaitPhase(uint8_t bucket) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return ServerReply(bucket) ? Phase::kWaitReply : Phase::kFetchHeader;
+  }
+  // Sets or clears bucket b's bit and WRITEs the word.
+  void SetModeBit(uint8_t bucket, bool server_reply)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<HybridPolicy> policies_ ABSL_GUARDED_BY(mu_);
+  uint8_t policy_index_[wire::kModeBuckets] ABSL_GUARDED_BY(mu_);
+  uint64_t mode_bits_ ABSL_GUARDED_BY(mu_) = 0;
   FlushPolicy flush_;
   AutoBatchSizer sizer_ ABSL_GUARDED_BY(mu_);
   int open_ ABSL_GUARDED_BY(mu_) = -1;            // Slot of the open batch.

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <limits>
 
 #include "absl/random/random.h"
@@ -35,9 +36,6 @@ ClientConnection::ClientConnection(ChannelOptions options,
       rering_after_ns_(std::clamp<int64_t>(
           absl::ToInt64Nanoseconds(options_.rering_after), 1000,
           int64_t{3600} * 1000 * 1000 * 1000)),
-      policy_(HybridPolicy::Params{options_.mode, options_.retries,
-                                   options_.switch_after,
-                                   options_.switch_back_ratio}),
       flush_(std::max(1, options_.batch_size), options_.batch_bytes,
              options_.batch_timeout, options_.batch_idle_in_flight,
              options_.batch_sync_combine),
@@ -53,13 +51,14 @@ ClientConnection::ClientConnection(ChannelOptions options,
   MutexLock lock(&mu_);
   retries_ = options_.retries;
   fetch_size_ = options_.fetch_size;
+  std::fill(std::begin(policy_index_), std::end(policy_index_), uint8_t{0xff});
 }
 
 void ClientConnection::SetFetchParams(int retries, uint32_t fetch_size) {
   MutexLock lock(&mu_);
   retries_ = retries;
   fetch_size_ = fetch_size;
-  policy_.set_retries(retries);
+  for (HybridPolicy& p : policies_) p.set_retries(retries);
 }
 
 ClientConnection::~ClientConnection() {
@@ -228,8 +227,10 @@ absl::StatusOr<std::unique_ptr<ClientConnection>> ClientConnection::Connect(
   // PublishLocked/StartLocked advance the seq before use.
   for (auto& slot : c->slots_) slot.seq = first_seq - 1;
   for (uint32_t s = c->layout_.slots; s > 0; --s) c->free_slots_.push_back(s - 1);
-  if (c->policy_.current() == RpcMode::kServerReply) {
-    c->SetMode(RpcMode::kServerReply);
+  if (options.mode == RpcMode::kServerReply) {
+    // Every method, and batches, in server reply for good.
+    c->mode_bits_ = wire::kModeServerReply;
+    c->WriteModeWord();
     if (!c->status_.ok()) return c->status_;
   }
   return c;

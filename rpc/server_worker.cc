@@ -366,6 +366,9 @@ bool ServerWorker::Serve(ServerConnection* c, uint32_t s) {
   const size_t cap = l.ResponsePayloadCapacity();
   size_t len = 0;
   absl::Status status;
+  c->mode_bucket[s] = static_cast<uint8_t>(
+      (req.flags & wire::kRequestFlagBatch) ? wire::kBatchModeBucket
+                                            : wire::ModeBucket(req.method_id));
   if (state == wire::SlotState::kCorrupt) {
     counters_->bad_requests.fetch_add(1, std::memory_order_relaxed);
     status = absl::InvalidArgumentError(why);
@@ -673,7 +676,9 @@ void ServerWorker::FinishPublish(ServerConnection* c, uint32_t s,
   // after its flag WRITE sees the result, or we see the flag and WRITE back.
   transport::FullFence();
   const uint64_t mode = transport::LoadAcquire64(c->region->data());
-  if (large || mode == wire::kModeServerReply) Push(c, s, offset, framed);
+  if (large || ((mode >> c->mode_bucket[s]) & 1) != 0) {
+    Push(c, s, offset, framed);
+  }
 }
 
 void ServerWorker::Push(ServerConnection* c, uint32_t s, size_t offset,

@@ -172,6 +172,10 @@ struct ServerConnection {
   std::vector<uint32_t> expected_seq;               // Per slot.
   std::vector<uint32_t> push_in_flight;             // Per slot: WRITEs.
   std::vector<int64_t> push_posted_ns;              // Per slot: last WRITE.
+  // Per slot: the mode bucket of its request (wire::ModeBucket of its
+  // method, or kBatchModeBucket): which bit of the client's mode word says
+  // whether its result is pushed.
+  std::vector<uint8_t> mode_bucket;
   // Per slot (sized at the first async call): the answer that comes later.
   std::vector<std::unique_ptr<PendingSlot>> pending;
   uint32_t pending_count = 0;                       // Non-null in `pending`.

@@ -158,14 +158,27 @@ constexpr uint64_t CancelWord(uint32_t seq) { return seq; }
 // The mode flag block at offset 0 of the server's per-connection region.
 // Written only by the client (a local copy and an RDMA WRITE of this word);
 // read by the server after it publishes each result.
+//
+// The mode is kept per method (the paper keeps it per <client, RPC id>):
+// bit b of the word set means "server reply" for the requests of mode bucket
+// b, clear means remote fetching. A plain request's bucket is
+// ModeBucket(method_id); every batch is in bucket kBatchModeBucket.
 struct ControlBlock {
-  uint64_t mode;  // 0 = remote fetch, 1 = server reply.
+  uint64_t mode;  // Bit per mode bucket: 1 = server reply.
   uint64_t reserved[7];
 };
 static_assert(sizeof(ControlBlock) == 64, "control block is one cache line");
 
-inline constexpr uint64_t kModeRemoteFetch = 0;
-inline constexpr uint64_t kModeServerReply = 1;
+inline constexpr uint64_t kModeRemoteFetch = 0;     // Every bucket.
+inline constexpr uint64_t kModeServerReply = ~uint64_t{0};  // Every bucket.
+inline constexpr uint32_t kModeBuckets = 64;
+inline constexpr uint32_t kBatchModeBucket = kModeBuckets - 1;
+// Methods share the other 63 buckets by id (ids are hashes of the names:
+// two methods share a mode only if their ids agree modulo 63).
+constexpr uint32_t ModeBucket(uint32_t method_id) {
+  return method_id % (kModeBuckets - 1);
+}
+constexpr uint64_t ModeBit(uint32_t bucket) { return uint64_t{1} << bucket; }
 
 inline constexpr size_t kHeaderBytes = 16;
 inline constexpr size_t kTailBytes = 8;
@@ -251,7 +264,7 @@ struct ConnectionLayout {
 // The rpc handshake's version (RpcHello / RpcWelcome); a mismatch is
 // FAILED_PRECONDITION on both sides. 2: doorbells and hot slots. 3: deadline
 // budgets (kRequestFlagDeadline) and cancel words.
-inline constexpr uint32_t kRpcVersion = 3;
+inline constexpr uint32_t kRpcVersion = 4;  // 4: the mode word is per method.
 
 // A worker's doorbell area: how a client tells the worker which of its slots
 // to look at, so that the worker's work discovery costs what arrived, not

@@ -23,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "rpc/channel.h"
 #include "rpc/server.h"
+#include "rpc/wire_format.h"
 #include "tests/test_service.h"
 
 namespace rfrpc {
@@ -566,6 +567,103 @@ TEST_F(RpcE2eTest, HybridSwitchesToServerReplyAndBack) {
                          << ", to RF " << st.switches_to_remote_fetch
                          << ", rtt " << st.fetch_rtt_ns << " ns, delay "
                          << st.fetch_delay_ns << " ns";
+}
+
+// The mode is per method (the paper keeps it per <client, RPC id>): a slow
+// method switches to server-reply while a fast method on the same
+// connection keeps remote fetching. (With one mode per connection, every
+// fast call after the switch would be pushed.)
+//
+// A fast call can look slow on its own (more than R fetches while the host
+// deschedules the worker), and K = 2 such calls switch the fast method too,
+// rightly. So a fast call is judged only while the channel has made exactly
+// one switch since every method was last fetched, and the slow method has
+// been pushed: that one switch was the slow method's, and the fast call
+// must have been fetched. A channel whose
+// fast method switched before enough calls were judged is replaced by a
+// fresh one (up to 8 tries).
+TEST_F(RpcE2eTest, ASlowMethodSwitchesAloneToServerReply) {
+  static const uint32_t kFast = MethodId(kEchoMethod);
+  static const uint32_t kSlow = MethodId(kEchoAgainMethod);
+  ASSERT_NE(wire::ModeBucket(kFast), wire::ModeBucket(kSlow))
+      << "pick another name: the two methods share a mode bucket";
+  ServerOptions server_opts;
+  server_opts.idle_park_after = absl::InfiniteDuration();
+  StartServer(1, server_opts);
+  // R = 100: a fast call takes a few dozen READs on a quiet host (7 to 63
+  // seen right after a slow one); a 50 ms call takes hundreds even backing
+  // off.
+  ChannelOptions opts;
+  opts.retries = 100;
+  opts.max_fetch_delay = absl::Milliseconds(1);
+  int judged = 0;  // Fast calls judged.
+  std::string trace;  // Per round: attempt, modes/fetches, switches.
+  for (int attempt = 0; attempt < 8 && judged < 5; ++attempt) {
+    std::unique_ptr<Channel> ch = Connect(RpcMode::kHybrid, opts);
+    ASSERT_NE(ch, nullptr);
+    // Warm-up: the client learns when fast results are ready (the adaptive
+    // first-fetch delay). Until then it READs R times at once, which on a
+    // loaded 2-core host can keep the worker off the core long enough to
+    // make fast calls look slow (R + 2 READs each, seen with 6 tests).
+    // Judging starts with every method fetched (a fast method that
+    // switched during the warm-up is back), from the switch counts then.
+    for (int w = 0; w < 200 || (w < 5000 && ch->connection_mode(0) !=
+                                                RpcMode::kRemoteFetch);
+         ++w) {
+      ExpectEcho(ch.get(), 1000 + w, 8);
+    }
+    if (ch->connection_mode(0) != RpcMode::kRemoteFetch) continue;
+    const ChannelStats base = ch->stats();
+    int slow_pushed = 0;
+    for (int i = 0; i < 10; ++i) {
+      TestRequest req;
+      req.set_id(i);
+      req.set_delay_ns(50 * 1000 * 1000);  // 50 ms: slow on any fabric.
+      TestResponse resp;
+      ClientContext slow_ctx;
+      absl::Status s = ch->Call(kSlow, req, &resp, &slow_ctx);
+      ASSERT_TRUE(s.ok()) << s;
+      EXPECT_EQ(resp.id(), static_cast<uint64_t>(i));
+      if (slow_ctx.mode_used() == RpcMode::kServerReply) ++slow_pushed;
+
+      // A few fast calls after each slow one: the first may be slowed by
+      // the worker's return from a 50 ms handler, the next ones reset the
+      // fast method's count of consecutive slow calls.
+      bool fast_switched = false;
+      for (int f = 0; f < 4 && !fast_switched; ++f) {
+        req.set_id(100 + 4 * i + f);
+        req.set_delay_ns(0);
+        ClientContext fast_ctx;
+        s = ch->Call(kFast, req, &resp, &fast_ctx);
+        ASSERT_TRUE(s.ok()) << s;
+        EXPECT_EQ(resp.id(), static_cast<uint64_t>(100 + 4 * i + f));
+        const ChannelStats st = ch->stats();
+        absl::StrAppend(&trace, " a", attempt, "r", i, "f", f, ":slow ",
+                        RpcModeName(slow_ctx.mode_used()), "/",
+                        slow_ctx.fetches(), " fast ",
+                        RpcModeName(fast_ctx.mode_used()), "/",
+                        fast_ctx.fetches(), " sw ",
+                        st.switches_to_server_reply, "/",
+                        st.switches_to_remote_fetch);
+        if (st.switches_to_server_reply != base.switches_to_server_reply + 1 ||
+            st.switches_to_remote_fetch != base.switches_to_remote_fetch) {
+          // Before the slow method's switch, or after the fast one's too.
+          fast_switched = slow_pushed > 0;
+          continue;
+        }
+        if (slow_pushed == 0) continue;
+        ++judged;
+        EXPECT_EQ(fast_ctx.mode_used(), RpcMode::kRemoteFetch)
+            << "attempt " << attempt << " round " << i << " call " << f
+            << ": a fast call was pushed while only the slow method had "
+            << "switched";
+      }
+      if (fast_switched) break;
+    }
+  }
+  EXPECT_GE(judged, 5) << "the fast method kept switching too on this host:"
+                        << trace;
+  EXPECT_GE(server_->stats().calls_server_reply, 7u);
 }
 
 TEST_F(RpcE2eTest, DuplicateMethodIdsAreRefused) {

@@ -191,9 +191,13 @@ TEST_F(RpcMetricsTest, ServerMethodStatsCountWhatHappened) {
   MakeCalls(ch.get());
   WaitForServerCalls(kEcho);
   const std::vector<MethodStats> ms = server_->method_stats();
-  ASSERT_EQ(ms.size(), 2u);  // Echo, then the unknown id ("" sorts first).
+  // The unknown id ("" sorts first), Echo, and EchoAgain (never called:
+  // every registered method is listed).
+  ASSERT_EQ(ms.size(), 3u);
   const MethodStats& unknown = ms[0];
   const MethodStats& echo = ms[1];
+  EXPECT_EQ(ms[2].method, kEchoAgainMethod);
+  EXPECT_EQ(ms[2].calls, 0u);
   EXPECT_EQ(unknown.method, "");
   EXPECT_EQ(unknown.calls, 1u);
   EXPECT_EQ(unknown.failures[kUnimplemented], 1u);
@@ -262,7 +266,9 @@ TEST_F(RpcMetricsTest, BatchedCallsAreCountedPerCall) {
   ASSERT_TRUE(WaitForCount(done, kCalls, absl::Seconds(30)));
   WaitForServerCalls(kCalls);
   const std::vector<MethodStats> ms = server_->method_stats();
-  ASSERT_EQ(ms.size(), 1u);
+  ASSERT_EQ(ms.size(), 2u);  // Echo, and EchoAgain never called.
+  EXPECT_EQ(ms[0].method, kEchoMethod);
+  EXPECT_EQ(ms[1].calls, 0u);
   EXPECT_EQ(ms[0].calls, uint64_t{kCalls});
   EXPECT_EQ(ms[0].latency_ns.count(), uint64_t{kCalls});
   EXPECT_GT(server_->stats().batches, 0u);

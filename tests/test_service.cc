@@ -35,6 +35,10 @@ TestService::TestService() : Service("rfrpc.testing.Test") {
             std::make_unique<internal::UnaryHandler<TestService, TestRequest,
                                                     TestResponse>>(
                 this, &TestService::Echo));
+  AddMethod("EchoAgain",
+            std::make_unique<internal::UnaryHandler<TestService, TestRequest,
+                                                    TestResponse>>(
+                this, &TestService::Echo));
 }
 
 absl::Status TestService::Echo(ServerContext* ctx, const TestRequest* req,

@@ -24,6 +24,9 @@ namespace rfrpc {
 namespace testing {
 
 inline constexpr char kEchoMethod[] = "/rfrpc.testing.Test/Echo";
+// The same handler under a second name: a method of its own (e.g. a mode of
+// its own in hybrid).
+inline constexpr char kEchoAgainMethod[] = "/rfrpc.testing.Test/EchoAgain";
 
 // The payload a response of `size` bytes for request `id` carries.
 std::string ExpectedPayload(uint64_t id, size_t size);
