@@ -340,16 +340,16 @@ class ChannelImpl final : public Channel {
     st.hot_posts = counters_.hot_posts.load();
     st.calls_cancelled = counters_.calls_cancelled.load();
     st.cancel_writes = counters_.cancel_writes.load();
-    st.wqes = counters_.closed_wqes.load();
-    st.doorbells = counters_.closed_doorbells.load();
-    st.inline_writes = counters_.closed_inline_writes.load();
-    st.signaled = counters_.closed_signaled.load();
+    internal::WorkCounts work;
+    {
+      MutexLock lock(&counters_.closed_mu);
+      work = counters_.closed_work;
+    }
     int n = 0;
     for (const auto& slot : conns_) {
       std::shared_ptr<ClientConnection> c = Get(slot.get());
       if (!c) continue;
-      c->AddWorkCounts(&st.wqes, &st.doorbells, &st.inline_writes,
-                       &st.signaled);
+      c->AddWorkCounts(&work);
       st.fetch_rtt_ns += absl::ToDoubleNanoseconds(c->fetch_rtt());
       st.fetch_delay_ns += absl::ToDoubleNanoseconds(c->fetch_delay());
       st.slots_in_use += c->busy_slots();
@@ -359,6 +359,13 @@ class ChannelImpl final : public Channel {
       st.fetch_rtt_ns /= n;
       st.fetch_delay_ns /= n;
     }
+    st.wqes = work.wqes;
+    st.doorbells = work.doorbells;
+    st.inline_writes = work.inline_writes;
+    st.signaled = work.signaled;
+    st.cq_polls = work.cq_polls;
+    st.cq_empty_polls = work.cq_empty_polls;
+    st.cq_blocks = work.cq_blocks;
     return st;
   }
 
@@ -712,6 +719,9 @@ void ChannelStats::AddCounters(const ChannelStats& o) {
   doorbells += o.doorbells;
   inline_writes += o.inline_writes;
   signaled += o.signaled;
+  cq_polls += o.cq_polls;
+  cq_empty_polls += o.cq_empty_polls;
+  cq_blocks += o.cq_blocks;
 }
 
 absl::StatusOr<std::unique_ptr<Channel>> Channel::Create(

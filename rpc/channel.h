@@ -202,6 +202,12 @@ struct ChannelStats {
   uint64_t doorbells = 0;
   uint64_t inline_writes = 0;
   uint64_t signaled = 0;
+  // The connections' completion queues: poll rounds, of them empty, and
+  // times a poller armed the queue and slept. A client polls only while it
+  // has calls to drive: an idle channel's counts stand still.
+  uint64_t cq_polls = 0;
+  uint64_t cq_empty_polls = 0;
+  uint64_t cq_blocks = 0;
 
   // Adds `other`'s counters (every field that counts events; the largest
   // outstanding_peak) into this. Figures of the moment (batch_size,

@@ -62,26 +62,29 @@ void ClientConnection::SetFetchParams(int retries, uint32_t fetch_size) {
 }
 
 ClientConnection::~ClientConnection() {
-  uint64_t wqes = 0, doorbells = 0, inlined = 0, signaled = 0;
-  AddWorkCounts(&wqes, &doorbells, &inlined, &signaled);
-  counters_->closed_wqes.fetch_add(wqes, std::memory_order_relaxed);
-  counters_->closed_doorbells.fetch_add(doorbells, std::memory_order_relaxed);
-  counters_->closed_inline_writes.fetch_add(inlined, std::memory_order_relaxed);
-  counters_->closed_signaled.fetch_add(signaled, std::memory_order_relaxed);
+  {
+    MutexLock lock(&counters_->closed_mu);
+    AddWorkCounts(&counters_->closed_work);
+  }
   // The transport connection goes first so the server sees us leave.
   conn_.reset();
 }
 
-void ClientConnection::AddWorkCounts(uint64_t* wqes, uint64_t* doorbells,
-                                     uint64_t* inline_writes,
-                                     uint64_t* signaled) const {
-  if (conn_ == nullptr) return;
-  const transport::Connection::Counters& c = conn_->counters();
-  *wqes += c.writes.load(std::memory_order_relaxed) +
-           c.reads.load(std::memory_order_relaxed);
-  *doorbells += c.post_lists.load(std::memory_order_relaxed);
-  *inline_writes += c.inline_writes.load(std::memory_order_relaxed);
-  *signaled += c.signaled.load(std::memory_order_relaxed);
+void ClientConnection::AddWorkCounts(WorkCounts* to) const {
+  if (conn_ != nullptr) {
+    const transport::Connection::Counters& c = conn_->counters();
+    to->wqes += c.writes.load(std::memory_order_relaxed) +
+                c.reads.load(std::memory_order_relaxed);
+    to->doorbells += c.post_lists.load(std::memory_order_relaxed);
+    to->inline_writes += c.inline_writes.load(std::memory_order_relaxed);
+    to->signaled += c.signaled.load(std::memory_order_relaxed);
+  }
+  if (cq_ != nullptr) {
+    const transport::CompletionQueue::Stats q = cq_->stats();
+    to->cq_polls += q.polls;
+    to->cq_empty_polls += q.empty_polls;
+    to->cq_blocks += q.blocks;
+  }
 }
 
 absl::StatusOr<std::unique_ptr<ClientConnection>> ClientConnection::Connect(

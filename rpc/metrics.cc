@@ -342,7 +342,8 @@ absl::Status RpcMetrics::State::Build() {
           "Calls that waited for completions: the send queue was near full.");
   counter(&c_work, "rfrpc_client_work_requests_total",
           "Work requests by kind: posted (READs and WRITEs), doorbells (post "
-          "lists), inline (WRITEs), signaled.");
+          "lists), inline (WRITEs), signaled; and completion-queue polls "
+          "(cq_polls, cq_empty_polls).");
   gauge(&c_batch_size, "rfrpc_client_batch_size",
         "Batch size N in force (0: batching off; mean over channels).");
   gauge(&c_sizer_k, "rfrpc_client_batch_sizer_k",
@@ -465,6 +466,9 @@ void RpcMetrics::State::FoldChannels(
     c_work->Set(with("kind", "doorbells"), static_cast<double>(st.doorbells));
     c_work->Set(with("kind", "inline"), static_cast<double>(st.inline_writes));
     c_work->Set(with("kind", "signaled"), static_cast<double>(st.signaled));
+    c_work->Set(with("kind", "cq_polls"), static_cast<double>(st.cq_polls));
+    c_work->Set(with("kind", "cq_empty_polls"),
+                static_cast<double>(st.cq_empty_polls));
     c_rings->Set(server, static_cast<double>(st.rings));
     c_rerings->Set(server, static_cast<double>(st.rerings));
     c_notifies->Set(server, static_cast<double>(st.notifies));

@@ -205,6 +205,36 @@ TEST_F(RpcE2eTest, ReadsDueTogetherShareADoorbell) {
   EXPECT_LT(read_lists * 5, reads * 4);
 }
 
+// An idle client costs nothing: once its async calls are done, the
+// channel's progress thread sleeps instead of polling its completion queue
+// (ChannelStats::cq_polls stands still), and so does a channel used for
+// sync calls between them.
+TEST_F(RpcE2eTest, AnIdleChannelDoesNotPoll) {
+  StartServer(1);
+  std::unique_ptr<Channel> ch = Connect(RpcMode::kRemoteFetch);
+  ASSERT_NE(ch, nullptr);
+  static const uint32_t kEcho = MethodId(kEchoMethod);
+  constexpr int kCalls = 100;
+  std::vector<TestResponse> resps(kCalls);
+  std::atomic<int> done{0};
+  for (int i = 0; i < kCalls; ++i) {
+    TestRequest req;
+    req.set_id(i);
+    ch->CallAsync(kEcho, req, &resps[i], nullptr,
+                  [&](absl::Status s) { ++done; });
+  }
+  ASSERT_TRUE(WaitForCount(done, kCalls, absl::Seconds(60)));
+  for (uint64_t i = 0; i < 10; ++i) ExpectEcho(ch.get(), i, 8);
+  const uint64_t busy = ch->stats().cq_polls;
+  EXPECT_GT(busy, 0u);  // Counted at all.
+  absl::SleepFor(absl::Milliseconds(50));  // The progress thread goes idle.
+  const uint64_t before = ch->stats().cq_polls;
+  absl::SleepFor(absl::Milliseconds(300));
+  const uint64_t after = ch->stats().cq_polls;
+  EXPECT_EQ(after, before) << "an idle channel polled " << (after - before)
+                           << " times in 300 ms";
+}
+
 TEST_F(RpcE2eTest, InlineAndSignalOptionsAreChecked) {
   StartServer(1);
   for (int bad : {0, 65}) {
