@@ -213,10 +213,10 @@ Point Run(const std::string& address, RpcMode mode, int size, int server_us,
     ops += (after[t].rdma_reads + after[t].rdma_writes) -
            (before[t].rdma_reads + before[t].rdma_writes);
     reads += after[t].rdma_reads - before[t].rdma_reads;
-    wqes += after[t].wqes - before[t].wqes;
-    doorbells += after[t].doorbells - before[t].doorbells;
-    inlined += after[t].inline_writes - before[t].inline_writes;
-    signaled += after[t].signaled - before[t].signaled;
+    wqes += after[t].work.wqes - before[t].work.wqes;
+    doorbells += after[t].work.doorbells - before[t].work.doorbells;
+    inlined += after[t].work.inline_writes - before[t].work.inline_writes;
+    signaled += after[t].work.signaled - before[t].work.signaled;
     rf += after[t].calls_remote_fetch - before[t].calls_remote_fetch;
     p.switches += after[t].switches_to_server_reply +
                   after[t].switches_to_remote_fetch;

@@ -340,16 +340,15 @@ class ChannelImpl final : public Channel {
     st.hot_posts = counters_.hot_posts.load();
     st.calls_cancelled = counters_.calls_cancelled.load();
     st.cancel_writes = counters_.cancel_writes.load();
-    internal::WorkCounts work;
     {
       MutexLock lock(&counters_.closed_mu);
-      work = counters_.closed_work;
+      st.work = counters_.closed_work;
     }
     int n = 0;
     for (const auto& slot : conns_) {
       std::shared_ptr<ClientConnection> c = Get(slot.get());
       if (!c) continue;
-      c->AddWorkCounts(&work);
+      c->AddWorkCounts(&st.work);
       st.fetch_rtt_ns += absl::ToDoubleNanoseconds(c->fetch_rtt());
       st.fetch_delay_ns += absl::ToDoubleNanoseconds(c->fetch_delay());
       st.slots_in_use += c->busy_slots();
@@ -359,13 +358,6 @@ class ChannelImpl final : public Channel {
       st.fetch_rtt_ns /= n;
       st.fetch_delay_ns /= n;
     }
-    st.wqes = work.wqes;
-    st.doorbells = work.doorbells;
-    st.inline_writes = work.inline_writes;
-    st.signaled = work.signaled;
-    st.cq_polls = work.cq_polls;
-    st.cq_empty_polls = work.cq_empty_polls;
-    st.cq_blocks = work.cq_blocks;
     return st;
   }
 
@@ -715,13 +707,7 @@ void ChannelStats::AddCounters(const ChannelStats& o) {
   hot_posts += o.hot_posts;
   calls_cancelled += o.calls_cancelled;
   cancel_writes += o.cancel_writes;
-  wqes += o.wqes;
-  doorbells += o.doorbells;
-  inline_writes += o.inline_writes;
-  signaled += o.signaled;
-  cq_polls += o.cq_polls;
-  cq_empty_polls += o.cq_empty_polls;
-  cq_blocks += o.cq_blocks;
+  work.Add(o.work);
 }
 
 absl::StatusOr<std::unique_ptr<Channel>> Channel::Create(

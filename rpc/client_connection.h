@@ -77,18 +77,6 @@ struct PendingCall {
   int64_t finish_ns = 0;
 };
 
-// A connection's work as its transport counted it (ChannelStats::wqes to
-// cq_blocks).
-struct WorkCounts {
-  uint64_t wqes = 0;
-  uint64_t doorbells = 0;
-  uint64_t inline_writes = 0;
-  uint64_t signaled = 0;
-  uint64_t cq_polls = 0;
-  uint64_t cq_empty_polls = 0;
-  uint64_t cq_blocks = 0;
-};
-
 // Channel-wide counters, updated by every connection.
 struct ChannelCounters {
   std::atomic<uint64_t> calls{0};
@@ -128,7 +116,7 @@ struct ChannelCounters {
   // The work of connections already closed (the live ones' is read from
   // their transport counters; ClientConnection::AddWorkCounts).
   mutable Mutex closed_mu;
-  WorkCounts closed_work ABSL_GUARDED_BY(closed_mu);
+  TransportWork closed_work ABSL_GUARDED_BY(closed_mu);
   // Bumped by ClientContext::TryCancel: connections look for cancelled
   // calls when it changes. On a line of its own: every Progress round
   // loads it, and the counters above change with every call.
@@ -148,7 +136,7 @@ class ClientConnection {
   // Adds this connection's transport work counts so far (work requests,
   // post lists, inline WRITEs, signaled requests, completion-queue polls)
   // to `*to`. Thread-safe.
-  void AddWorkCounts(WorkCounts* to) const;
+  void AddWorkCounts(TransportWork* to) const;
 
   // Starts `call` with `request` (serialized straight into the slot). Returns
   // RESOURCE_EXHAUSTED if every slot is busy (the caller drives Progress and

@@ -70,7 +70,7 @@ ClientConnection::~ClientConnection() {
   conn_.reset();
 }
 
-void ClientConnection::AddWorkCounts(WorkCounts* to) const {
+void ClientConnection::AddWorkCounts(TransportWork* to) const {
   if (conn_ != nullptr) {
     const transport::Connection::Counters& c = conn_->counters();
     to->wqes += c.writes.load(std::memory_order_relaxed) +

@@ -462,13 +462,13 @@ void RpcMetrics::State::FoldChannels(
     c_adjust->Set(server, static_cast<double>(st.sizer_adjustments));
     c_queued->Set(server, static_cast<double>(st.calls_queued));
     c_sq_waits->Set(server, static_cast<double>(st.send_queue_waits));
-    c_work->Set(with("kind", "posted"), static_cast<double>(st.wqes));
-    c_work->Set(with("kind", "doorbells"), static_cast<double>(st.doorbells));
-    c_work->Set(with("kind", "inline"), static_cast<double>(st.inline_writes));
-    c_work->Set(with("kind", "signaled"), static_cast<double>(st.signaled));
-    c_work->Set(with("kind", "cq_polls"), static_cast<double>(st.cq_polls));
+    c_work->Set(with("kind", "posted"), static_cast<double>(st.work.wqes));
+    c_work->Set(with("kind", "doorbells"), static_cast<double>(st.work.doorbells));
+    c_work->Set(with("kind", "inline"), static_cast<double>(st.work.inline_writes));
+    c_work->Set(with("kind", "signaled"), static_cast<double>(st.work.signaled));
+    c_work->Set(with("kind", "cq_polls"), static_cast<double>(st.work.cq_polls));
     c_work->Set(with("kind", "cq_empty_polls"),
-                static_cast<double>(st.cq_empty_polls));
+                static_cast<double>(st.work.cq_empty_polls));
     c_rings->Set(server, static_cast<double>(st.rings));
     c_rerings->Set(server, static_cast<double>(st.rerings));
     c_notifies->Set(server, static_cast<double>(st.notifies));
