@@ -79,6 +79,10 @@ DEFINE_uint32(rfrpc_max_inline, kChannelDefaults.max_inline,
               "WRITEs of up to this many bytes go inline (requests, "
               "doorbells; on a server, pushed results); 0: none. The queue "
               "pair may grant less.");
+DEFINE_bool(rfrpc_busy_wait, kChannelDefaults.busy_wait,
+            "Waiting threads spin and yield for as long as a call takes; "
+            "false: after 1 ms they sleep a sixteenth of the wait so far "
+            "between polls.");
 DEFINE_int32(rfrpc_signal_every, kChannelDefaults.signal_every,
              "A post list is signaled (makes a completion) once this many "
              "WRITEs went unsignaled; 1: every one. In [1, 64].");
@@ -204,6 +208,7 @@ absl::Status ApplyChannelFlags(ChannelOptions* o) {
   o->sizer_window = FLAGS_rfrpc_sizer_window;
   o->max_inline = FLAGS_rfrpc_max_inline;
   o->signal_every = FLAGS_rfrpc_signal_every;
+  o->busy_wait = FLAGS_rfrpc_busy_wait;
   o->retries = FLAGS_rfrpc_retries;
   o->fetch_size = FLAGS_rfrpc_fetch_size;
   o->switch_after = FLAGS_rfrpc_switch_after;

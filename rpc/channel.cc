@@ -37,6 +37,58 @@ using internal::PendingCall;
 
 // Spin rounds with a pause before a waiting thread starts yielding the CPU.
 constexpr int kSpinRounds = 256;
+// A wait that has lasted this long (after the spin) sleeps between polls,
+// each time this share of the wait so far, at most kMaxSleepNs: a call
+// that takes T > 1 ms finishes at most about T / 16 (plus the kernel's
+// timer slack) later, and its waiting thread wakes a few dozen times
+// instead of spinning (ChannelOptions::busy_wait).
+constexpr int64_t kSleepAfterNs = 1000 * 1000;
+constexpr int64_t kSleepShare = 16;
+constexpr int64_t kMaxSleepNs = 2 * 1000 * 1000;
+
+// How a thread waits for calls: spin briefly after anything happened, then
+// yield (so a server or another poller on the same core can run), and once
+// the wait for a call has lasted kSleepAfterNs, sleep a share of it between
+// polls. The wait is for a call, not for the next event: fetch READs that
+// come back empty are events, but the caller still waits.
+class Waiter {
+ public:
+  explicit Waiter(bool busy) : busy_(busy) {}
+
+  // Something happened (a READ completed, a request went out): the next
+  // wait spins first again.
+  void Reset() { idle_ = 0; }
+  // A call finished: the wait for the next one starts now.
+  void Restart() {
+    idle_ = 0;
+    wait_start_ns_ = 0;
+  }
+
+  void Wait() {
+    if (++idle_ < kSpinRounds) {
+      CpuRelax();
+      return;
+    }
+    if (busy_) {
+      sched_yield();
+      return;
+    }
+    const int64_t now = internal::UnixNanos();
+    if (wait_start_ns_ == 0) wait_start_ns_ = now;
+    const int64_t waited = now - wait_start_ns_;
+    if (waited < kSleepAfterNs) {
+      sched_yield();
+      return;
+    }
+    absl::SleepFor(
+        absl::Nanoseconds(std::min(waited / kSleepShare, kMaxSleepNs)));
+  }
+
+ private:
+  const bool busy_;
+  int idle_ = 0;
+  int64_t wait_start_ns_ = 0;  // 0: not yet past the spin.
+};
 // Auto sizing reads the clock before every this many callbacks of a round
 // (see RunCallbacks).
 constexpr size_t kClockEvery = 8;
@@ -173,7 +225,7 @@ class ChannelImpl final : public Channel {
     absl::Status s = Route(ctx, &conn);
     if (!s.ok()) return Fail(&call, s);
     std::vector<PendingCall*> finished;
-    int idle = 0;
+    Waiter waiter(options_.busy_wait);
     for (;;) {
       s = conn->Start(&call, request);
       if (s.ok()) break;
@@ -188,15 +240,15 @@ class ChannelImpl final : public Channel {
       if (ctx != nullptr && ctx->cancelled()) {
         return Fail(&call, CancelledAtStart());
       }
-      if (!conn->Progress(&finished)) Backoff(&idle);
+      if (!conn->Progress(&finished)) waiter.Wait();
       RunCallbacks(conn.get(), &finished);
     }
-    idle = 0;
+    waiter.Restart();
     while (!call.finished.load(std::memory_order_acquire)) {
       if (conn->Progress(&finished)) {
-        idle = 0;
+        waiter.Reset();
       } else {
-        Backoff(&idle);
+        waiter.Wait();
       }
       RunCallbacks(conn.get(), &finished);
     }
@@ -551,16 +603,6 @@ class ChannelImpl final : public Channel {
     conn->RecordLatencies(latencies, end);
   }
 
-  // Waiting policy: spin briefly, then yield so a server or another poller
-  // on the same core can run (2-core machines).
-  static void Backoff(int* idle) {
-    if (++*idle < kSpinRounds) {
-      CpuRelax();
-    } else {
-      sched_yield();
-    }
-  }
-
   void WakeDriver() {
     // A call started by the driver itself (from a callback it runs) needs
     // no wake-up: the driver looks at every connection again right after.
@@ -591,7 +633,7 @@ class ChannelImpl final : public Channel {
     std::vector<PendingCall*> finished;
     std::vector<std::shared_ptr<ClientConnection>> conns;
     uint64_t generation = ~uint64_t{0};
-    int idle = 0;
+    Waiter waiter(options_.busy_wait);
     driving_channel = this;
     while (!stopping_.load(std::memory_order_acquire)) {
       const uint64_t g = generation_.load(std::memory_order_acquire);
@@ -601,22 +643,24 @@ class ChannelImpl final : public Channel {
       }
       bool any = false;
       bool progressed = false;
+      bool completed = false;
       for (const auto& c : conns) {
         if (!c->NeedsDriver()) continue;
         any = true;
         progressed |= c->Progress(&finished);
+        completed |= !finished.empty();
         RunCallbacks(c.get(), &finished);
       }
+      if (completed) {
+        waiter.Restart();
+        continue;
+      }
       if (progressed) {
-        idle = 0;
+        waiter.Reset();
         continue;
       }
       if (any) {
-        if (idle < 4096) {
-          Backoff(&idle);
-        } else {
-          absl::SleepFor(absl::Microseconds(20));
-        }
+        waiter.Wait();
         continue;
       }
       // Nothing to drive: sleep until a call starts (WakeDriver), for at
@@ -635,7 +679,7 @@ class ChannelImpl final : public Channel {
             return stopping_.load(std::memory_order_acquire) ||
                    wakeups_ != seen;
           });
-      idle = 0;
+      waiter.Restart();
     }
   }
 

@@ -69,6 +69,13 @@ constexpr double kMaxFetchBackoffNs = 20 * 1000.0;
 // notify): the result comes one wake-up (tens of microseconds) later, and
 // a 20 us pause would add up to 20 us to it.
 constexpr double kMaxNotifiedBackoffNs = 2 * 1000.0;
+// A call that has waited kLongWaitNs fetches less often: its pause may
+// also grow to this share of its wait so far (up to kMaxLongWaitBackoffNs),
+// so a 100 ms result costs a few dozen READs, not thousands, and arrives at
+// most ~1/16 later. Shorter waits keep the caps above.
+constexpr int64_t kLongWaitNs = 1000 * 1000;
+constexpr double kLongWaitBackoffShare = 1.0 / 16;
+constexpr double kMaxLongWaitBackoffNs = 2 * 1000 * 1000.0;
 // An unanswered request rings again (with notify) ChannelOptions::
 // rering_after after it was posted, then after twice that, and so on up to
 // kMaxReRingNs: the doorbell may have been lost (a peer cleared a shared
@@ -1179,9 +1186,13 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
   } else {
     const int over = std::min(slot.fetches - retries_, 16);
     const double backoff = std::max(rtt_ns_, 50.0) * static_cast<double>(1 << over);
-    slot.next_fetch_ns =
-        now + static_cast<int64_t>(std::min(
-                  backoff, slot.notified ? kMaxNotifiedBackoffNs : kMaxFetchBackoffNs));
+    const int64_t waited = now - slot.posted_ns;
+    const double cap =
+        waited < kLongWaitNs
+            ? (slot.notified ? kMaxNotifiedBackoffNs : kMaxFetchBackoffNs)
+            : std::min(kLongWaitBackoffShare * static_cast<double>(waited),
+                       kMaxLongWaitBackoffNs);
+    slot.next_fetch_ns = now + static_cast<int64_t>(std::min(backoff, cap));
   }
   if (slot.fetches > retries_ && !slot.counted_slow) {
     slot.counted_slow = true;

@@ -215,6 +215,15 @@ struct ChannelOptions {
   // lookups sometimes miss the cache). In (0, 0.5]. Default: 1/129 (~0.8%).
   double fetch_delay_miss_target = 1.0 / 129;
 
+  // How a thread waits for its calls (a sync caller, the progress thread):
+  // false spins briefly, yields, and once a wait has lasted 1 ms sleeps a
+  // sixteenth of the wait so far between polls (at most 2 ms), so a call
+  // that takes T > 1 ms costs its caller a few dozen wake-ups instead of a
+  // core, and finishes at most ~T/16 (plus the kernel's timer slack) later.
+  // true spins and yields for as long as the wait lasts (the lowest latency
+  // for long calls, a core per waiting thread). Default: false.
+  bool busy_wait = false;
+
   // true: the channel starts a progress thread, with its first async call,
   // that advances async calls (and runs their callbacks). false: no such thread; async calls advance
   // only while some thread calls Channel::Poll() or makes a sync call on the

@@ -235,6 +235,43 @@ TEST_F(RpcE2eTest, AnIdleChannelDoesNotPoll) {
                            << " times in 300 ms";
 }
 
+// A caller waiting for a long call does not spin for all of it: after
+// 1 ms it sleeps a share of the wait between polls (ChannelOptions::
+// busy_wait false, the default). Its thread's CPU time over a 100 ms call
+// stays a small part of the wait (load on the host only lowers it).
+TEST_F(RpcE2eTest, ALongCallDoesNotCostItsCallerACore) {
+  StartServer(1);
+  for (RpcMode mode : {RpcMode::kRemoteFetch, RpcMode::kServerReply}) {
+    SCOPED_TRACE(RpcModeName(mode));
+    std::unique_ptr<Channel> ch = Connect(mode);
+    ASSERT_NE(ch, nullptr);
+    ExpectEcho(ch.get(), 1, 8);
+    TestRequest req;
+    req.set_id(2);
+    req.set_sleep_ms(100);  // The handler sleeps: the server's core is free.
+    TestResponse resp;
+    timespec cpu0, cpu1;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
+    const absl::Time start = absl::Now();
+    ClientContext ctx;
+    ASSERT_TRUE(CallEcho(ch.get(), &ctx, req, &resp).ok());
+    const absl::Duration wall = absl::Now() - start;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);
+    const absl::Duration cpu = absl::DurationFromTimespec(cpu1) -
+                               absl::DurationFromTimespec(cpu0);
+    std::printf("%s: a 100 ms call took %s, its caller's thread %s of CPU\n",
+                std::string(RpcModeName(mode)).c_str(),
+                absl::FormatDuration(wall).c_str(),
+                absl::FormatDuration(cpu).c_str());
+    EXPECT_EQ(resp.id(), 2u);
+    EXPECT_GE(wall, absl::Milliseconds(100));
+    EXPECT_LT(cpu, wall / 4) << "caller used " << cpu << " of CPU in " << wall;
+    // Bounded cost: about a sixteenth of the wait, plus timer slack and
+    // scheduling (generous: a shared 2-core host).
+    EXPECT_LT(wall, absl::Milliseconds(100) * 1.5) << wall;
+  }
+}
+
 TEST_F(RpcE2eTest, InlineAndSignalOptionsAreChecked) {
   StartServer(1);
   for (int bad : {0, 65}) {
