@@ -56,12 +56,18 @@ class Waiter {
   explicit Waiter(bool busy) : busy_(busy) {}
 
   // Something happened (a READ completed, a request went out): the next
-  // wait spins first again.
-  void Reset() { idle_ = 0; }
+  // wait spins first again, unless the wait is long enough to sleep (then
+  // the events are the call's sparse fetches: no spinning between them; on
+  // a slow host, e.g. under qemu, 256 polls after each would be
+  // milliseconds of CPU).
+  void Reset() {
+    if (!sleeping_) idle_ = 0;
+  }
   // A call finished: the wait for the next one starts now.
   void Restart() {
     idle_ = 0;
     wait_start_ns_ = 0;
+    sleeping_ = false;
   }
 
   void Wait() {
@@ -80,6 +86,7 @@ class Waiter {
       sched_yield();
       return;
     }
+    sleeping_ = true;
     absl::SleepFor(
         absl::Nanoseconds(std::min(waited / kSleepShare, kMaxSleepNs)));
   }
@@ -88,6 +95,7 @@ class Waiter {
   const bool busy_;
   int idle_ = 0;
   int64_t wait_start_ns_ = 0;  // 0: not yet past the spin.
+  bool sleeping_ = false;
 };
 // Auto sizing reads the clock before every this many callbacks of a round
 // (see RunCallbacks).

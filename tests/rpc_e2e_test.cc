@@ -265,7 +265,11 @@ TEST_F(RpcE2eTest, ALongCallDoesNotCostItsCallerACore) {
                 absl::FormatDuration(cpu).c_str());
     EXPECT_EQ(resp.id(), 2u);
     EXPECT_GE(wall, absl::Milliseconds(100));
-    EXPECT_LT(cpu, wall / 4) << "caller used " << cpu << " of CPU in " << wall;
+    // Under qemu TCG (verbs in the Soft-RoCE VM) every poll costs ~100x
+    // more: each of the ~100 wake-ups of a 100 ms wait took ~0.2 ms there
+    // (rf 17-23 ms in all, server-reply 10-11 ms). Spinning, it is ~100 ms.
+    const double share = Provider() == "shm" ? 0.25 : 0.5;
+    EXPECT_LT(cpu, wall * share) << "caller used " << cpu << " of CPU in " << wall;
     // Bounded cost: about a sixteenth of the wait, plus timer slack and
     // scheduling (generous: a shared 2-core host).
     EXPECT_LT(wall, absl::Milliseconds(100) * 1.5) << wall;
