@@ -3,7 +3,8 @@
 // Per-method call figures (MethodStats) and the power-of-two histogram they
 // use: what Server::method_stats() and Channel::method_stats() return. The
 // counters behind them are kept per server worker or per calling thread
-// (rpc/method_counters.h); these are snapshots, summed when read.
+// (rpc/method_counters.h); these are snapshots, summed when read. Also the
+// transport work counts of ChannelStats and ServerStats (TransportWork).
 //
 //   for (const MethodStats& m : server.method_stats()) {
 //     LOG(INFO) << m.method << ": " << m.calls << " calls, p99 handler time "
@@ -22,6 +23,37 @@
 #include <vector>
 
 namespace rfrpc {
+
+// Work the transport did for a channel's or a server's connections
+// (ChannelStats::work, ServerStats::work; docs/rpc.md "What a call posts").
+struct TransportWork {
+  // Work requests posted (READs and WRITEs, doorbell rings included), post
+  // lists (one doorbell each), WRITEs that went inline, and signaled
+  // requests (the rest make no completion). A channel's are its
+  // transport's own counts (under fault injection, a wrapping connection,
+  // they stay 0); a server's are its pushed results.
+  uint64_t wqes = 0;
+  uint64_t doorbells = 0;
+  uint64_t inline_writes = 0;
+  uint64_t signaled = 0;
+  // The completion queues (a channel's connections', a server's workers'):
+  // poll rounds, of them empty, and times a poller armed the queue and
+  // slept. A client polls only while it has calls to drive: an idle
+  // channel's counts stand still.
+  uint64_t cq_polls = 0;
+  uint64_t cq_empty_polls = 0;
+  uint64_t cq_blocks = 0;
+
+  void Add(const TransportWork& o) {
+    wqes += o.wqes;
+    doorbells += o.doorbells;
+    inline_writes += o.inline_writes;
+    signaled += o.signaled;
+    cq_polls += o.cq_polls;
+    cq_empty_polls += o.cq_empty_polls;
+    cq_blocks += o.cq_blocks;
+  }
+};
 
 // A distribution in power-of-two buckets: counts[i] holds the values v with
 // 2^(first_log2 + i - 1) < v <= 2^(first_log2 + i) (counts[0]: every

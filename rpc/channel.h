@@ -121,35 +121,6 @@ class ClientContext {
   std::atomic<std::atomic<uint64_t>*> cancels_{nullptr};
 };
 
-// Work the transport did for a channel's connections, as it counted it
-// (docs/rpc.md "What a call posts").
-struct TransportWork {
-  // Work requests posted (READs and WRITEs, doorbell rings included), post
-  // lists (one doorbell each), WRITEs that went inline, and signaled
-  // requests (the rest make no completion). Under fault injection (a
-  // wrapping connection) these stay 0.
-  uint64_t wqes = 0;
-  uint64_t doorbells = 0;
-  uint64_t inline_writes = 0;
-  uint64_t signaled = 0;
-  // The connections' completion queues: poll rounds, of them empty, and
-  // times a poller armed the queue and slept. A client polls only while it
-  // has calls to drive: an idle channel's counts stand still.
-  uint64_t cq_polls = 0;
-  uint64_t cq_empty_polls = 0;
-  uint64_t cq_blocks = 0;
-
-  void Add(const TransportWork& o) {
-    wqes += o.wqes;
-    doorbells += o.doorbells;
-    inline_writes += o.inline_writes;
-    signaled += o.signaled;
-    cq_polls += o.cq_polls;
-    cq_empty_polls += o.cq_empty_polls;
-    cq_blocks += o.cq_blocks;
-  }
-};
-
 struct ChannelStats {
   uint64_t calls = 0;
   uint64_t calls_remote_fetch = 0;  // Completed by fetching.

@@ -72,7 +72,8 @@ constexpr double kMaxNotifiedBackoffNs = 2 * 1000.0;
 // A call that has waited kLongWaitNs fetches less often: its pause may
 // also grow to this share of its wait so far (up to kMaxLongWaitBackoffNs),
 // so a 100 ms result costs a few dozen READs, not thousands, and arrives at
-// most ~1/16 later. Shorter waits keep the caps above.
+// most ~1/16 later. Shorter waits, and ChannelOptions::busy_wait, keep the
+// caps above.
 constexpr int64_t kLongWaitNs = 1000 * 1000;
 constexpr double kLongWaitBackoffShare = 1.0 / 16;
 constexpr double kMaxLongWaitBackoffNs = 2 * 1000 * 1000.0;
@@ -1188,7 +1189,7 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
     const double backoff = std::max(rtt_ns_, 50.0) * static_cast<double>(1 << over);
     const int64_t waited = now - slot.posted_ns;
     const double cap =
-        waited < kLongWaitNs
+        waited < kLongWaitNs || options_.busy_wait
             ? (slot.notified ? kMaxNotifiedBackoffNs : kMaxFetchBackoffNs)
             : std::min(kLongWaitBackoffShare * static_cast<double>(waited),
                        kMaxLongWaitBackoffNs);

@@ -200,7 +200,7 @@ struct RpcMetrics::State {
   // Server side.
   std::unique_ptr<CounterFold> s_calls, s_failures, s_accepted, s_rejected,
       s_closed, s_bad, s_batches, s_reply_writes, s_rdma, s_rings, s_parks,
-      s_park_notifies, s_hot_serves;
+      s_park_notifies, s_hot_serves, s_work;
   std::unique_ptr<HistogramFold> s_handler, s_result;
   std::unique_ptr<GaugeFold> s_connections, s_slots;
   // Client side.
@@ -287,6 +287,10 @@ absl::Status RpcMetrics::State::Build() {
   counter(&s_hot_serves, "rfrpc_server_hot_serves_total",
           "Requests answered with the hot flag (the client's next request "
           "needs no doorbell).");
+  counter(&s_work, "rfrpc_server_work_requests_total",
+          "Workers' pushed results that went inline (kind=inline), and "
+          "their completion-queue polls (cq_polls, cq_empty_polls) and "
+          "sleeps (cq_blocks).");
 
   // Client: per method.
   counter(&c_calls, "rfrpc_client_calls_total",
@@ -397,6 +401,14 @@ void RpcMetrics::State::FoldServers(const std::vector<ServerSnapshot>& servers) 
     s_parks->Set(server, static_cast<double>(st.parks));
     s_park_notifies->Set(server, static_cast<double>(st.park_notifies));
     s_hot_serves->Set(server, static_cast<double>(st.hot_serves));
+    auto kind = [&](const char* k) {
+      return prometheus::Labels{{"server", s.address}, {"kind", k}};
+    };
+    s_work->Set(kind("inline"), static_cast<double>(st.work.inline_writes));
+    s_work->Set(kind("cq_polls"), static_cast<double>(st.work.cq_polls));
+    s_work->Set(kind("cq_empty_polls"),
+                static_cast<double>(st.work.cq_empty_polls));
+    s_work->Set(kind("cq_blocks"), static_cast<double>(st.work.cq_blocks));
     if (s.live > 0) {
       s_connections->Set(server, static_cast<double>(st.connections));
       s_slots->Set(server, static_cast<double>(st.connection_slots));

@@ -220,8 +220,9 @@ struct ChannelOptions {
   // sixteenth of the wait so far between polls (at most 2 ms), so a call
   // that takes T > 1 ms costs its caller a few dozen wake-ups instead of a
   // core, and finishes at most ~T/16 (plus the kernel's timer slack) later.
-  // true spins and yields for as long as the wait lasts (the lowest latency
-  // for long calls, a core per waiting thread). Default: false.
+  // true spins and yields for as long as the wait lasts, and a call past R
+  // fetches keeps fetching at the short pauses (the lowest latency for long
+  // calls, a core per waiting thread). Default: false.
   bool busy_wait = false;
 
   // true: the channel starts a progress thread, with its first async call,

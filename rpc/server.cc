@@ -159,7 +159,10 @@ class Server::Impl {
     for (auto& w : workers_) w->Stop();
     {
       MutexLock lock(&mu_);  // stats() reads the workers' counts.
-      for (auto& w : workers_) done_misuse_ += w->done_misuse();
+      for (auto& w : workers_) {
+        done_misuse_ += w->done_misuse();
+        AddQueueStats(*w, &stopped_work_);
+      }
       workers_.clear();
     }
     // Offloaded handlers still running finish (their results are dropped).
@@ -192,10 +195,19 @@ class Server::Impl {
     s.calls_cancelled = counters_.calls_cancelled.load();
     s.calls_expired = counters_.calls_expired.load();
     s.results_dropped = counters_.results_dropped.load();
+    // Every push is one signaled WRITE in a post list of its own.
+    s.work.wqes = s.rdma_writes;
+    s.work.doorbells = s.rdma_writes;
+    s.work.signaled = s.rdma_writes;
+    s.work.inline_writes = counters_.inline_writes.load();
     {
       MutexLock lock(&mu_);
       s.done_misuse = done_misuse_;
-      for (const auto& w : workers_) s.done_misuse += w->done_misuse();
+      s.work.Add(stopped_work_);
+      for (const auto& w : workers_) {
+        s.done_misuse += w->done_misuse();
+        AddQueueStats(*w, &s.work);
+      }
     }
     return s;
   }
@@ -360,6 +372,15 @@ class Server::Impl {
   std::unique_ptr<internal::HandlerPool> pool_;  // Blocking methods only.
   std::vector<std::unique_ptr<ServerWorker>> workers_;
   uint64_t done_misuse_ ABSL_GUARDED_BY(mu_) = 0;  // Of stopped workers.
+  TransportWork stopped_work_ ABSL_GUARDED_BY(mu_);  // Their CQ polls.
+
+  // Adds worker `w`'s completion-queue polls to `*to`.
+  static void AddQueueStats(const ServerWorker& w, TransportWork* to) {
+    const transport::CompletionQueue::Stats q = w.cq()->stats();
+    to->cq_polls += q.polls;
+    to->cq_empty_polls += q.empty_polls;
+    to->cq_blocks += q.blocks;
+  }
   std::thread accept_thread_;
   std::atomic<bool> stop_{false};
   uint64_t next_worker_ = 0;

@@ -75,6 +75,10 @@ struct ServerStats {
   uint64_t calls_expired = 0;
   uint64_t results_dropped = 0;
   uint64_t done_misuse = 0;
+  // What the workers posted (their pushed results: one WRITE, one post
+  // list, signaled each; inline when small, ServerOptions::max_inline) and
+  // how their completion queues were polled.
+  TransportWork work;
 };
 
 class Server {

@@ -707,6 +707,9 @@ void ServerWorker::Push(ServerConnection* c, uint32_t s, size_t offset,
     return;
   }
   counters_->rdma_writes.fetch_add(1, std::memory_order_relaxed);
+  if (wr.inline_write) {
+    counters_->inline_writes.fetch_add(1, std::memory_order_relaxed);
+  }
   counters_->calls_server_reply.fetch_add(1, std::memory_order_relaxed);
 }
 

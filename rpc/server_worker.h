@@ -78,6 +78,7 @@ struct ServerCounters {
   std::atomic<uint64_t> calls_failed{0};
   std::atomic<uint64_t> bad_requests{0};
   std::atomic<uint64_t> rdma_writes{0};
+  std::atomic<uint64_t> inline_writes{0};  // Of rdma_writes.
   std::atomic<uint64_t> batches{0};
   std::atomic<uint64_t> rings{0};        // Doorbell rings taken.
   std::atomic<uint64_t> parks{0};        // Times a worker went to sleep.

@@ -35,6 +35,7 @@ void AddCounters(const ServerStats& from, ServerStats* to) {
   to->parks += from.parks;
   to->park_notifies += from.park_notifies;
   to->hot_serves += from.hot_serves;
+  to->work.Add(from.work);
 }
 
 void AddCounters(const ChannelStats& from, ChannelStats* to) {

@@ -165,12 +165,14 @@ TEST_F(RpcE2eTest, WhatACallPostsFollowsInlineAndSignalOptions) {
 
 // Header READs of several slots due in the same progress round share one
 // post list (one doorbell). 16 async calls at a time on 16 slots, each
-// held 200 us by the one worker, fetched the paper's way (at once, then backing
-// off): several slots wait at once, and their READs fall due together.
+// held 200 us by the one worker, fetched the paper's way (at once, then
+// backing off, busy_wait: no longer pauses for long waits): several slots
+// wait at once, and their READs fall due together.
 TEST_F(RpcE2eTest, ReadsDueTogetherShareADoorbell) {
   StartServer(1);
   ChannelOptions opts;
   opts.adaptive_fetch_delay = false;
+  opts.busy_wait = true;
   opts.slots_per_connection = 16;
   std::unique_ptr<Channel> ch = Connect(RpcMode::kRemoteFetch, opts);
   ASSERT_NE(ch, nullptr);
@@ -194,13 +196,18 @@ TEST_F(RpcE2eTest, ReadsDueTogetherShareADoorbell) {
   const uint64_t reads = b.rdma_reads - a.rdma_reads;
   const uint64_t doorbells = b.work.doorbells - a.work.doorbells;
   // Each request goes in a list of its own (with its ring, if any); a
-  // ring on its own makes one more: the READs' lists are at most the rest.
-  ASSERT_GE(doorbells, static_cast<uint64_t>(kCalls));
-  const uint64_t read_lists = doorbells - kCalls;
+  // re-ring (a request unanswered for 1 ms: the last of 16 queued at a
+  // worker under qemu) makes one more: the READs' lists are at most the
+  // rest.
+  const uint64_t other_lists = kCalls + (b.rerings - a.rerings);
+  ASSERT_GE(doorbells, other_lists);
+  const uint64_t read_lists = doorbells - other_lists;
   std::printf("%llu READs in at most %llu post lists\n",
               static_cast<unsigned long long>(reads),
               static_cast<unsigned long long>(read_lists));
-  EXPECT_GT(reads, static_cast<uint64_t>(2 * kCalls));
+  // Every call was fetched (on shm ~100 READs a call; under qemu 1.6-3,
+  // in far fewer lists: 104 READs in at most 12).
+  EXPECT_GE(reads, static_cast<uint64_t>(kCalls));
   // One READ a list would make read_lists == reads (more with rings).
   EXPECT_LT(read_lists * 5, reads * 4);
 }
@@ -273,6 +280,43 @@ TEST_F(RpcE2eTest, ALongCallDoesNotCostItsCallerACore) {
     // Bounded cost: about a sixteenth of the wait, plus timer slack and
     // scheduling (generous: a shared 2-core host).
     EXPECT_LT(wall, absl::Milliseconds(100) * 1.5) << wall;
+  }
+}
+
+// The server's pushes (server-reply) go inline when the framed result fits
+// ServerOptions::max_inline (128), and ServerStats::work counts them.
+TEST_F(RpcE2eTest, SmallPushedResultsGoInline) {
+  StartServer(1);
+  std::unique_ptr<Channel> ch = Connect(RpcMode::kServerReply);
+  ASSERT_NE(ch, nullptr);
+  for (uint32_t response_size : {8u, 1000u}) {
+    SCOPED_TRACE(response_size);
+    const ServerStats a = server_->stats();
+    constexpr int kCalls = 100;
+    for (int i = 0; i < kCalls; ++i) {
+      TestRequest req;
+      req.set_id(i);
+      req.set_response_size(response_size);
+      TestResponse resp;
+      ClientContext ctx;
+      ASSERT_TRUE(CallEcho(ch.get(), &ctx, req, &resp).ok());
+      ASSERT_EQ(resp.payload(), ExpectedPayload(i, response_size));
+    }
+    // The worker counts a push right after posting it: wait for the last.
+    const absl::Time give_up = absl::Now() + absl::Seconds(10);
+    while (server_->stats().rdma_writes - a.rdma_writes < kCalls &&
+           absl::Now() < give_up) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    absl::SleepFor(absl::Milliseconds(10));
+    const ServerStats b = server_->stats();
+    const uint64_t pushes = b.rdma_writes - a.rdma_writes;
+    EXPECT_EQ(pushes, static_cast<uint64_t>(kCalls));
+    EXPECT_EQ(b.work.wqes - a.work.wqes, pushes);
+    EXPECT_EQ(b.work.signaled - a.work.signaled, pushes);
+    EXPECT_EQ(b.work.inline_writes - a.work.inline_writes,
+              response_size <= 64 ? pushes : 0u);
+    EXPECT_GT(b.work.cq_polls, a.work.cq_polls);  // Workers poll their queue.
   }
 }
 
