@@ -117,7 +117,11 @@ RpcMode ClientConnection::mode() const {
   return mode_bits_ != 0 ? RpcMode::kServerReply : RpcMode::kRemoteFetch;
 }
 
-HybridPolicy& ClientConnection::Policy(uint8_t bucket) {
+HybridPolicy& ClientConnection::OtherPolicy(uint8_t bucket) {
+  if (first_bucket_ == kNoBucket) {
+    first_bucket_ = bucket;
+    return first_policy_;
+  }
   uint8_t& i = policy_index_[bucket];
   if (i == 0xff) {
     policies_.emplace_back(HybridPolicy::Params{options_.mode, retries_,

@@ -36,6 +36,9 @@ ClientConnection::ClientConnection(ChannelOptions options,
       rering_after_ns_(std::clamp<int64_t>(
           absl::ToInt64Nanoseconds(options_.rering_after), 1000,
           int64_t{3600} * 1000 * 1000 * 1000)),
+      first_policy_(HybridPolicy::Params{options_.mode, options_.retries,
+                                         options_.switch_after,
+                                         options_.switch_back_ratio}),
       flush_(std::max(1, options_.batch_size), options_.batch_bytes,
              options_.batch_timeout, options_.batch_idle_in_flight,
              options_.batch_sync_combine),
@@ -58,6 +61,7 @@ void ClientConnection::SetFetchParams(int retries, uint32_t fetch_size) {
   MutexLock lock(&mu_);
   retries_ = retries;
   fetch_size_ = fetch_size;
+  first_policy_.set_retries(retries);
   for (HybridPolicy& p : policies_) p.set_retries(retries);
 }
 

@@ -311,7 +311,6 @@ class Server::Impl {
     c->expected_seq.assign(slots, hello.first_seq() != 0 ? hello.first_seq() : 1);
     c->push_in_flight.assign(slots, 0);
     c->push_posted_ns.assign(slots, 0);
-    c->mode_bucket.assign(slots, 0);
     c->peer = in->peer().peer_name;
 
     rpc::RpcWelcome welcome;

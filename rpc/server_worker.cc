@@ -366,9 +366,6 @@ bool ServerWorker::Serve(ServerConnection* c, uint32_t s) {
   const size_t cap = l.ResponsePayloadCapacity();
   size_t len = 0;
   absl::Status status;
-  c->mode_bucket[s] = static_cast<uint8_t>(
-      (req.flags & wire::kRequestFlagBatch) ? wire::kBatchModeBucket
-                                            : wire::ModeBucket(req.method_id));
   if (state == wire::SlotState::kCorrupt) {
     counters_->bad_requests.fetch_add(1, std::memory_order_relaxed);
     status = absl::InvalidArgumentError(why);
@@ -415,6 +412,10 @@ void ServerWorker::PublishSingle(ServerConnection* c, uint32_t s, uint32_t seq,
                                  const absl::Status& status, size_t len,
                                  int64_t end_ns) {
   const wire::ConnectionLayout& l = c->layout;
+  // The request's mode bucket, from its header, read before the result is
+  // published: from then on the client may reuse the request slot.
+  const uint32_t bucket = wire::RequestModeBucket(c->region->data() +
+                                                  l.RequestSlotOffset(s));
   char* resp = c->region->data() + l.ResponseSlotOffset(s);
   uint16_t code = 0;
   if (!status.ok()) {
@@ -431,7 +432,7 @@ void ServerWorker::PublishSingle(ServerConnection* c, uint32_t s, uint32_t seq,
       resp, static_cast<uint32_t>(len), seq, wire::EncodeServerTime(elapsed),
       code, static_cast<uint16_t>((large ? wire::kResponseFlagPushed : 0) | hot));
   counters_->calls.fetch_add(1, std::memory_order_relaxed);
-  FinishPublish(c, s, 0, framed, large);
+  FinishPublish(c, s, 0, framed, large, bucket);
   FlushMethodStats();
 }
 
@@ -524,7 +525,7 @@ void ServerWorker::ServeBatch(ServerConnection* c, uint32_t s,
         resp, static_cast<uint32_t>(len), seq, 0,
         static_cast<uint16_t>(bad.code()), hot);
     counters_->calls.fetch_add(1, std::memory_order_relaxed);
-    FinishPublish(c, s, 0, framed, false);
+    FinishPublish(c, s, 0, framed, false, wire::kBatchModeBucket);
     return;
   }
   const uint32_t max_entries = req.aux == 0 ? 128u : req.aux;
@@ -665,18 +666,19 @@ void ServerWorker::PublishPart(ServerConnection* c, uint32_t s, uint32_t seq,
       static_cast<uint16_t>(wire::kResponseFlagBatch | hot |
                             (large ? wire::kResponseFlagPushed : 0)),
       part.entries);
-  FinishPublish(c, s, part.offset, framed, large);
+  FinishPublish(c, s, part.offset, framed, large, wire::kBatchModeBucket);
   *part_start = now;
 }
 
 void ServerWorker::FinishPublish(ServerConnection* c, uint32_t s,
-                                 size_t offset, size_t framed, bool large) {
+                                 size_t offset, size_t framed, bool large,
+                                 uint32_t bucket) {
   // The other half of the client's Dekker pair in ClientConnection::SetMode:
   // publish, full fence, then read the mode flag. Either the client's fetch
   // after its flag WRITE sees the result, or we see the flag and WRITE back.
   transport::FullFence();
   const uint64_t mode = transport::LoadAcquire64(c->region->data());
-  if (large || ((mode >> c->mode_bucket[s]) & 1) != 0) {
+  if (large || ((mode >> bucket) & 1) != 0) {
     Push(c, s, offset, framed);
   }
 }

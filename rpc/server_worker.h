@@ -173,10 +173,6 @@ struct ServerConnection {
   std::vector<uint32_t> expected_seq;               // Per slot.
   std::vector<uint32_t> push_in_flight;             // Per slot: WRITEs.
   std::vector<int64_t> push_posted_ns;              // Per slot: last WRITE.
-  // Per slot: the mode bucket of its request (wire::ModeBucket of its
-  // method, or kBatchModeBucket): which bit of the client's mode word says
-  // whether its result is pushed.
-  std::vector<uint8_t> mode_bucket;
   // Per slot (sized at the first async call): the answer that comes later.
   std::vector<std::unique_ptr<PendingSlot>> pending;
   uint32_t pending_count = 0;                       // Non-null in `pending`.
@@ -305,9 +301,10 @@ class ServerWorker {
   // The connection is going: its pending calls are cancelled and dropped.
   void DropPending(ServerConnection* c);
   // After a result (part) at `offset` of the slot's response buffer is
-  // published: WRITE it back if the client is in server-reply or it is large.
+  // published: WRITE it back if it is large or the client has the request's
+  // mode bucket (wire::RequestModeBucket) in server-reply.
   void FinishPublish(ServerConnection* c, uint32_t slot, size_t offset,
-                     size_t framed, bool large);
+                     size_t framed, bool large, uint32_t bucket);
   void Push(ServerConnection* c, uint32_t slot, size_t offset, size_t framed);
   void TakeCompletions(absl::Span<const transport::Completion> comps);
   // Closes conns_[i] (swap-with-last).

@@ -56,6 +56,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace rfrpc {
 namespace wire {
@@ -179,6 +180,14 @@ constexpr uint32_t ModeBucket(uint32_t method_id) {
   return method_id % (kModeBuckets - 1);
 }
 constexpr uint64_t ModeBit(uint32_t bucket) { return uint64_t{1} << bucket; }
+// The mode bucket of the request in a request slot (its header read as is:
+// call it while the request is there, before its result is published).
+inline uint32_t RequestModeBucket(const char* slot) {
+  RequestHeader h;
+  std::memcpy(&h, slot, sizeof(h));
+  return (h.flags & kRequestFlagBatch) ? kBatchModeBucket
+                                       : ModeBucket(h.method_id);
+}
 
 inline constexpr size_t kHeaderBytes = 16;
 inline constexpr size_t kTailBytes = 8;
