@@ -37,20 +37,14 @@ using internal::PendingCall;
 
 // Spin rounds with a pause before a waiting thread starts yielding the CPU.
 constexpr int kSpinRounds = 256;
-// A wait that has lasted this long (after the spin) sleeps between polls,
-// each time this share of the wait so far, at most kMaxSleepNs: a call
-// that takes T > 1 ms finishes at most about T / 16 (plus the kernel's
-// timer slack) later, and its waiting thread wakes a few dozen times
-// instead of spinning (ChannelOptions::busy_wait).
-constexpr int64_t kSleepAfterNs = 1000 * 1000;
-constexpr int64_t kSleepShare = 16;
-constexpr int64_t kMaxSleepNs = 2 * 1000 * 1000;
-
 // How a thread waits for calls: spin briefly after anything happened, then
 // yield (so a server or another poller on the same core can run), and once
-// the wait for a call has lasted kSleepAfterNs, sleep a share of it between
-// polls. The wait is for a call, not for the next event: fetch READs that
-// come back empty are events, but the caller still waits.
+// the wait for a call has lasted internal::kLongWaitNs, sleep a share of it
+// between polls: a call that takes T > 1 ms finishes at most about T / 16
+// (plus the kernel's timer slack) later, and its waiting thread wakes a few
+// dozen times instead of spinning. The wait is for a call, not for the next
+// event: fetch READs that come back empty are events, but the caller still
+// waits.
 class Waiter {
  public:
   explicit Waiter(bool busy) : busy_(busy) {}
@@ -82,13 +76,13 @@ class Waiter {
     const int64_t now = internal::UnixNanos();
     if (wait_start_ns_ == 0) wait_start_ns_ = now;
     const int64_t waited = now - wait_start_ns_;
-    if (waited < kSleepAfterNs) {
+    if (waited < internal::kLongWaitNs) {
       sched_yield();
       return;
     }
     sleeping_ = true;
-    absl::SleepFor(
-        absl::Nanoseconds(std::min(waited / kSleepShare, kMaxSleepNs)));
+    absl::SleepFor(absl::Nanoseconds(std::min(
+        waited / internal::kLongWaitShare, internal::kMaxLongWaitPauseNs)));
   }
 
  private:

@@ -39,7 +39,6 @@ constexpr uint64_t WrId(uint32_t slot, WrKind kind) {
   return (uint64_t{slot} << 4) | kind;
 }
 
-// Signal one request WRITE in this many so the send queue drains.
 // In server-reply, READ the response buffer this often anyway: the server
 // always publishes there first, so this bounds any wait on a lost race.
 constexpr int64_t kReplyProbeNs = 1000 * 1000;
@@ -70,13 +69,10 @@ constexpr double kMaxFetchBackoffNs = 20 * 1000.0;
 // a 20 us pause would add up to 20 us to it.
 constexpr double kMaxNotifiedBackoffNs = 2 * 1000.0;
 // A call that has waited kLongWaitNs fetches less often: its pause may
-// also grow to this share of its wait so far (up to kMaxLongWaitBackoffNs),
-// so a 100 ms result costs a few dozen READs, not thousands, and arrives at
-// most ~1/16 later. Shorter waits, and ChannelOptions::busy_wait, keep the
-// caps above.
-constexpr int64_t kLongWaitNs = 1000 * 1000;
-constexpr double kLongWaitBackoffShare = 1.0 / 16;
-constexpr double kMaxLongWaitBackoffNs = 2 * 1000 * 1000.0;
+// also grow to 1/kLongWaitShare of its wait so far (up to
+// kMaxLongWaitPauseNs), so a 100 ms result costs a few dozen READs, not
+// thousands, and arrives at most ~1/16 later. Shorter waits, and
+// ChannelOptions::busy_wait, keep the caps above.
 // An unanswered request rings again (with notify) ChannelOptions::
 // rering_after after it was posted, then after twice that, and so on up to
 // kMaxReRingNs: the doorbell may have been lost (a peer cleared a shared
@@ -556,8 +552,8 @@ void ClientConnection::TransmitGroupLocked(uint32_t s) {
           wire::kHeaderBytes + slot.transmitted,
       slot.bytes - slot.transmitted, server_region_,
       layout_.RequestSlotOffset(s) + wire::kHeaderBytes + slot.transmitted);
-  wr.signaled = ++unsignaled_ >= signal_every_;
-  if (wr.signaled) unsignaled_ = 0;
+  wr.signaled = false;
+  SignalAccounting(&wr, 1);
   if (Post(wr)) {
     slot.transmitted = slot.bytes;
     slot.untransmitted_entries = 0;
@@ -1195,8 +1191,8 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
     const double cap =
         waited < kLongWaitNs || options_.busy_wait
             ? (slot.notified ? kMaxNotifiedBackoffNs : kMaxFetchBackoffNs)
-            : std::min(kLongWaitBackoffShare * static_cast<double>(waited),
-                       kMaxLongWaitBackoffNs);
+            : static_cast<double>(
+                  std::min(waited / kLongWaitShare, kMaxLongWaitPauseNs));
     slot.next_fetch_ns = now + static_cast<int64_t>(std::min(backoff, cap));
   }
   if (slot.fetches > retries_ && !slot.counted_slow) {

@@ -77,6 +77,15 @@ struct PendingCall {
   int64_t finish_ns = 0;
 };
 
+// Long waits (docs/rpc.md "Threads and waiting"): once a call has waited
+// kLongWaitNs, the thread waiting for it sleeps between polls (Channel) and
+// its fetches past R pause (ClientConnection), each for up to
+// 1/kLongWaitShare of the wait so far and at most kMaxLongWaitPauseNs,
+// unless ChannelOptions::busy_wait.
+inline constexpr int64_t kLongWaitNs = 1000 * 1000;
+inline constexpr int64_t kLongWaitShare = 16;
+inline constexpr int64_t kMaxLongWaitPauseNs = 2 * 1000 * 1000;
+
 // Channel-wide counters, updated by every connection.
 struct ChannelCounters {
   std::atomic<uint64_t> calls{0};
