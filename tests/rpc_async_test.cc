@@ -293,7 +293,12 @@ TEST_F(RpcAsyncTest, LateResultsTakeTheServerReplyPath) {
   EXPECT_GE(st.switches_to_server_reply, 1u);
   EXPECT_EQ(last, RpcMode::kServerReply);
   EXPECT_EQ(ch->connection_mode(0), RpcMode::kServerReply);
-  EXPECT_GE(st.calls_server_reply, 8u);
+  // The server pushed every result after the switch. The client takes
+  // most from its reply slot, but in server-reply it also probes the
+  // server's buffer now and then, and a probe READ posted before a waiting
+  // caller slept may find a result first (once in CI's Soft-RoCE VM run:
+  // 7 of 8): the client's count may lose one, the server's may not.
+  EXPECT_GE(st.calls_server_reply, 7u);
   EXPECT_GE(server_->stats().calls_server_reply - pushed_before, 8u);
 }
 
