@@ -1080,6 +1080,22 @@ void ClientConnection::CompletePart(uint32_t s, const char* payload,
   slot.last_probe_ns = NowNs();
 }
 
+bool ClientConnection::TakeReplyLocked(uint32_t s,
+                                       std::vector<PendingCall*>* finished,
+                                       bool* suspect) {
+  Slot& slot = slots_[s];
+  wire::ResponseView view;
+  const char* buf = reply_slot(s) + slot.part_offset;
+  const uint32_t room = layout_.response_slot_bytes - slot.part_offset;
+  const wire::FetchState st = wire::InspectResponse(
+      buf, room, wire::SlotPayloadCapacity(room), slot.seq,
+      /*require_tail=*/true, &view);
+  if (suspect != nullptr) *suspect = st == wire::FetchState::kCorrupt;
+  if (st != wire::FetchState::kReady) return false;
+  Complete(s, buf + wire::kHeaderBytes, view, RpcMode::kServerReply, finished);
+  return true;
+}
+
 void ClientConnection::HandleHeader(uint32_t s, int64_t now,
                                     std::vector<PendingCall*>* finished) {
   Slot& slot = slots_[s];
@@ -1129,6 +1145,13 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
   }
   const bool probe = slot.phase == Phase::kWaitReply;
   const bool abandoned = Abandoned(slot);
+  if (probe && st == wire::FetchState::kReady &&
+      TakeReplyLocked(s, finished)) {
+    // The probe raced the server's push and the push has landed too (a
+    // sleeping caller polls its completions long after the probe was
+    // posted): the result came by server-reply.
+    return;
+  }
   if (st == wire::FetchState::kReady) {
     if (!probe && !abandoned && slot.fetches == 0 && slot.part_offset == 0) {
       fetch_delay_ns_ *= 1.0 - delay_shrink_;
@@ -1542,15 +1565,8 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
       }
       if (slot.phase == Phase::kFree || slot.phase == Phase::kDraining) continue;
       if (slot.phase == Phase::kWaitReply) {
-        wire::ResponseView view;
-        const char* buf = reply_slot(s) + slot.part_offset;
-        const uint32_t room = layout_.response_slot_bytes - slot.part_offset;
-        const wire::FetchState st = wire::InspectResponse(
-            buf, room, wire::SlotPayloadCapacity(room), slot.seq,
-            /*require_tail=*/true, &view);
-        if (st == wire::FetchState::kReady) {
-          Complete(s, buf + wire::kHeaderBytes, view, RpcMode::kServerReply,
-                   finished);
+        bool suspect = false;
+        if (TakeReplyLocked(s, finished, &suspect)) {
           progressed = true;
           if (!status_.ok()) return true;
           continue;
@@ -1561,7 +1577,6 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
         // WRITE may show its first word in pieces. The server's published
         // copy decides: a probe READ takes the result from it, or waits if
         // it is not published, or fails the connection if it is corrupt.
-        const bool suspect = st == wire::FetchState::kCorrupt;
         if (suspect && slot.suspect_offset != slot.part_offset) {
           slot.suspect_offset = slot.part_offset;
           slot.last_probe_ns = 0;  // Probe now.

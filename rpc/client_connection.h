@@ -320,6 +320,13 @@ class ClientConnection {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleHeader(uint32_t s, int64_t now, std::vector<PendingCall*>* finished)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Completes slot s from its reply slot if the server's push of the current
+  // part has landed there whole; returns whether it did. Sets
+  // *suspect (when non-null) if the reply slot holds our seq with a frame
+  // that does not fit.
+  bool TakeReplyLocked(uint32_t s, std::vector<PendingCall*>* finished,
+                       bool* suspect = nullptr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Complete(uint32_t s, const char* payload, const wire::ResponseView& view,
                 RpcMode via, std::vector<PendingCall*>* finished)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

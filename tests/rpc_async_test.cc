@@ -291,12 +291,12 @@ TEST_F(RpcAsyncTest, LateResultsTakeTheServerReplyPath) {
   }
   const ChannelStats st = ch->stats();
   EXPECT_GE(st.switches_to_server_reply, 1u);
-  // Which way the last result came (`last`) is not checked: a probe READ
-  // may find it before the push (seen in 2 of 5 CI rehearsals on
-  // 2026-11-25 once waiting callers sleep through long calls; cause not
-  // pinned down, see the issue 17 note). The connection is in server-reply
-  // and the server pushed.
-  (void)last;
+  // The last result came by the server's push. (A probe READ can find the
+  // published result before the push lands; the client then takes the
+  // push if it has landed by the time the probe completes, as it nearly
+  // always has for a caller sleeping through a 3 ms call. Without that
+  // check this failed 2 of 5 CI rehearsals on 2026-11-25.)
+  EXPECT_EQ(last, RpcMode::kServerReply);
   EXPECT_EQ(ch->connection_mode(0), RpcMode::kServerReply);
   // The server pushed every result after the switch. The client takes
   // most from its reply slot, but in server-reply it also probes the
