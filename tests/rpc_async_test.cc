@@ -662,7 +662,21 @@ TEST_F(RpcAsyncTest, CancelRacingTheResultFinishesEachCallOnce) {
       std::mt19937 rng(t + 7);
       for (int i = 0; i < 300; ++i) {
         TestRequest req = Request(t * 10000 + i + 1, kThread, 20);
-        req.set_finish_after_us(rng() % 150);
+        // Mostly a close race; one call in 20 the result surely wins (done
+        // at once, cancelled 3 ms later) and one in 20 the cancel surely
+        // wins (5 ms handler), so both outcomes occur however slowly the
+        // host runs the rest (asan on a loaded host: every close race went
+        // to the cancel, once).
+        uint32_t finish_us = rng() % 150;
+        uint32_t cancel_us = rng() % 100;
+        if (i % 20 == 0) {
+          finish_us = 0;
+          cancel_us = 3000;
+        } else if (i % 20 == 1) {
+          finish_us = 5000;
+          cancel_us = 0;
+        }
+        req.set_finish_after_us(finish_us);
         TestResponse resp;
         ClientContext ctx;
         std::atomic<int> calls{0};
@@ -671,7 +685,7 @@ TEST_F(RpcAsyncTest, CancelRacingTheResultFinishesEachCallOnce) {
           status = s;
           calls.fetch_add(1, std::memory_order_release);
         });
-        absl::SleepFor(absl::Microseconds(rng() % 100));
+        absl::SleepFor(absl::Microseconds(cancel_us));
         ctx.TryCancel();
         if (!Await(calls, 1)) {
           wrong.fetch_add(1);
