@@ -74,6 +74,7 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "rpc/channel.h"
+#include "rpc/options.h"
 #include "rpc/server.h"
 #include "tests/test_service.h"
 
@@ -90,6 +91,9 @@ DEFINE_string(auto_rules, "refined",
 DEFINE_int32(sizer_window, 0,
              "Auto: ChannelOptions::sizer_window (calls per sizer decision); "
              "0 keeps the library default.");
+DEFINE_bool(sizer_peak_guard, true,
+            "Auto (refined rule): ChannelOptions::sizer_peak_guard (undo a "
+            "grow that did not raise calls/s).");
 DEFINE_double(sizer_min_window_ms, -1,
               "Auto: ChannelOptions::sizer_min_window in ms (0: windows of "
               "sizer_window calls only); < 0 keeps the library default.");
@@ -281,14 +285,12 @@ Point Run(const std::string& address, const Config& cfg) {
     if (cfg.batch == BatchMode::kAuto) {
       opts.latency_limit = absl::Microseconds(cfg.limit_us);
       opts.latency_alpha = 0.05;
-      opts.sizer_proportional_steps = !cfg.paper_rule;
-      opts.sizer_holdoff_windows = cfg.paper_rule ? 0 : 1;
-      if (cfg.paper_rule) {
-        // The paper's rule: windows of sizer_window calls, shrink at once.
-        opts.sizer_shrink_windows = 1;
-        opts.sizer_min_window = absl::ZeroDuration();
-        opts.sizer_max_window = absl::ZeroDuration();
-      }
+      // The paper's rule: windows of sizer_window calls, +1/-1, shrink at
+      // once, no peak guard.
+      const absl::Status rule =
+          SetSizerRule(cfg.paper_rule ? "paper" : "proportional", &opts);
+      CHECK(rule.ok()) << rule;
+      if (!cfg.paper_rule) opts.sizer_peak_guard = FLAGS_sizer_peak_guard;
       if (FLAGS_sizer_window > 0) opts.sizer_window = FLAGS_sizer_window;
       if (FLAGS_sizer_min_window_ms >= 0) {
         opts.sizer_min_window = absl::Milliseconds(FLAGS_sizer_min_window_ms);

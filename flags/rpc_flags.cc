@@ -71,7 +71,8 @@ DEFINE_string(rfrpc_sizer_rule,
               "batch=auto: how the sizer changes N after a window: "
               "proportional (to the size the latency quantiles point at, "
               "halving/doubling at most, one window's hold-off, shrinking "
-              "after 2 windows over) or paper (-1/+1 after every window of "
+              "after 2 windows over, undoing a grow that did not raise "
+              "calls/s) or paper (-1/+1 after every window of "
               "--rfrpc_sizer_window calls).");
 DEFINE_int32(rfrpc_sizer_window, kChannelDefaults.sizer_window,
              "batch=auto: calls per sizer window.");
@@ -79,6 +80,9 @@ DEFINE_uint32(rfrpc_max_inline, kChannelDefaults.max_inline,
               "WRITEs of up to this many bytes go inline (requests, "
               "doorbells; on a server, pushed results); 0: none. The queue "
               "pair may grant less.");
+DEFINE_bool(rfrpc_sizer_peak_guard, kChannelDefaults.sizer_peak_guard,
+            "batch=auto, sizer_rule=proportional: undo a grow of N that did "
+            "not raise calls/s by 3%, and hold N there for 64 windows.");
 DEFINE_bool(rfrpc_busy_wait, kChannelDefaults.busy_wait,
             "Waiting threads spin and yield for as long as a call takes; "
             "false: after 1 ms they sleep a sixteenth of the wait so far "
@@ -206,6 +210,9 @@ absl::Status ApplyChannelFlags(ChannelOptions* o) {
   (void)SetSizerRule(FLAGS_rfrpc_sizer_rule, o);
   o->max_fetch_delay = absl::Microseconds(FLAGS_rfrpc_max_fetch_delay_us);
   o->sizer_window = FLAGS_rfrpc_sizer_window;
+  if (o->sizer_proportional_steps) {
+    o->sizer_peak_guard = FLAGS_rfrpc_sizer_peak_guard;
+  }
   o->max_inline = FLAGS_rfrpc_max_inline;
   o->signal_every = FLAGS_rfrpc_signal_every;
   o->busy_wait = FLAGS_rfrpc_busy_wait;

@@ -24,8 +24,8 @@
 //   --rfrpc_latency_limit_us, --rfrpc_latency_alpha, --rfrpc_slots,
 //   --rfrpc_timeout_ms, --rfrpc_fetch_policy=adaptive|paper,
 //   --rfrpc_max_fetch_delay_us, --rfrpc_sizer_rule=proportional|paper,
-//   --rfrpc_sizer_window, --rfrpc_max_inline, --rfrpc_signal_every,
-//   --rfrpc_busy_wait.
+//   --rfrpc_sizer_window, --rfrpc_sizer_peak_guard, --rfrpc_max_inline,
+//   --rfrpc_signal_every, --rfrpc_busy_wait.
 // Server (ServerOptions): --rfrpc_pin_first_cpu, --rfrpc_large_result_bytes,
 //   --rfrpc_result_batch_bytes, --rfrpc_max_connections,
 //   --rfrpc_max_slots_per_connection, --rfrpc_idle_spin_rounds,

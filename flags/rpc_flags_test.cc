@@ -80,6 +80,7 @@ TEST(RpcFlagsTest, MapsFlagsOntoOptions) {
   EXPECT_EQ(c.sizer_shrink_windows, 1);
   EXPECT_EQ(c.sizer_min_window, absl::ZeroDuration());
   EXPECT_EQ(c.sizer_max_window, absl::ZeroDuration());
+  EXPECT_FALSE(c.sizer_peak_guard);  // The paper's rule has none.
   EXPECT_EQ(c.sizer_window, 100);
   EXPECT_EQ(c.max_fetch_delay, absl::Microseconds(7));
   EXPECT_EQ(c.max_inline, 64u);
@@ -91,6 +92,17 @@ TEST(RpcFlagsTest, MapsFlagsOntoOptions) {
   EXPECT_EQ(s.blocking_threads, 7);
   EXPECT_EQ(s.auth_token, "s3cret");
   EXPECT_FALSE(s.method_stats);
+}
+
+TEST(RpcFlagsTest, ThePeakGuardIsOnWithTheProportionalRuleUnlessTurnedOff) {
+  gflags::FlagSaver saver;
+  ChannelOptions c;
+  ASSERT_TRUE(ApplyChannelFlags(&c).ok());
+  EXPECT_TRUE(c.sizer_peak_guard);
+  gflags::SetCommandLineOption("rfrpc_sizer_peak_guard", "false");
+  ASSERT_TRUE(ApplyChannelFlags(&c).ok());
+  EXPECT_FALSE(c.sizer_peak_guard);
+  EXPECT_TRUE(c.sizer_proportional_steps);
 }
 
 TEST(RpcFlagsTest, RejectsBadValuesNamingTheFlag) {

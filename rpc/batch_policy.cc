@@ -127,17 +127,34 @@ bool AutoBatchSizer::RecordNanos(int64_t ns, int64_t now_ns) {
     }
   }
   const int calls = in_window_;
+  // Calls per second of this window (0: no timestamps).
+  const double rate =
+      age > 0 ? static_cast<double>(calls) * 1e9 / static_cast<double>(age)
+              : 0.0;
   last_k_ = static_cast<double>(above_) / calls;
   above_window_ = above_;
   in_window_ = 0;
   above_ = 0;
   ++windows_;
   int next = size_;
+  bool undone = false;
+  if (cap_windows_left_ > 0) --cap_windows_left_;
   if (holdoff_left_ > 0) {
     // Measured, not acted on, and no part of a streak: its first calls
     // went out under the old size.
     --holdoff_left_;
+  } else if (grown_from_ > 0 && last_k_ <= options_.alpha &&
+             rate < rate_before_ * (1.0 + kMinGrowthGain)) {
+    // The grow bought no calls per second (and latency does not call for a
+    // shrink): back, and stay there a while.
+    next = grown_from_;
+    growth_cap_ = grown_from_;
+    cap_windows_left_ = kReprobeWindows;
+    ++grows_undone_;
+    grown_from_ = 0;
+    undone = true;
   } else {
+    grown_from_ = 0;
     if (last_k_ > options_.alpha) {
       const int64_t q = options_.proportional_steps
                             ? Slowest(RankOf(options_.alpha, calls))
@@ -148,11 +165,19 @@ bool AutoBatchSizer::RecordNanos(int64_t ns, int64_t now_ns) {
       over_streak_ = 0;
     }
     next = std::clamp(Decide(calls), options_.min_size, options_.max_size);
+    if (next > size_ && cap_windows_left_ > 0) {
+      next = std::max(size_, std::min(next, growth_cap_));
+    }
+    if (next > size_ && options_.peak_guard && rate > 0) {
+      grown_from_ = size_;
+      rate_before_ = rate;
+    }
   }
   slowest_.clear();
   std::fill(low_.begin(), low_.end(), 0);
   if (next == size_) return false;
-  if (next < size_) shrunk_ = true;
+  // An undone grow is not a shrink: later growth need not go half way.
+  if (next < size_ && !undone) shrunk_ = true;
   size_ = next;
   over_streak_ = 0;
   ++adjustments_;

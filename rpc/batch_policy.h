@@ -195,9 +195,19 @@ class FlushPolicy {
 // so they would show the old size's latency and, acted on, push N further
 // the same way (the paper's rule, holdoff_windows = 0, does that).
 //
+// Growth must pay (`peak_guard`, needs timestamps): latency alone lets N
+// grow past the throughput peak (on shm, batches of 117-128 where the best
+// fixed N was 24-64: each call waited longer for no more calls per second).
+// So after a grow from N0, the first acted-on window's calls per second
+// are compared with those of the window that decided the grow; unless they
+// rose by at least kMinGrowthGain, N goes back to N0 and growth stops at
+// N0 for kReprobeWindows windows, after which it may probe again (the load
+// may have changed). Shrinks are never held back.
+//
 // With proportional_steps = false, holdoff_windows = 0, shrink_windows = 1,
-// min_window_duration = 0 and max_window_duration = 0 (the Options defaults
-// but the first and the third) this is the paper's rule exactly. N stays
+// peak_guard = false, min_window_duration = 0 and max_window_duration = 0
+// (the Options defaults but the first, the third and peak_guard) this is
+// the paper's rule exactly. N stays
 // within [min_size, max_size].
 //
 // Usage (one per connection, under the connection's lock):
@@ -228,7 +238,15 @@ class AutoBatchSizer {
     // whatever its call count (never before min_window_duration). Zero:
     // windows end on calls only (the paper).
     absl::Duration max_window_duration = absl::ZeroDuration();
+    // Undo a grow that did not raise calls per second (see above). Off
+    // when timestamps are not passed (now_ns 0).
+    bool peak_guard = false;
   };
+
+  // A grow must raise a window's calls per second by this fraction.
+  static constexpr double kMinGrowthGain = 0.03;
+  // Windows for which growth stops at the size a grow was undone to.
+  static constexpr int kReprobeWindows = 64;
 
   // A window ends after at most this many times `window` calls, however
   // short it was in time.
@@ -256,6 +274,10 @@ class AutoBatchSizer {
   double last_k() const { return last_k_; }
   uint64_t adjustments() const { return adjustments_; }
   uint64_t windows() const { return windows_; }  // Complete windows.
+  // Grows undone by the peak guard.
+  uint64_t grows_undone() const { return grows_undone_; }
+  // The size growth stops at (peak guard), or 0 if none.
+  int growth_cap() const { return cap_windows_left_ > 0 ? growth_cap_ : 0; }
 
  private:
   int Decide(int calls);
@@ -283,6 +305,14 @@ class AutoBatchSizer {
   int over_streak_ = 0;
   int64_t streak_q_ = 0;
   bool shrunk_ = false;  // A shrink happened: growth goes half way.
+  // Peak guard: the size grown from (0: no grow being judged) and the
+  // calls per second of the window that decided it; growth stops at
+  // growth_cap_ for cap_windows_left_ more windows.
+  int grown_from_ = 0;
+  double rate_before_ = 0;
+  int growth_cap_ = 0;
+  int cap_windows_left_ = 0;
+  uint64_t grows_undone_ = 0;
   // The window's slowest latencies above l_limit: a min-heap of at most
   // keep_ while the window runs; partly reordered (nth_element) by Slowest
   // at its end.

@@ -543,6 +543,77 @@ TEST(AutoBatchSizerTest, TimeWindowCountsAStallAsItsShare) {
 // The quantile of a long window is exact at its length: a window of 2000
 // calls with 150 above the bound (k = 7.5%) shrinks by its 100th slowest
 // call (Q(0.95)), 125 us: 64 * 100 / 125 = 51.
+// Peak guard: calls per second that stop rising with N. Every call is
+// fast (1 us, l_limit 100 us), so latency alone grows N to its maximum;
+// the scripted rate rises with N up to 32 and falls past it (larger
+// batches wait longer to fill for nothing).
+class PeakGuardTest : public ::testing::Test {
+ protected:
+  static double Rate(int n, int peak) {
+    return n <= peak ? 1e6 * n / peak : 1e6 * (1.0 - (n - peak) / 256.0);
+  }
+  // One window of 100 calls at the rate of the sizer's size; returns the
+  // size during it.
+  int Window(AutoBatchSizer* s, int peak = 32) {
+    const int n = s->size();
+    const int64_t gap = static_cast<int64_t>(1e9 / Rate(n, peak));
+    for (int i = 0; i < 100; ++i) {
+      now_ += gap;
+      s->Record(absl::Microseconds(1), now_);
+    }
+    return n;
+  }
+  static AutoBatchSizer::Options Guarded(bool on) {
+    AutoBatchSizer::Options o = RefinedOptionsFrom(8);
+    o.peak_guard = on;
+    return o;
+  }
+  int64_t now_ = int64_t{1000} * 1000 * 1000;
+};
+
+TEST_F(PeakGuardTest, AGrowThatBuysNoThroughputIsUndone) {
+  AutoBatchSizer guarded(Guarded(true));
+  AutoBatchSizer unguarded(Guarded(false));
+  int most = 0;
+  for (int w = 0; w < 40; ++w) {
+    most = std::max(most, Window(&guarded));
+    Window(&unguarded);
+  }
+  // 8 -> 16 -> 32 -> 64 (calls/s fell): back to 32, and it stays there.
+  EXPECT_EQ(guarded.size(), 32);
+  EXPECT_EQ(most, 64);
+  EXPECT_EQ(guarded.grows_undone(), 1u);
+  EXPECT_EQ(guarded.growth_cap(), 32);
+  // Without the guard latency alone drives N to the maximum.
+  EXPECT_EQ(unguarded.size(), 128);
+  EXPECT_EQ(unguarded.grows_undone(), 0u);
+}
+
+TEST_F(PeakGuardTest, GrowthProbesAgainAfterAWhile) {
+  AutoBatchSizer s(Guarded(true));
+  for (int w = 0; w < 12; ++w) Window(&s);
+  ASSERT_EQ(s.grows_undone(), 1u);
+  // The load changed: calls/s now rise up to N = 128. Once the cap runs
+  // out (kReprobeWindows), N grows past 32 and keeps what it gained.
+  int w = 0;
+  while (s.size() <= 32 && w < 2 * AutoBatchSizer::kReprobeWindows) {
+    Window(&s, /*peak=*/128);
+    ++w;
+  }
+  EXPECT_GE(w, AutoBatchSizer::kReprobeWindows - 12);
+  EXPECT_LE(w, AutoBatchSizer::kReprobeWindows + 2);
+  for (int i = 0; i < 10; ++i) Window(&s, /*peak=*/128);
+  EXPECT_EQ(s.size(), 128);
+  EXPECT_EQ(s.grows_undone(), 1u);
+}
+
+TEST_F(PeakGuardTest, RisingThroughputIsNeverHeldBack) {
+  AutoBatchSizer s(Guarded(true));
+  for (int w = 0; w < 12; ++w) Window(&s, /*peak=*/128);
+  EXPECT_EQ(s.size(), 128);
+  EXPECT_EQ(s.grows_undone(), 0u);
+}
+
 TEST(AutoBatchSizerTest, TimeWindowShrinksByItsOwnQuantile) {
   AutoBatchSizer::Options o = RefinedOptionsFrom(64);
   o.min_window_duration = absl::Milliseconds(1);

@@ -49,7 +49,8 @@ ClientConnection::ClientConnection(ChannelOptions options,
           std::max(0, options_.sizer_holdoff_windows),
           std::max(absl::ZeroDuration(), options_.sizer_min_window),
           std::max(1, options_.sizer_shrink_windows),
-          std::max(absl::ZeroDuration(), options_.sizer_max_window)}),
+          std::max(absl::ZeroDuration(), options_.sizer_max_window),
+          options_.sizer_peak_guard}),
       signal_every_(static_cast<uint32_t>(std::max(1, options_.signal_every))) {
   MutexLock lock(&mu_);
   retries_ = options_.retries;

@@ -70,6 +70,7 @@ absl::Status SetSizerRule(absl::string_view name, ChannelOptions* options) {
     options->sizer_shrink_windows = defaults.sizer_shrink_windows;
     options->sizer_min_window = defaults.sizer_min_window;
     options->sizer_max_window = defaults.sizer_max_window;
+    options->sizer_peak_guard = defaults.sizer_peak_guard;
     return absl::OkStatus();
   }
   if (name == "paper") {
@@ -78,6 +79,7 @@ absl::Status SetSizerRule(absl::string_view name, ChannelOptions* options) {
     options->sizer_shrink_windows = 1;
     options->sizer_min_window = absl::ZeroDuration();
     options->sizer_max_window = absl::ZeroDuration();
+    options->sizer_peak_guard = false;
     return absl::OkStatus();
   }
   return absl::InvalidArgumentError(absl::StrCat(
