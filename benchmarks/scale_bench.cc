@@ -11,6 +11,12 @@
 //   idle        the server's CPU over --idle_seconds with no calls, as a
 //               share of one core per worker (from /proc/<pid>/task/*/
 //               schedstat), and the latency of the first call after it;
+//   floor       with --floor, the platform's share of that first call: a
+//               thread of this process pinned to the server's CPU parks on
+//               a futex for --idle_seconds and is woken from the client's
+//               CPU; the time until the waker sees it run (a halted vCPU's
+//               wake-up is tens of microseconds in a VM; no RPC design
+//               avoids it once the server sleeps);
 //   one_active  sync Ping calls on one channel while M - 1 sit idle:
 //               calls/s, p50, p99;
 //   round_robin one thread calling each of the M channels in turn;
@@ -28,7 +34,9 @@
 #include <dirent.h>
 #include <signal.h>
 #include <sched.h>
+#include <linux/futex.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -75,6 +83,14 @@ DEFINE_bool(progress_thread, true,
             "ChannelOptions::progress_thread of every channel (the default "
             "true; the calls here are sync).");
 DEFINE_bool(csv, false, "CSV rows instead of a table.");
+DEFINE_bool(server_park, true,
+            "ServerOptions::idle_park_after stays the default; false: never "
+            "park (an idle worker spins and yields: what the first call after "
+            "idle costs without a wake-up, at the price of idle CPU).");
+DEFINE_bool(floor, true,
+            "Per M, also time a bare futex wake of a thread parked "
+            "--idle_seconds on the server's CPU (the platform floor of the "
+            "first call after idle).");
 DEFINE_int32(rt_priority, 0,
              "If > 0, run the benchmark and its server under SCHED_FIFO at "
              "this priority (root): on a host shared with other work, the "
@@ -117,6 +133,7 @@ int ServerMain() {
   so.workers = FLAGS_workers;
   so.pin_first_cpu = FLAGS_pin ? 0 : -1;
   if (FLAGS_max_connections > 0) so.max_connections = FLAGS_max_connections;
+  if (!FLAGS_server_park) so.idle_park_after = absl::InfiniteDuration();
   Server server(so);
   PingImpl impl;
   CHECK(server.RegisterService(&impl).ok());
@@ -153,7 +170,8 @@ class ServerProcess {
           absl::StrCat("--address=", FLAGS_address),
           absl::StrCat("--workers=", FLAGS_workers),
           absl::StrCat("--max_connections=", FLAGS_max_connections),
-          absl::StrCat("--pin=", FLAGS_pin ? "true" : "false")};
+          absl::StrCat("--pin=", FLAGS_pin ? "true" : "false"),
+          absl::StrCat("--server_park=", FLAGS_server_park ? "true" : "false")};
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -222,6 +240,38 @@ long RssKib(int pid) {
 }
 
 // Nanoseconds every thread of `pid` has run (schedstat's first field).
+// The platform floor of a first call after idle: a thread on `cpu` (-1:
+// unpinned) futex-waits for `idle`, is woken from this thread, and answers
+// by a store this thread spins on. Microseconds from the wake to the
+// answer.
+double WakeFloorUs(int cpu, absl::Duration idle) {
+  std::atomic<uint32_t> word{0}, answered{0};
+  std::thread sleeper([&] {
+    if (cpu >= 0) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(cpu, &set);
+      (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+    }
+    while (word.load(std::memory_order_acquire) == 0) {
+      ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT, 0,
+                nullptr, nullptr, 0);
+    }
+    answered.store(1, std::memory_order_release);
+  });
+  absl::SleepFor(idle);
+  const bench::TickClock& ticks = bench::ProcessTicks();
+  const uint64_t t0 = ticks.Now();
+  word.store(1, std::memory_order_release);
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE, 1,
+            nullptr, nullptr, 0);
+  while (answered.load(std::memory_order_acquire) == 0) {
+  }
+  const double us = ticks.NsBetween(t0, ticks.Now()) / 1000.0;
+  sleeper.join();
+  return us;
+}
+
 uint64_t CpuNs(int pid) {
   uint64_t total = 0;
   const std::string dir = absl::StrCat("/proc/", pid, "/task");
@@ -314,6 +364,8 @@ struct Point {
   double server_rss_kib_per_conn = 0;
   double idle_core_share = 0;  // Per worker.
   double first_call_us = 0;
+  double floor_us = 0;  // --floor: a bare futex wake after as long idle.
+
   LoadResult one, rr, shared;
 };
 
@@ -347,7 +399,7 @@ int ClientMain() {
   if (FLAGS_csv) {
     std::printf("m,connects_per_s,server_fds_per_conn,client_fds_per_conn,"
                 "server_rss_kib_per_conn,idle_core_share,first_call_us,"
-                "one_calls_per_s,one_p50_us,one_p99_us,rr_calls_per_s,rr_p50_us,"
+                "floor_us,one_calls_per_s,one_p50_us,one_p99_us,rr_calls_per_s,rr_p50_us,"
                 "shared_calls_per_s,shared_p50_us,failed,loadavg\n");
   }
   std::fflush(stdout);
@@ -396,6 +448,10 @@ int ClientMain() {
       p.first_call_us = ticks.NsBetween(t0, ticks.Now()) / 1000.0;
       if (!s.ok()) std::fprintf(stderr, "first call: %s\n", s.ToString().c_str());
     }
+    if (FLAGS_floor) {
+      p.floor_us = WakeFloorUs(FLAGS_pin ? 0 : -1,
+                               absl::Seconds(FLAGS_idle_seconds));
+    }
     p.server_rss_kib_per_conn =
         static_cast<double>(RssKib(spid) - server_rss0) / m;
     const std::string phases = "," + FLAGS_phases + ",";
@@ -432,24 +488,24 @@ int ClientMain() {
                   static_cast<unsigned long long>(sum.hot_posts));
     }
     if (FLAGS_csv) {
-      std::printf("%d,%.0f,%.2f,%.2f,%.1f,%.4f,%.1f,%.0f,%.2f,%.2f,%.0f,%.2f,"
-                  "%.0f,%.2f,%llu,%.2f\n",
+      std::printf("%d,%.0f,%.2f,%.2f,%.1f,%.4f,%.1f,%.1f,%.0f,%.2f,%.2f,%.0f,"
+                  "%.2f,%.0f,%.2f,%llu,%.2f\n",
                   m, p.connects_per_s, p.server_fds_per_conn,
                   p.client_fds_per_conn, p.server_rss_kib_per_conn,
-                  p.idle_core_share, p.first_call_us, p.one.calls_per_s,
-                  p.one.p50_us, p.one.p99_us, p.rr.calls_per_s, p.rr.p50_us,
+                  p.idle_core_share, p.first_call_us, p.floor_us,
+                  p.one.calls_per_s, p.one.p50_us, p.one.p99_us, p.rr.calls_per_s, p.rr.p50_us,
                   p.shared.calls_per_s, p.shared.p50_us,
                   static_cast<unsigned long long>(failed), bench::LoadAverage1());
     } else {
       std::printf(
           "M=%-6d connect %7.0f/s  fds/conn server %.2f client %.2f  rss/conn "
-          "%7.1f KiB  idle %5.2f%% core, first call %7.1f us\n"
+          "%7.1f KiB  idle %5.2f%% core, first call %7.1f us (floor %.1f)\n"
           "         one active %9.0f calls/s p50 %6.2f p99 %8.2f us | round "
           "robin %9.0f calls/s p50 %6.2f p99 %8.2f | %d threads %9.0f calls/s "
           "p50 %6.2f p99 %8.2f  failed %llu load %.2f\n",
           m, p.connects_per_s, p.server_fds_per_conn, p.client_fds_per_conn,
           p.server_rss_kib_per_conn, 100 * p.idle_core_share, p.first_call_us,
-          p.one.calls_per_s, p.one.p50_us, p.one.p99_us, p.rr.calls_per_s,
+          p.floor_us, p.one.calls_per_s, p.one.p50_us, p.one.p99_us, p.rr.calls_per_s,
           p.rr.p50_us, p.rr.p99_us, FLAGS_threads, p.shared.calls_per_s,
           p.shared.p50_us, p.shared.p99_us,
           static_cast<unsigned long long>(failed), bench::LoadAverage1());
@@ -463,10 +519,10 @@ int ClientMain() {
                 base.m);
     for (const Point& p : points) {
       std::printf("#   M=%-6d one-active p50 %5.2fx  round robin %5.2f  "
-                  "idle %5.2f%%  first call %6.1f us\n",
+                  "idle %5.2f%%  first call %6.1f us (platform floor %.1f)\n",
                   p.m, p.one.p50_us / base.one.p50_us,
                   p.rr.calls_per_s / base.rr.calls_per_s,
-                  100 * p.idle_core_share, p.first_call_us);
+                  100 * p.idle_core_share, p.first_call_us, p.floor_us);
     }
     // The shared-connections target compares M = 8 (one per thread) with
     // the largest M.
