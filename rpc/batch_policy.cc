@@ -187,16 +187,27 @@ bool AutoBatchSizer::RecordNanos(int64_t ns, int64_t now_ns) {
 
 void LatenciesToCallbackStart(absl::Span<const int64_t> stamps, int64_t end,
                               size_t every, absl::Span<int64_t> starts) {
+  // Group by group: one division per group, not two per call (a hot loop
+  // at millions of callbacks a second).
   const size_t n = starts.size();
-  for (size_t j = 0; j < n; ++j) {
-    const size_t m = j / every;
-    const size_t first = m * every;
+  for (size_t m = 0, first = 0; first < n; ++m, first += every) {
     const int64_t from = stamps[m];
     const int64_t to = m + 1 < stamps.size() ? stamps[m + 1] : end;
     const size_t len = std::min(n, first + every) - first;
-    const int64_t at = from + (to - from) * static_cast<int64_t>(j - first) /
-                                  static_cast<int64_t>(len);
-    starts[j] = at - starts[j];
+    const int64_t step = (to - from) / static_cast<int64_t>(len);
+    const int64_t rem = (to - from) % static_cast<int64_t>(len);
+    // at = from + (to - from) * i / len, exactly, without dividing per i.
+    int64_t whole = from;
+    int64_t frac = 0;  // (to - from) * i mod len, kept in [0, len).
+    for (size_t i = 0; i < len; ++i) {
+      starts[first + i] = whole - starts[first + i];
+      whole += step;
+      frac += rem;
+      if (frac >= static_cast<int64_t>(len)) {
+        frac -= static_cast<int64_t>(len);
+        ++whole;
+      }
+    }
   }
 }
 

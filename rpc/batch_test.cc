@@ -4,6 +4,7 @@
 // clock; the auto sizer with scripted latencies.
 
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -761,6 +762,35 @@ TEST(LatenciesToCallbackStartTest, InterpolatesWithinEachGroup) {
   std::vector<int64_t> five(5, 0);
   LatenciesToCallbackStart({0, 40}, 40, 4, absl::MakeSpan(five));
   EXPECT_EQ(five, (std::vector<int64_t>{0, 10, 20, 30, 40}));
+}
+
+// Spans that do not divide evenly: each start is from + span * i / len
+// rounded down, as the per-call formula gives it.
+TEST(LatenciesToCallbackStartTest, UnevenSpansRoundDownPerCall) {
+  std::mt19937 rng(5);
+  for (int round = 0; round < 200; ++round) {
+    const size_t every = 1 + rng() % 9;
+    const size_t n = 1 + rng() % 40;
+    std::vector<int64_t> stamps;
+    int64_t t = rng() % 1000;
+    for (size_t m = 0; m * every < n; ++m) {
+      stamps.push_back(t);
+      t += rng() % 997;
+    }
+    const int64_t end = t;
+    std::vector<int64_t> starts(n);
+    for (auto& x : starts) x = rng() % 50;
+    std::vector<int64_t> got = starts;
+    LatenciesToCallbackStart(stamps, end, every, absl::MakeSpan(got));
+    for (size_t j = 0; j < n; ++j) {
+      const size_t m = j / every, first = m * every;
+      const int64_t to = m + 1 < stamps.size() ? stamps[m + 1] : end;
+      const int64_t len = static_cast<int64_t>(std::min(n, first + every) - first);
+      const int64_t at =
+          stamps[m] + (to - stamps[m]) * static_cast<int64_t>(j - first) / len;
+      ASSERT_EQ(got[j], at - starts[j]) << "round " << round << " call " << j;
+    }
+  }
 }
 
 TEST(AutoBatchSizerTest, ConvergesAndStaysUnderTheBound) {

@@ -696,7 +696,14 @@ void ClientConnection::PublishLocked(uint32_t s, int64_t now) {
     framed = wire::FinishRequest(
         buf, static_cast<uint32_t>(slot.bytes + codes_bytes), slot.seq,
         /*method_id=*/slot.bytes,
-        static_cast<uint16_t>(std::min(BatchSizeNow(), 0xffff)),
+        // Entries per result part: N, or all of them if N shrank after
+        // they were added (else their results come in two parts, two
+        // fetches).
+        static_cast<uint16_t>(std::min(
+            options_.batch == BatchMode::kAuto
+                ? std::max(BatchSizeNow(), static_cast<int>(slot.calls.size()))
+                : BatchSizeNow(),
+            0xffff)),
         wire::kRequestFlagBatch | wire::kRequestFlagDeadline);
   }
   const uint64_t base = staging_offset_ + size_t{s} * layout_.request_slot_bytes;
@@ -926,7 +933,16 @@ void ClientConnection::RecordLatencies(absl::Span<const int64_t> latencies_ns,
                                        int64_t now_ns) {
   if (options_.batch != BatchMode::kAuto || latencies_ns.empty()) return;
   MutexLock lock(&mu_);
+  const int before = sizer_.size();
   RecordLatenciesLocked(latencies_ns, now_ns);
+  // N shrank to what the open batch holds or less: the full-batch check
+  // runs only when a call is added, and a caller that keeps at most N calls
+  // in flight adds none now, so the batch would sit until the idle flush or
+  // the timeout. It is full: send it.
+  if (sizer_.size() < before && open_ >= 0 && !slots_[open_].publish_pending &&
+      slots_[open_].calls.size() >= static_cast<size_t>(sizer_.size())) {
+    FlushLocked(FlushReason::kEntries);
+  }
 }
 
 void ClientConnection::FinishWithResult(PendingCall* call, uint16_t status_code,

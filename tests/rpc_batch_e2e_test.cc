@@ -833,6 +833,41 @@ TEST_F(BatchMechanismTest, AutoSizerDecidesForASlowCaller) {
   EXPECT_GT(ch->batch_size(), 4);
 }
 
+// The sizer shrinks N below what the open batch already holds while the
+// caller adds no more: that batch is full and goes at once (a flush by
+// entries), not after T (an hour here; the idle flush is off). Batch 1
+// (N = 8 calls, the first sleeping 50 ms in the handler) is in flight
+// while calls 9-13 fill batch 2; batch 1's results are all over
+// l_limit (1 ns), and the sizer (one-call windows, shrinking at once)
+// takes N to 7, 6, ... as their callbacks run; at N <= 5 batch 2 is full.
+TEST_F(BatchMechanismTest, AShrinkBelowTheOpenBatchSendsIt) {
+  ChannelOptions opts;
+  opts.batch = BatchMode::kAuto;
+  opts.batch_size = 8;
+  opts.latency_limit = absl::Nanoseconds(1);
+  opts.sizer_window = 1;
+  opts.sizer_min_window = absl::ZeroDuration();
+  opts.sizer_max_window = absl::ZeroDuration();
+  opts.sizer_holdoff_windows = 0;
+  opts.sizer_shrink_windows = 1;
+  opts.sizer_peak_guard = false;
+  opts.batch_idle_in_flight = 0;
+  opts.batch_timeout = absl::Hours(1);
+  std::unique_ptr<Channel> ch = Connect(opts);
+  ASSERT_NE(ch, nullptr);
+  std::atomic<int> done{0};
+  for (int i = 1; i <= 8; ++i) EchoAsync(ch.get(), i, 8, i == 1 ? 50 : 0, &done);
+  for (int i = 9; i <= 13; ++i) EchoAsync(ch.get(), i, 8, 0, &done);
+  ASSERT_TRUE(WaitForCount(done, 13, absl::Seconds(20)))
+      << "batch 2 was not sent when N shrank (" << done.load() << " done, N "
+      << ch->batch_size() << ")";
+  EXPECT_EQ(bad_.load(), 0);
+  const ChannelStats st = ch->stats();
+  EXPECT_EQ(st.flushes_full, 2u);
+  EXPECT_EQ(st.flushes_timeout, 0u);
+  EXPECT_LE(ch->batch_size(), 5);
+}
+
 // Sync callers, 1 and 4 threads on one channel, fixed N = 16 and auto at
 // l_limit = 20 us, every reply checked. T is an hour and each call has a
 // 10 s deadline: a call that waited for T would fail, so every batch went
