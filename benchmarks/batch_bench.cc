@@ -167,6 +167,9 @@ struct Point {
   int final_batch_size = 0;
   uint64_t adjustments = 0, calls = 0, failed = 0;
   uint64_t queued = 0;  // Calls that waited behind max_outstanding.
+  // What the client's transport posted per call over the measured span
+  // (ChannelStats::work): doorbells (post lists) and work requests.
+  double doorbells_per_call = 0, wqes_per_call = 0;
   double loadavg = 0;
 };
 
@@ -360,7 +363,11 @@ Point Run(const std::string& address, const Config& cfg) {
   Point p;
   std::vector<double> all;
   uint64_t batches = 0, batched = 0;
+  uint64_t finished = 0, doorbells = 0, wqes = 0;
   for (int t = 0; t < FLAGS_threads; ++t) {
+    finished += after[t].calls - before[t].calls;
+    doorbells += after[t].work.doorbells - before[t].work.doorbells;
+    wqes += after[t].work.wqes - before[t].work.wqes;
     for (const Call& c : clients[t]->calls()) {
       all.insert(all.end(), c.lat_us.begin(), c.lat_us.end());
     }
@@ -368,7 +375,7 @@ Point Run(const std::string& address, const Config& cfg) {
     batches += after[t].batches - before[t].batches;
     batched += after[t].batched_calls - before[t].batched_calls;
     p.final_batch_size = std::max(p.final_batch_size, after[t].batch_size);
-    p.adjustments += after[t].sizer_adjustments;
+    p.adjustments += after[t].sizer_adjustments - before[t].sizer_adjustments;
     p.queued += after[t].calls_queued - before[t].calls_queued;
   }
   channels.clear();  // Before the clients whose calls they reference.
@@ -380,6 +387,10 @@ Point Run(const std::string& address, const Config& cfg) {
   p.p95 = bench::Quantile(all, 0.95);
   p.p99 = bench::Quantile(all, 0.99);
   p.calls_per_batch = batches ? static_cast<double>(batched) / batches : 0;
+  if (finished > 0) {
+    p.doorbells_per_call = static_cast<double>(doorbells) / finished;
+    p.wqes_per_call = static_cast<double>(wqes) / finished;
+  }
   if (cfg.batch == BatchMode::kOff) p.final_batch_size = 1;
   p.loadavg = bench::LoadAverage1();
   return p;
@@ -412,22 +423,24 @@ void Print(const Config& c, const Point& p) {
   if (FLAGS_csv) {
     std::printf(
         "%s,%s,%s,%d,%d,%d,%d,%.0f,%.2f,%.2f,%.2f,%.2f,%.2f,%d,%llu,%llu,%llu,"
-        "%.2f,%llu\n",
+        "%.2f,%llu,%.3f,%.3f\n",
         FLAGS_provider.c_str(), mode.c_str(), batch.c_str(), c.batch_size,
         c.limit_us, FLAGS_threads, FLAGS_size, p.ops, p.avg, p.p50, p.p95,
         p.p99, p.calls_per_batch, p.final_batch_size,
         static_cast<unsigned long long>(p.adjustments),
         static_cast<unsigned long long>(p.calls),
         static_cast<unsigned long long>(p.failed), p.loadavg,
-        static_cast<unsigned long long>(p.queued));
+        static_cast<unsigned long long>(p.queued), p.doorbells_per_call,
+        p.wqes_per_call);
   } else {
     std::printf(
         "%-8s %-12s %-10s %5d %6d %12.0f %8.2f %8.2f %8.2f %8.2f %7.2f %6d "
-        "%5llu %5.2f %8llu\n",
+        "%5llu %5.2f %8llu %7.3f %8.3f\n",
         FLAGS_provider.c_str(), mode.c_str(), batch.c_str(), c.batch_size,
         c.limit_us, p.ops, p.avg, p.p50, p.p95, p.p99, p.calls_per_batch,
         p.final_batch_size, static_cast<unsigned long long>(p.failed),
-        p.loadavg, static_cast<unsigned long long>(p.queued));
+        p.loadavg, static_cast<unsigned long long>(p.queued),
+        p.doorbells_per_call, p.wqes_per_call);
   }
   std::fflush(stdout);
 }
@@ -693,12 +706,14 @@ int Main() {
     std::printf(
         "provider,mode,batch,batch_size,limit_us,threads,size,ops_per_s,avg_us,"
         "p50_us,p95_us,p99_us,calls_per_batch,final_batch_size,"
-        "sizer_adjustments,calls,failed,loadavg,queued\n");
+        "sizer_adjustments,calls,failed,loadavg,queued,doorbells_per_call,"
+        "wqes_per_call\n");
   } else {
-    std::printf("%-8s %-12s %-10s %5s %6s %12s %8s %8s %8s %8s %7s %6s %5s %5s %8s\n",
+    std::printf("%-8s %-12s %-10s %5s %6s %12s %8s %8s %8s %8s %7s %6s %5s %5s %8s "
+                "%7s %8s\n",
                 "provider", "mode", "batch", "N", "l_us", "ops/s", "avg_us",
                 "p50_us", "p95_us", "p99_us", "c/batch", "N_end", "fail",
-                "load", "queued");
+                "load", "queued", "db/call", "wqe/call");
   }
 
   std::map<std::string, Point> off;                        // mode ->
