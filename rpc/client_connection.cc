@@ -772,7 +772,11 @@ void ClientConnection::PublishLocked(uint32_t s, int64_t now) {
 WorkRequest ClientConnection::HeaderRead(uint32_t s, int64_t now) {
   Slot& slot = slots_[s];
   const uint32_t room = layout_.response_slot_bytes - slot.part_offset;
-  const uint32_t len = std::min<uint32_t>(fetch_size_, room);
+  // A batch's result part is READ whole at once when the last one's size
+  // is known (see batch_fetch_bytes_); a single call's takes F.
+  const uint32_t want =
+      slot.batch ? std::max(fetch_size_, batch_fetch_bytes_) : fetch_size_;
+  const uint32_t len = std::min<uint32_t>(want, room);
   WorkRequest wr = WorkRequest::Read(
       WrId(s, kHeaderRead), local_.get(),
       fetch_offset_ + size_t{s} * layout_.response_slot_bytes + slot.part_offset,
@@ -1183,6 +1187,13 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
     if (view.flags & wire::kResponseFlagPushed) {
       slot.phase = Phase::kWaitReply;
       return;
+    }
+    if (slot.batch) {
+      // The next batch's parts are about this size: READ that much the
+      // first time instead of F and then the rest (one READ, one doorbell
+      // fewer per part in a steady batched load).
+      batch_fetch_bytes_ = static_cast<uint32_t>(std::min<uint64_t>(
+          (wire::FramedBytes(view.size) + 63) / 64 * 64, kMaxBatchFetchBytes));
     }
     if (wire::FramedBytes(view.size) <= slot.fetched_bytes) {
       Complete(s, buf + wire::kHeaderBytes, view, RpcMode::kRemoteFetch,

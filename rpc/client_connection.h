@@ -320,6 +320,9 @@ class ClientConnection {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleHeader(uint32_t s, int64_t now, std::vector<PendingCall*>* finished)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A batch result part's first READ takes the size of the last part seen
+  // (rounded up to 64 bytes), at most this many bytes; F if larger.
+  static constexpr uint32_t kMaxBatchFetchBytes = 4096;
   // Completes slot s from its reply slot if the server's push of the current
   // part has landed there whole; returns whether it did. Sets
   // *suspect (when non-null) if the reply slot holds our seq with a frame
@@ -535,6 +538,9 @@ class ClientConnection {
   double reply_ns_ ABSL_GUARDED_BY(mu_) = 0;        // EWMA of server-reply latency.
   int retries_ ABSL_GUARDED_BY(mu_) = 5;          // R.
   uint32_t fetch_size_ ABSL_GUARDED_BY(mu_) = 256; // F.
+  // Size of the last batch result part seen (HandleHeader): a batch's
+  // first READ of a part takes max(F, this).
+  uint32_t batch_fetch_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   int busy_slots_ ABSL_GUARDED_BY(mu_) = 0;
   int async_slots_ ABSL_GUARDED_BY(mu_) = 0;
   int abandoned_slots_ ABSL_GUARDED_BY(mu_) = 0;  // As of the last scan.

@@ -868,6 +868,38 @@ TEST_F(BatchMechanismTest, AShrinkBelowTheOpenBatchSendsIt) {
   EXPECT_LE(ch->batch_size(), 5);
 }
 
+// A batch's result part is larger than F (8 echoes of 100 bytes against
+// F = 64): the first batch READs F and then the rest; later batches READ
+// the whole part at once, the size of the last part seen. Without that,
+// every part costs two READs (and two doorbells).
+TEST_F(BatchMechanismTest, BatchResultPartsAreReadWholeOnceTheirSizeIsKnown) {
+  ChannelOptions opts;
+  opts.batch = BatchMode::kFixed;
+  opts.batch_size = 8;
+  opts.mode = RpcMode::kRemoteFetch;
+  opts.fetch_size = 64;
+  opts.batch_timeout = absl::Hours(1);
+  opts.batch_idle_in_flight = 0;  // Batches of exactly N.
+  std::unique_ptr<Channel> ch = Connect(opts);
+  ASSERT_NE(ch, nullptr);
+  std::atomic<int> done{0};
+  int calls = 0;
+  ChannelStats before;
+  for (int round = 0; round < 30; ++round) {
+    if (round == 10) before = ch->stats();
+    for (int i = 0; i < 8; ++i) EchoAsync(ch.get(), ++calls, 100, 0, &done);
+    ASSERT_TRUE(WaitForCount(done, calls, absl::Seconds(20)));
+  }
+  EXPECT_EQ(bad_.load(), 0);
+  const ChannelStats after = ch->stats();
+  ASSERT_EQ(after.batches - before.batches, 20u);
+  const uint64_t rest_reads = (after.rdma_reads - before.rdma_reads) -
+                              (after.fetches - before.fetches);
+  EXPECT_LE(rest_reads, 2u) << "over 20 batches, " << after.result_parts -
+                                                         before.result_parts
+                            << " result parts";
+}
+
 // Sync callers, 1 and 4 threads on one channel, fixed N = 16 and auto at
 // l_limit = 20 us, every reply checked. T is an hour and each call has a
 // 10 s deadline: a call that waited for T would fail, so every batch went
