@@ -839,7 +839,7 @@ TEST_F(BatchMechanismTest, AutoSizerDecidesForASlowCaller) {
 // (N = 8 calls, the first sleeping 50 ms in the handler) is in flight
 // while calls 9-13 fill batch 2; batch 1's results are all over
 // l_limit (1 ns), and the sizer (one-call windows, shrinking at once)
-// takes N to 7, 6, ... as their callbacks run; at N <= 5 batch 2 is full.
+// halves N at each callback (8, 4, 2, 1): at N <= 5 batch 2 is full.
 TEST_F(BatchMechanismTest, AShrinkBelowTheOpenBatchSendsIt) {
   ChannelOptions opts;
   opts.batch = BatchMode::kAuto;
