@@ -194,6 +194,15 @@ void LatenciesToCallbackStart(absl::Span<const int64_t> stamps, int64_t end,
     const int64_t from = stamps[m];
     const int64_t to = m + 1 < stamps.size() ? stamps[m + 1] : end;
     const size_t len = std::min(n, first + every) - first;
+    if (to < from) {
+      // A clock that stepped back: the per-call formula (rare).
+      for (size_t i = 0; i < len; ++i) {
+        starts[first + i] = from + (to - from) * static_cast<int64_t>(i) /
+                                       static_cast<int64_t>(len) -
+                            starts[first + i];
+      }
+      continue;
+    }
     const int64_t step = (to - from) / static_cast<int64_t>(len);
     const int64_t rem = (to - from) % static_cast<int64_t>(len);
     // at = from + (to - from) * i / len, exactly, without dividing per i.
