@@ -510,6 +510,34 @@ class BatchMechanismTest : public ::testing::Test {
                   });
   }
 
+  // Fixed batches of exactly n calls over remote fetch (no idle flush, T
+  // an hour).
+  static ChannelOptions ExactBatches(int n) {
+    ChannelOptions opts;
+    opts.batch = BatchMode::kFixed;
+    opts.batch_size = n;
+    opts.mode = RpcMode::kRemoteFetch;
+    opts.batch_timeout = absl::Hours(1);
+    opts.batch_idle_in_flight = 0;
+    return opts;
+  }
+
+  // `rounds` rounds of n async echoes of `bytes` each, every round awaited;
+  // returns the channel's stats from before round `measure_from`.
+  ChannelStats EchoRounds(Channel* ch, int rounds, int n, size_t bytes,
+                          int measure_from) {
+    std::atomic<int> done{0};
+    int calls = 0;
+    ChannelStats before;
+    for (int round = 0; round < rounds; ++round) {
+      if (round == measure_from) before = ch->stats();
+      for (int i = 0; i < n; ++i) EchoAsync(ch, ++calls, bytes, 0, &done);
+      EXPECT_TRUE(WaitForCount(done, calls, absl::Seconds(20)))
+          << "round " << round;
+    }
+    return before;
+  }
+
   TestService service_;
   std::unique_ptr<Server> server_;
   std::atomic<int> bad_{0};
@@ -873,23 +901,11 @@ TEST_F(BatchMechanismTest, AShrinkBelowTheOpenBatchSendsIt) {
 // the whole part at once, the size of the last part seen. Without that,
 // every part costs two READs (and two doorbells).
 TEST_F(BatchMechanismTest, BatchResultPartsAreReadWholeOnceTheirSizeIsKnown) {
-  ChannelOptions opts;
-  opts.batch = BatchMode::kFixed;
-  opts.batch_size = 8;
-  opts.mode = RpcMode::kRemoteFetch;
+  ChannelOptions opts = ExactBatches(8);
   opts.fetch_size = 64;
-  opts.batch_timeout = absl::Hours(1);
-  opts.batch_idle_in_flight = 0;  // Batches of exactly N.
   std::unique_ptr<Channel> ch = Connect(opts);
   ASSERT_NE(ch, nullptr);
-  std::atomic<int> done{0};
-  int calls = 0;
-  ChannelStats before;
-  for (int round = 0; round < 30; ++round) {
-    if (round == 10) before = ch->stats();
-    for (int i = 0; i < 8; ++i) EchoAsync(ch.get(), ++calls, 100, 0, &done);
-    ASSERT_TRUE(WaitForCount(done, calls, absl::Seconds(20)));
-  }
+  const ChannelStats before = EchoRounds(ch.get(), 30, 8, 100, 10);
   EXPECT_EQ(bad_.load(), 0);
   const ChannelStats after = ch->stats();
   ASSERT_EQ(after.batches - before.batches, 20u);
@@ -907,22 +923,10 @@ TEST_F(BatchMechanismTest, BatchResultPartsAreReadWholeOnceTheirSizeIsKnown) {
 // not yet there (retries) depend on timing and are taken out; what is
 // left is what the design posts.
 TEST_F(BatchMechanismTest, ABatchOfSixteenPostsOneListAndOneReadPerPart) {
-  ChannelOptions opts;
-  opts.batch = BatchMode::kFixed;
-  opts.batch_size = 16;
-  opts.mode = RpcMode::kRemoteFetch;
-  opts.batch_timeout = absl::Hours(1);
-  opts.batch_idle_in_flight = 0;  // Batches of exactly N.
-  std::unique_ptr<Channel> ch = Connect(opts);
+  std::unique_ptr<Channel> ch = Connect(ExactBatches(16));
   ASSERT_NE(ch, nullptr);
-  std::atomic<int> done{0};
-  int calls = 0;
-  ChannelStats before;
-  for (int round = 0; round < 25; ++round) {
-    if (round == 5) before = ch->stats();  // After the part size is known.
-    for (int i = 0; i < 16; ++i) EchoAsync(ch.get(), ++calls, 8, 0, &done);
-    ASSERT_TRUE(WaitForCount(done, calls, absl::Seconds(20)));
-  }
+  // Measured once the part size is known.
+  const ChannelStats before = EchoRounds(ch.get(), 25, 16, 8, 5);
   EXPECT_EQ(bad_.load(), 0);
   const ChannelStats after = ch->stats();
   const uint64_t n = after.calls - before.calls;
