@@ -74,8 +74,22 @@ void WorkerMethodCounters::AddTo(std::vector<MethodStats>* out) const {
 struct ClientMethodCounters::Shared {
   explicit Shared(uint64_t s) : serial(s) {}
 
+  // The first kOwners threads to finish calls on the channel each own one
+  // of these for as long as they live: a thread finds its block by its id
+  // in this one line (read-mostly: written only when a thread claims or
+  // leaves an owner), whichever other channels it uses in between. Threads
+  // beyond them go through their thread cache. `block` is written under mu
+  // and read without it only by the thread whose id `thread` holds.
+  struct alignas(64) Owners {
+    std::atomic<uint64_t> thread[kOwners] = {};
+    ClientThreadBlock* block[kOwners] = {};
+  };
+  Owners owners;
+
   // Never reused, unlike the object's address: names it in thread caches.
   const uint64_t serial;
+  // Blocks claimed (owner or cache entry), for tests.
+  std::atomic<uint64_t> claims{0};
   // Set when the ClientMethodCounters is destroyed.
   std::atomic<bool> closed{false};
 
@@ -102,9 +116,29 @@ struct ThreadCache {
     ClientThreadBlock* block;
   };
   std::vector<Entry> entries;
+  // Channels where this thread holds an owner slot (Shared::owners), to
+  // leave at exit. Entries of closed channels are dropped whenever the
+  // list has doubled since the last sweep, so a thread cycling through
+  // short-lived channels stays bounded.
+  struct Owned {
+    SharedPtr shared;
+    size_t slot;
+  };
+  std::vector<Owned> owned;
+  size_t owned_after_sweep = 0;
 
   ~ThreadCache();
 };
+
+std::atomic<uint64_t> next_thread_id{1};
+thread_local uint64_t thread_id = 0;
+
+uint64_t ThisThreadId() {
+  if (thread_id == 0) {
+    thread_id = next_thread_id.fetch_add(1, std::memory_order_relaxed);
+  }
+  return thread_id;
+}
 
 // Entries kept at most; past it the oldest goes back to its channel.
 constexpr size_t kMaxCacheEntries = 64;
@@ -122,20 +156,90 @@ void Release(const ThreadCache::Entry& e) {
   s->free.push_back(e.block);
 }
 
+void LeaveOwner(const ThreadCache::Owned& e) {
+  ClientMethodCounters::Shared* s = e.shared.get();
+  const size_t i = e.slot;
+  MutexLock lock(&s->mu);
+  ClientThreadBlock* b = s->owners.block[i];
+  b->last = nullptr;
+  b->last_id = 0;
+  // The block stays in its slot, counts and all, for the next owner.
+  s->owners.thread[i].store(0, std::memory_order_relaxed);
+}
+
 ThreadCache::~ThreadCache() {
   thread_cache_gone = true;
   for (const Entry& e : entries) Release(e);
   entries.clear();
+  for (const Owned& e : owned) LeaveOwner(e);
+  owned.clear();
+}
+
+ClientThreadBlock* TakeFreeBlockLocked(ClientMethodCounters::Shared* shared)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(shared->mu) {
+  shared->claims.fetch_add(1, std::memory_order_relaxed);
+  if (!shared->free.empty()) {
+    ClientThreadBlock* block = shared->free.back();
+    shared->free.pop_back();
+    return block;
+  }
+  shared->blocks.push_back(std::make_unique<ClientThreadBlock>());
+  return shared->blocks.back().get();
+}
+
+// Claims a free owner slot of `shared` for this thread, if there is one.
+ClientThreadBlock* ClaimOwner(ThreadCache& cache, const SharedPtr& shared,
+                              uint64_t me) {
+  ClientMethodCounters::Shared* s = shared.get();
+  ClientThreadBlock* block = nullptr;
+  size_t slot = 0;
+  {
+    MutexLock lock(&s->mu);
+    for (; slot < ClientMethodCounters::kOwners; ++slot) {
+      if (s->owners.thread[slot].load(std::memory_order_relaxed) == 0) break;
+    }
+    if (slot == ClientMethodCounters::kOwners) return nullptr;
+    if (s->owners.block[slot] == nullptr) {
+      s->owners.block[slot] = TakeFreeBlockLocked(s);
+    } else {
+      s->claims.fetch_add(1, std::memory_order_relaxed);
+    }
+    block = s->owners.block[slot];
+    s->owners.thread[slot].store(me, std::memory_order_relaxed);
+  }
+  if (cache.owned.size() >= 2 * std::max<size_t>(cache.owned_after_sweep, 32)) {
+    auto closed = std::remove_if(
+        cache.owned.begin(), cache.owned.end(), [](const ThreadCache::Owned& e) {
+          if (!e.shared->closed.load(std::memory_order_acquire)) return false;
+          LeaveOwner(e);
+          return true;
+        });
+    cache.owned.erase(closed, cache.owned.end());
+    cache.owned_after_sweep = cache.owned.size();
+  }
+  cache.owned.push_back(ThreadCache::Owned{shared, slot});
+  return block;
 }
 
 }  // namespace
 
 ClientThreadBlock* ThreadBlockOf(const SharedPtr& shared) {
   if (thread_cache_gone) return nullptr;
+  const uint64_t me = ThisThreadId();
+  ClientMethodCounters::Shared::Owners& owners = shared->owners;
+  bool free_owner = false;
+  for (size_t i = 0; i < ClientMethodCounters::kOwners; ++i) {
+    const uint64_t t = owners.thread[i].load(std::memory_order_relaxed);
+    if (t == me) return owners.block[i];
+    free_owner |= t == 0;
+  }
   ThreadCache& cache = thread_cache;
   const uint64_t serial = shared->serial;
   for (const ThreadCache::Entry& e : cache.entries) {
     if (e.serial == serial) return e.block;
+  }
+  if (free_owner) {
+    if (ClientThreadBlock* b = ClaimOwner(cache, shared, me)) return b;
   }
   // A channel this thread has not used (lately): drop the blocks of closed
   // channels and the oldest if there are too many, then claim one.
@@ -153,13 +257,7 @@ ClientThreadBlock* ThreadBlockOf(const SharedPtr& shared) {
   ClientThreadBlock* block;
   {
     MutexLock lock(&shared->mu);
-    if (!shared->free.empty()) {
-      block = shared->free.back();
-      shared->free.pop_back();
-    } else {
-      shared->blocks.push_back(std::make_unique<ClientThreadBlock>());
-      block = shared->blocks.back().get();
-    }
+    block = TakeFreeBlockLocked(shared.get());
   }
   cache.entries.push_back(ThreadCache::Entry{serial, shared, block});
   return block;
@@ -188,6 +286,10 @@ ClientMethodCounters::ClientMethodCounters(bool enabled)
 
 ClientMethodCounters::~ClientMethodCounters() {
   shared_->closed.store(true, std::memory_order_release);
+}
+
+uint64_t ClientMethodCounters::block_claims() const {
+  return shared_->claims.load(std::memory_order_relaxed);
 }
 
 std::vector<MethodStats> ClientMethodCounters::Snapshot() const {

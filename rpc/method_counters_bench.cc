@@ -9,6 +9,7 @@
 //   bazel run //rpc:method_counters_bench
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "benchmark/benchmark.h"
@@ -36,6 +37,21 @@ void BM_ClientFinishedTwoChannels(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_ClientFinishedTwoChannels);
+
+// One thread calling round robin over many channels (scale_bench's round
+// robin phase): each call on another channel's counters.
+void BM_ClientFinishedRoundRobin(benchmark::State& state) {
+  std::vector<std::unique_ptr<ClientMethodCounters>> channels;
+  for (int64_t c = 0; c < state.range(0); ++c) {
+    channels.push_back(std::make_unique<ClientMethodCounters>(true));
+  }
+  size_t i = 0;
+  for (auto _ : state) {
+    channels[i]->Finished(7, 0, 500 + (i & 1023));
+    if (++i == channels.size()) i = 0;
+  }
+}
+BENCHMARK(BM_ClientFinishedRoundRobin)->Arg(16)->Arg(1024)->Arg(4096);
 
 void BM_ClientDisabled(benchmark::State& state) {
   ClientMethodCounters counters(/*enabled=*/false);

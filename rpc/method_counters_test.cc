@@ -169,6 +169,44 @@ TEST(ClientMethodCountersTest, ThreadUsingManyChannelsKeepsEachApart) {
   EXPECT_EQ(channels[0]->Snapshot()[0].calls, 3u);
 }
 
+// A thread cycling through more channels than its cache holds (a client
+// calling round robin over thousands of connections) claims one block per
+// channel once, not one per call: without owner slots every call here would
+// miss its cache and claim again (3 per channel).
+TEST(ClientMethodCountersTest, ThreadCyclingManyChannelsClaimsEachOnce) {
+  std::vector<std::unique_ptr<ClientMethodCounters>> channels;
+  for (int i = 0; i < 200; ++i) {
+    channels.push_back(std::make_unique<ClientMethodCounters>(true));
+  }
+  for (int round = 0; round < 3; ++round) {
+    for (auto& c : channels) c->Finished(7, 0, 1);
+  }
+  for (auto& c : channels) {
+    EXPECT_EQ(c->block_claims(), 1u);
+    EXPECT_EQ(c->Snapshot()[0].calls, 3u);
+  }
+}
+
+// Past ClientMethodCounters::kOwners threads, the rest go through their
+// caches; an owner that exits leaves its block (and counts) for the next.
+TEST(ClientMethodCountersTest, OwnersBeyondTheFirstFourAndAfterExit) {
+  ClientMethodCounters c(true);
+  constexpr int kThreads = ClientMethodCounters::kOwners + 2;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&c] {
+      for (int i = 0; i < 1000; ++i) c.Finished(3, 0, 10);
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(c.Snapshot()[0].calls, 1000u * kThreads);
+  const uint64_t claims = c.block_claims();
+  EXPECT_EQ(claims, static_cast<uint64_t>(kThreads));
+  std::thread([&c] { c.Finished(3, 0, 10); }).join();
+  EXPECT_EQ(c.Snapshot()[0].calls, 1000u * kThreads + 1);
+  EXPECT_EQ(c.block_claims(), claims + 1);
+}
+
 }  // namespace
 }  // namespace internal
 }  // namespace rfrpc

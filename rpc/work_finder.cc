@@ -98,6 +98,8 @@ void WorkFinder::KeepPolling(uint32_t bell, uint32_t slot, int64_t now) {
 }
 
 bool WorkFinder::AnyRung() const {
+  // A word the last Collect took but has not cleared holds only rings
+  // taken already, unless another landed since; either way it is reported.
   const size_t words = summary_words_;
   for (size_t w = 0; w < words; ++w) {
     if (LoadAcquire64(bells_ + 8 * w) != 0) return true;
@@ -128,12 +130,34 @@ void WorkFinder::TakeGroup(uint32_t group, std::vector<Candidate>* out) {
   }
 }
 
+void WorkFinder::TakeTaken(size_t w, uint64_t taken,
+                           std::vector<Candidate>* out) {
+  for (uint32_t byte = 0; taken != 0; ++byte, taken >>= 8) {
+    if ((taken & 0xff) != 0) {
+      TakeGroup(static_cast<uint32_t>(w * 8 + byte), out);
+    }
+  }
+}
+
 void WorkFinder::Collect(int64_t now, std::vector<Candidate>* out) {
   for (uint32_t bell : added_) {
     if (!table_[bell].used) continue;  // Removed again.
     TakeWord(bell, LoadAcquire64(bells_ + layout_.WordOffset(bell)), out);
   }
   added_.clear();
+  // Clear the summary words whose groups the previous round took. The
+  // exchange is atomic against peers' byte stores (none is lost between our
+  // earlier load and this clear) and a full barrier: the groups whose bytes
+  // it took are read again, so a ring that landed after that earlier read
+  // (its bell word, then its byte, already set) is found now, and one that
+  // lands after the clear sets its byte again for the scan below.
+  for (const size_t w : uncleared_) {
+    const uint64_t taken = __atomic_exchange_n(
+        reinterpret_cast<uint64_t*>(bells_ + 8 * w), uint64_t{0},
+        __ATOMIC_SEQ_CST);
+    TakeTaken(w, taken, out);
+  }
+  uncleared_.clear();
   for (size_t i = 0; i < hot_.size();) {
     const Hot h = hot_[i];
     out->push_back(Candidate{h.bell, h.slot});
@@ -143,19 +167,16 @@ void WorkFinder::Collect(int64_t now, std::vector<Candidate>* out) {
       ++i;
     }
   }
+  // The groups that rang: their bell words are read at once and the
+  // summary word is cleared next round. Clearing first would put the
+  // exchange's round trip for the line (the client's byte store owns it)
+  // between the ring and its request on every doorbell call.
   const size_t words = summary_words_;
   for (size_t w = 0; w < words; ++w) {
-    char* p = bells_ + 8 * w;
-    if (LoadAcquire64(p) == 0) continue;
-    // Take the groups that rang. The exchange is atomic against peers'
-    // byte stores (none is lost between our load and our clear) and a full
-    // barrier, so the bell words read next are at least as new as the
-    // summary bytes taken.
-    uint64_t taken = __atomic_exchange_n(reinterpret_cast<uint64_t*>(p),
-                                         uint64_t{0}, __ATOMIC_SEQ_CST);
-    for (uint32_t byte = 0; taken != 0; ++byte, taken >>= 8) {
-      if ((taken & 0xff) != 0) TakeGroup(static_cast<uint32_t>(w * 8 + byte), out);
-    }
+    const uint64_t rang = LoadAcquire64(bells_ + 8 * w);
+    if (rang == 0) continue;
+    TakeTaken(w, rang, out);
+    uncleared_.push_back(w);
   }
 }
 

@@ -7,13 +7,14 @@
 // Two sources, both cheap when nothing happens:
 //   - Doorbells (wire::BellsLayout). A client that posts a request WRITEs its
 //     bell word (a ring count and a slot mask) and then its group's summary
-//     byte. Collect() reads the summary a word (8 groups) at a time, swaps
-//     the non-zero words to 0 (an atomic exchange: no ring between the load
-//     and the clear is lost, and it fences the loads of the bell words that
-//     follow), and for each group that rang reads its 8 bell words (one
-//     cache line); a word that differs from the last one seen names the
-//     slots to look at. An idle worker with N connections reads N / 64
-//     summary words.
+//     byte. Collect() reads the summary a word (8 groups) at a time, and for
+//     each group that rang reads its 8 bell words (one cache line); a word
+//     that differs from the last one seen names the slots to look at. The
+//     next Collect swaps those summary words to 0 (an atomic exchange: no
+//     ring between the load and the clear is lost, and it fences the reads
+//     of the bell words it took, which it reads again): the clear is off
+//     the path between a ring and its request. An idle worker with N
+//     connections reads N / 64 summary words.
 //   - Hot slots. A slot served twice within the hot window is kept in a
 //     short list and looked at every round for `hot_window` after each
 //     request (OnServed says so, and the response carries
@@ -82,8 +83,9 @@ class WorkFinder {
   // slot named by a bell that rang. A slot may appear twice.
   void Collect(int64_t now, std::vector<Candidate>* out);
 
-  // True if a summary byte is set: a ring that Collect has not taken yet.
-  // For the check between arming a wake-up and sleeping.
+  // True if a summary byte is set: a ring that Collect has not taken yet
+  // (or one the last Collect took, whose byte the next one clears). For
+  // the check between arming a wake-up and sleeping.
   bool AnyRung() const;
 
   // Bell `bell`'s slot `slot` was served at `now`. Returns true if it is
@@ -120,6 +122,8 @@ class WorkFinder {
   void MakeHot(Bell& b, uint32_t bell, uint32_t slot, int64_t until);
   void DropHot(size_t i);
   void TakeGroup(uint32_t group, std::vector<Candidate>* out);
+  // Takes every group whose byte is set in summary word `w`'s value.
+  void TakeTaken(size_t w, uint64_t taken, std::vector<Candidate>* out);
   // Names the slots `word` asks for, if it differs from the last one seen.
   void TakeWord(uint32_t bell, uint64_t word, std::vector<Candidate>* out);
 
@@ -133,6 +137,8 @@ class WorkFinder {
   // out lowest first, so with N connections Collect reads about N / 64
   // words, not capacity / 64. Only grows (a freed bell may be rung late).
   size_t summary_words_ = 0;
+  // Summary words whose rings the last Collect took, to clear in the next.
+  std::vector<size_t> uncleared_;
   uint64_t rings_ = 0;
 };
 

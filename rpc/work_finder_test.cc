@@ -92,9 +92,38 @@ TEST_F(WorkFinderTest, ARingNamesItsSlotsOnce) {
   Ring(70, wire::SlotBit(2) | wire::SlotBit(5));
   EXPECT_TRUE(finder_.AnyRung());
   EXPECT_EQ(Collect(0), (Set{{70, 2}, {70, 5}}));
-  EXPECT_FALSE(finder_.AnyRung()) << "the summary byte was taken";
   EXPECT_TRUE(Collect(1).empty()) << "the same ring is not work twice";
+  EXPECT_FALSE(finder_.AnyRung()) << "the summary byte was taken";
+  EXPECT_TRUE(Collect(2).empty());
   EXPECT_EQ(finder_.rings(), 1u);
+}
+
+TEST_F(WorkFinderTest, TheSummaryByteIsClearedOnlyInTheNextRound) {
+  // The round that finds a ring goes from the summary straight to the bell
+  // words and on to the request; the clear (a round trip for the line the
+  // client's byte store owns) waits for the next round.
+  Add(3, 8);
+  Ring(3, wire::SlotBit(1));
+  EXPECT_EQ(Collect(0), (Set{{3, 1}}));
+  EXPECT_EQ(bells()[wire::BellsLayout::SummaryOffset(3)], 1);
+  EXPECT_TRUE(Collect(1).empty());
+  EXPECT_EQ(bells()[wire::BellsLayout::SummaryOffset(3)], 0);
+}
+
+TEST_F(WorkFinderTest, ARingBeforeTheDeferredClearIsFound) {
+  // Another ring of the group lands after its bell words were read and
+  // before the byte was cleared: the clear takes the byte, and the group's
+  // words are read again.
+  Add(0, 8);
+  Add(1, 8);
+  Ring(0, wire::SlotBit(0));
+  EXPECT_EQ(Collect(0), (Set{{0, 0}}));
+  Ring(1, wire::SlotBit(2));
+  Ring(0, wire::SlotBit(5));
+  EXPECT_EQ(Collect(1), (Set{{0, 5}, {1, 2}}));
+  EXPECT_TRUE(Collect(2).empty());
+  EXPECT_FALSE(finder_.AnyRung());
+  EXPECT_EQ(finder_.rings(), 3u);
 }
 
 TEST_F(WorkFinderTest, AMaskOfZeroMeansEverySlot) {
