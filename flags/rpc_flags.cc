@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -158,6 +160,25 @@ absl::Status InRange(absl::string_view flag, int64_t value, int64_t min,
   return Bad(flag, absl::StrCat("must be in [", min, ", ", max, "]"));
 }
 
+// The flag that sets ChannelOptions field `field`.
+std::string FlagOfField(absl::string_view field) {
+  static constexpr std::pair<absl::string_view, absl::string_view> kRenamed[] = {
+      {"slots_per_connection", "rfrpc_slots"},
+      {"batch_timeout", "rfrpc_batch_timeout_us"},
+      {"latency_limit", "rfrpc_latency_limit_us"},
+      {"max_fetch_delay", "rfrpc_max_fetch_delay_us"},
+      {"default_timeout", "rfrpc_timeout_ms"},
+  };
+  for (const auto& [name, flag] : kRenamed) {
+    if (field == name) return std::string(flag);
+  }
+  std::string flag = absl::StrCat("rfrpc_", field);
+  gflags::CommandLineFlagInfo info;
+  if (gflags::GetCommandLineFlagInfo(flag.c_str(), &info)) return flag;
+  // Set by the program, not by a flag.
+  return absl::StrCat("(ChannelOptions) ", field);
+}
+
 absl::Status ApplyProviderFlags(transport::ProviderOptions* p) {
   RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_ib_port", FLAGS_rfrpc_ib_port, 0));
   RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_gid_index", FLAGS_rfrpc_gid_index, -1));
@@ -175,23 +196,12 @@ absl::Status ApplyChannelFlags(ChannelOptions* o) {
   if (!mode.ok()) return Bad("rfrpc_mode", mode.status().message());
   absl::StatusOr<BatchMode> batch = ParseBatchMode(FLAGS_rfrpc_batch);
   if (!batch.ok()) return Bad("rfrpc_batch", batch.status().message());
-  RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_retries", FLAGS_rfrpc_retries, 1));
-  RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_fetch_size", FLAGS_rfrpc_fetch_size, 16));
-  RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_switch_after", FLAGS_rfrpc_switch_after, 1));
-  RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_batch_size", FLAGS_rfrpc_batch_size, 1));
-  RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_batch_bytes", FLAGS_rfrpc_batch_bytes, 64));
+  // Flags whose conversions (microseconds, milliseconds) could hide a bad
+  // value; the rest is ValidateChannelOptions' below.
   RFRPC_RETURN_IF_ERROR(
       AtLeast("rfrpc_batch_timeout_us", FLAGS_rfrpc_batch_timeout_us, 0));
-  RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_batch_idle_in_flight",
-                                FLAGS_rfrpc_batch_idle_in_flight, 0));
-  RFRPC_RETURN_IF_ERROR(
-      AtLeast("rfrpc_max_outstanding", FLAGS_rfrpc_max_outstanding, 1));
   RFRPC_RETURN_IF_ERROR(
       AtLeast("rfrpc_latency_limit_us", FLAGS_rfrpc_latency_limit_us, 1));
-  if (!(FLAGS_rfrpc_latency_alpha > 0 && FLAGS_rfrpc_latency_alpha < 1)) {
-    return Bad("rfrpc_latency_alpha", "must be in (0, 1)");
-  }
-  RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_slots", FLAGS_rfrpc_slots, 1));
   RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_timeout_ms", FLAGS_rfrpc_timeout_ms, 1));
   ChannelOptions named;  // Where the named choices are checked.
   absl::Status st = SetFetchPolicy(FLAGS_rfrpc_fetch_policy, &named);
@@ -200,38 +210,39 @@ absl::Status ApplyChannelFlags(ChannelOptions* o) {
   if (!st.ok()) return Bad("rfrpc_sizer_rule", st.message());
   RFRPC_RETURN_IF_ERROR(
       AtLeast("rfrpc_max_fetch_delay_us", FLAGS_rfrpc_max_fetch_delay_us, 0));
-  RFRPC_RETURN_IF_ERROR(AtLeast("rfrpc_sizer_window", FLAGS_rfrpc_sizer_window, 1));
-  RFRPC_RETURN_IF_ERROR(InRange("rfrpc_max_inline", FLAGS_rfrpc_max_inline, 0, 1024));
-  RFRPC_RETURN_IF_ERROR(
-      InRange("rfrpc_signal_every", FLAGS_rfrpc_signal_every, 1, 64));
-  RFRPC_RETURN_IF_ERROR(ApplyProviderFlags(&o->provider_options));
-  o->mode = *mode;
-  (void)SetFetchPolicy(FLAGS_rfrpc_fetch_policy, o);  // Checked above.
-  (void)SetSizerRule(FLAGS_rfrpc_sizer_rule, o);
-  o->max_fetch_delay = absl::Microseconds(FLAGS_rfrpc_max_fetch_delay_us);
-  o->sizer_window = FLAGS_rfrpc_sizer_window;
-  if (o->sizer_proportional_steps) {
-    o->sizer_peak_guard = FLAGS_rfrpc_sizer_peak_guard;
+  ChannelOptions next = *o;
+  RFRPC_RETURN_IF_ERROR(ApplyProviderFlags(&next.provider_options));
+  next.mode = *mode;
+  (void)SetFetchPolicy(FLAGS_rfrpc_fetch_policy, &next);  // Checked above.
+  (void)SetSizerRule(FLAGS_rfrpc_sizer_rule, &next);
+  next.max_fetch_delay = absl::Microseconds(FLAGS_rfrpc_max_fetch_delay_us);
+  next.sizer_window = FLAGS_rfrpc_sizer_window;
+  if (next.sizer_proportional_steps) {
+    next.sizer_peak_guard = FLAGS_rfrpc_sizer_peak_guard;
   }
-  o->max_inline = FLAGS_rfrpc_max_inline;
-  o->signal_every = FLAGS_rfrpc_signal_every;
-  o->busy_wait = FLAGS_rfrpc_busy_wait;
-  o->retries = FLAGS_rfrpc_retries;
-  o->fetch_size = FLAGS_rfrpc_fetch_size;
-  o->switch_after = FLAGS_rfrpc_switch_after;
-  o->batch = *batch;
-  o->batch_size = FLAGS_rfrpc_batch_size;
-  o->batch_bytes = FLAGS_rfrpc_batch_bytes;
-  o->batch_timeout = absl::Microseconds(FLAGS_rfrpc_batch_timeout_us);
-  o->batch_idle_in_flight = FLAGS_rfrpc_batch_idle_in_flight;
-  o->batch_sync_combine = FLAGS_rfrpc_batch_sync_combine;
-  o->max_outstanding = FLAGS_rfrpc_max_outstanding;
-  o->latency_limit = absl::Microseconds(FLAGS_rfrpc_latency_limit_us);
-  o->latency_alpha = FLAGS_rfrpc_latency_alpha;
-  o->slots_per_connection = FLAGS_rfrpc_slots;
-  o->default_timeout = absl::Milliseconds(FLAGS_rfrpc_timeout_ms);
-  o->auth_token = FLAGS_rfrpc_auth_token;
-  o->method_stats = FLAGS_rfrpc_method_stats;
+  next.max_inline = FLAGS_rfrpc_max_inline;
+  next.signal_every = FLAGS_rfrpc_signal_every;
+  next.busy_wait = FLAGS_rfrpc_busy_wait;
+  next.retries = FLAGS_rfrpc_retries;
+  next.fetch_size = FLAGS_rfrpc_fetch_size;
+  next.switch_after = FLAGS_rfrpc_switch_after;
+  next.batch = *batch;
+  next.batch_size = FLAGS_rfrpc_batch_size;
+  next.batch_bytes = FLAGS_rfrpc_batch_bytes;
+  next.batch_timeout = absl::Microseconds(FLAGS_rfrpc_batch_timeout_us);
+  next.batch_idle_in_flight = FLAGS_rfrpc_batch_idle_in_flight;
+  next.batch_sync_combine = FLAGS_rfrpc_batch_sync_combine;
+  next.max_outstanding = FLAGS_rfrpc_max_outstanding;
+  next.latency_limit = absl::Microseconds(FLAGS_rfrpc_latency_limit_us);
+  next.latency_alpha = FLAGS_rfrpc_latency_alpha;
+  next.slots_per_connection = FLAGS_rfrpc_slots;
+  next.default_timeout = absl::Milliseconds(FLAGS_rfrpc_timeout_ms);
+  next.auth_token = FLAGS_rfrpc_auth_token;
+  next.method_stats = FLAGS_rfrpc_method_stats;
+  std::string field;
+  const absl::Status valid = ValidateChannelOptions(next, &field);
+  if (!valid.ok()) return Bad(FlagOfField(field), valid.message());
+  *o = std::move(next);
   return absl::OkStatus();
 }
 

@@ -2,6 +2,7 @@
 
 #include "flags/rpc_flags.h"
 
+#include "absl/strings/str_cat.h"
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
 
@@ -105,6 +106,37 @@ TEST(RpcFlagsTest, ThePeakGuardIsOnWithTheProportionalRuleUnlessTurnedOff) {
   EXPECT_TRUE(c.sizer_proportional_steps);
 }
 
+// The flags are checked by ValidateChannelOptions, as Channel::Create and
+// Jakiro's properties are: the same message, named by the flag. A bad
+// value leaves the options as they were.
+TEST(RpcFlagsTest, BadValuesGetTheLibrarysMessage) {
+  struct Case {
+    const char* flag;
+    const char* value;
+    void (*set)(ChannelOptions*);  // The same value, set directly.
+  };
+  const Case cases[] = {
+      {"rfrpc_fetch_size", "8", [](ChannelOptions* o) { o->fetch_size = 8; }},
+      {"rfrpc_slots", "5000",
+       [](ChannelOptions* o) { o->slots_per_connection = 5000; }},
+      {"rfrpc_batch_bytes", "10", [](ChannelOptions* o) { o->batch_bytes = 10; }},
+      {"rfrpc_sizer_window", "0", [](ChannelOptions* o) { o->sizer_window = 0; }},
+  };
+  for (const Case& c : cases) {
+    gflags::FlagSaver saver;
+    gflags::SetCommandLineOption(c.flag, c.value);
+    ChannelOptions options;
+    options.fetch_size = 77;
+    const absl::Status s = ApplyChannelFlags(&options);
+    ChannelOptions bad;
+    c.set(&bad);
+    const absl::Status library = ValidateChannelOptions(bad);
+    ASSERT_FALSE(library.ok()) << c.flag;
+    EXPECT_EQ(s.message(), absl::StrCat("--", c.flag, ": ", library.message()));
+    EXPECT_EQ(options.fetch_size, 77u) << "options untouched";
+  }
+}
+
 TEST(RpcFlagsTest, RejectsBadValuesNamingTheFlag) {
   gflags::FlagSaver saver;
   gflags::SetCommandLineOption("rfrpc_mode", "telepathy");
@@ -120,7 +152,7 @@ TEST(RpcFlagsTest, RejectsBadValuesNamingTheFlag) {
   gflags::SetCommandLineOption("rfrpc_latency_alpha", "0.05");
   gflags::SetCommandLineOption("rfrpc_retries", "0");
   s = ApplyChannelFlags(&c);
-  EXPECT_EQ(s.message(), "--rfrpc_retries: must be >= 1");
+  EXPECT_EQ(s.message(), "--rfrpc_retries: retries 0 is below 1");
   gflags::SetCommandLineOption("rfrpc_retries", "5");
   gflags::SetCommandLineOption("rfrpc_fetch_policy", "eager");
   s = ApplyChannelFlags(&c);
@@ -132,11 +164,13 @@ TEST(RpcFlagsTest, RejectsBadValuesNamingTheFlag) {
   gflags::SetCommandLineOption("rfrpc_sizer_rule", "paper");
   gflags::SetCommandLineOption("rfrpc_signal_every", "65");
   s = ApplyChannelFlags(&c);
-  EXPECT_EQ(s.message(), "--rfrpc_signal_every: must be in [1, 64]");
+  EXPECT_EQ(s.message(),
+            "--rfrpc_signal_every: signal_every 65 is outside [1, 64]");
   gflags::SetCommandLineOption("rfrpc_signal_every", "16");
   gflags::SetCommandLineOption("rfrpc_max_inline", "4096");
   s = ApplyChannelFlags(&c);
-  EXPECT_EQ(s.message(), "--rfrpc_max_inline: must be in [0, 1024]");
+  EXPECT_EQ(s.message(),
+            "--rfrpc_max_inline: max_inline 4096 is outside [0, 1024]");
   gflags::SetCommandLineOption("rfrpc_max_inline", "128");
   ServerOptions so;
   gflags::SetCommandLineOption("rfrpc_idle_spin_rounds", "-3");

@@ -758,6 +758,7 @@ void ChannelStats::AddCounters(const ChannelStats& o) {
 
 absl::StatusOr<std::unique_ptr<Channel>> Channel::Create(
     const std::string& address, const ChannelOptions& options) {
+  RFRPC_RETURN_IF_ERROR(ValidateChannelOptions(options));
   auto channel = std::make_unique<ChannelImpl>(address, options);
   RFRPC_RETURN_IF_ERROR(channel->Init());
   return channel;

@@ -95,33 +95,7 @@ void ClientConnection::AddWorkCounts(TransportWork* to) const {
 absl::StatusOr<std::unique_ptr<ClientConnection>> ClientConnection::Connect(
     transport::Provider* provider, const std::string& address, int worker,
     const ChannelOptions& options, ChannelCounters* counters) {
-  if (options.slots_per_connection < 1 || options.slots_per_connection > 4096) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("slots_per_connection ", options.slots_per_connection,
-                     " is outside [1, 4096]"));
-  }
-  if (options.retries < 1 || options.switch_after < 1) {
-    return absl::InvalidArgumentError("retries and switch_after must be >= 1");
-  }
-  if (!(options.fetch_delay_miss_target > 0 &&
-        options.fetch_delay_miss_target <= 0.5)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("fetch_delay_miss_target ",
-                     options.fetch_delay_miss_target, " is outside (0, 0.5]"));
-  }
-  if (options.signal_every < 1 || options.signal_every > 64) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "signal_every ", options.signal_every, " is outside [1, 64]"));
-  }
-  if (options.max_inline > 1024) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "max_inline ", options.max_inline, " is above 1024"));
-  }
-  if (options.fetch_size < wire::kHeaderBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "fetch_size ", options.fetch_size, " is below the ",
-        wire::kHeaderBytes, "-byte response header"));
-  }
+  RFRPC_RETURN_IF_ERROR(ValidateChannelOptions(options));
   std::unique_ptr<ClientConnection> c(new ClientConnection(options, counters));
   const uint32_t slots = static_cast<uint32_t>(options.slots_per_connection);
   const uint32_t req_bytes = RoundUp64(static_cast<uint32_t>(

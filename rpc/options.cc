@@ -2,7 +2,11 @@
 
 #include "rpc/options.h"
 
+#include <cmath>
+#include <string>
+
 #include "absl/strings/str_cat.h"
+#include "rpc/wire_format.h"
 
 namespace rfrpc {
 
@@ -88,6 +92,96 @@ absl::Status SetSizerRule(absl::string_view name, ChannelOptions* options) {
 
 absl::string_view SizerRuleName(const ChannelOptions& options) {
   return options.sizer_proportional_steps ? "proportional" : "paper";
+}
+
+namespace {
+
+// Collects the first bad field of a ChannelOptions.
+class Checker {
+ public:
+  explicit Checker(std::string* field) : field_(field) {}
+
+  template <typename T>
+  void AtLeast(const char* name, T value, T min) {
+    if (ok() && !(value >= min)) Bad(name, absl::StrCat(value, " is below ", min));
+  }
+  template <typename T>
+  void InRange(const char* name, T value, T min, T max) {
+    if (ok() && !(value >= min && value <= max)) {
+      Bad(name, absl::StrCat(value, " is outside [", min, ", ", max, "]"));
+    }
+  }
+  void Positive(const char* name, absl::Duration d) {
+    if (ok() && d <= absl::ZeroDuration()) {
+      Bad(name, absl::StrCat(absl::FormatDuration(d), " is not positive"));
+    }
+  }
+  void NotNegative(const char* name, absl::Duration d) {
+    if (ok() && d < absl::ZeroDuration()) {
+      Bad(name, absl::StrCat(absl::FormatDuration(d), " is negative"));
+    }
+  }
+  void Bad(const char* name, absl::string_view why) {
+    if (!ok()) return;
+    status_ = absl::InvalidArgumentError(absl::StrCat(name, " ", why));
+    if (field_ != nullptr) *field_ = name;
+  }
+  bool ok() const { return status_.ok(); }
+  absl::Status status() const { return status_; }
+
+ private:
+  std::string* const field_;
+  absl::Status status_;
+};
+
+}  // namespace
+
+absl::Status ValidateChannelOptions(const ChannelOptions& o,
+                                    std::string* field) {
+  Checker c(field);
+  c.AtLeast("retries", o.retries, 1);
+  if (c.ok() && o.fetch_size < wire::kHeaderBytes) {
+    c.Bad("fetch_size", absl::StrCat(o.fetch_size, " is below the ",
+                                     wire::kHeaderBytes,
+                                     "-byte response header"));
+  }
+  c.InRange<uint32_t>("fetch_size", o.fetch_size, 0, uint32_t{1} << 24);
+  c.AtLeast("switch_after", o.switch_after, 1);
+  if (c.ok() && !(o.switch_back_ratio > 0 && std::isfinite(o.switch_back_ratio))) {
+    c.Bad("switch_back_ratio",
+          absl::StrCat(o.switch_back_ratio, " is not a positive number"));
+  }
+  c.AtLeast("connections", o.connections, 0);
+  c.InRange("slots_per_connection", o.slots_per_connection, 1, 4096);
+  c.AtLeast<uint32_t>("max_request_bytes", o.max_request_bytes, 1);
+  c.AtLeast<uint32_t>("max_response_bytes", o.max_response_bytes, 1);
+  c.Positive("rering_after", o.rering_after);
+  c.Positive("default_timeout", o.default_timeout);
+  c.Positive("connect_timeout", o.connect_timeout);
+  c.InRange<uint32_t>("max_inline", o.max_inline, 0, 1024);
+  c.InRange("signal_every", o.signal_every, 1, 64);
+  c.NotNegative("max_fetch_delay", o.max_fetch_delay);
+  if (c.ok() && !(o.fetch_delay_miss_target > 0 &&
+                  o.fetch_delay_miss_target <= 0.5)) {
+    c.Bad("fetch_delay_miss_target",
+          absl::StrCat(o.fetch_delay_miss_target, " is outside (0, 0.5]"));
+  }
+  c.AtLeast("batch_size", o.batch_size, 1);
+  c.AtLeast<uint32_t>("batch_bytes", o.batch_bytes, 64);
+  c.NotNegative("batch_timeout", o.batch_timeout);
+  c.AtLeast("batch_idle_in_flight", o.batch_idle_in_flight, 0);
+  c.AtLeast("max_outstanding", o.max_outstanding, 1);
+  c.Positive("latency_limit", o.latency_limit);
+  if (c.ok() && !(o.latency_alpha > 0 && o.latency_alpha < 1)) {
+    c.Bad("latency_alpha", absl::StrCat(o.latency_alpha, " is outside (0, 1)"));
+  }
+  c.AtLeast("sizer_window", o.sizer_window, 1);
+  c.NotNegative("sizer_min_window", o.sizer_min_window);
+  c.NotNegative("sizer_max_window", o.sizer_max_window);
+  c.AtLeast("sizer_holdoff_windows", o.sizer_holdoff_windows, 0);
+  c.AtLeast("sizer_shrink_windows", o.sizer_shrink_windows, 1);
+  c.AtLeast("batch_group", o.batch_group, 1);
+  return c.status();
 }
 
 }  // namespace rfrpc

@@ -62,6 +62,16 @@ absl::string_view FetchPolicyName(const ChannelOptions& options);
 absl::Status SetSizerRule(absl::string_view name, ChannelOptions* options);
 absl::string_view SizerRuleName(const ChannelOptions& options);
 
+// Checks `options` against the bounds the library accepts: the one check
+// behind Channel::Create, the --rfrpc_* flags and Jakiro's -p jakiro.*
+// properties, so a bad value gets the same error from each (the batching
+// fields too when batching is off). On INVALID_ARGUMENT the
+// message starts with the field's name ("fetch_size 8 is below ...") and,
+// if `field` is not null, *field is set to it, so an entry point can name
+// its own knob for it.
+absl::Status ValidateChannelOptions(const ChannelOptions& options,
+                                    std::string* field = nullptr);
+
 struct ChannelOptions {
   // Transport provider: "shm", "verbs" or "auto". Default: "shm".
   std::string provider = "shm";

@@ -807,6 +807,23 @@ TEST_F(RpcE2eTest, DuplicateMethodIdsAreRefused) {
   EXPECT_EQ(server.RegisterService(&b).code(), absl::StatusCode::kAlreadyExists);
 }
 
+// Bad options fail Channel::Create with ValidateChannelOptions' message
+// before anything is opened (no server needed: the address is never used).
+TEST(ChannelCreateTest, BadOptionsFailBeforeConnecting) {
+  ChannelOptions o;
+  o.fetch_size = 8;
+  absl::StatusOr<std::unique_ptr<Channel>> c =
+      Channel::Create("/nonexistent/rfrpc.sock", o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(c.status().message(), ValidateChannelOptions(o).message());
+  o = ChannelOptions();
+  o.batch = BatchMode::kFixed;
+  o.batch_bytes = 10;  // Not checked at connect before: only by flags.
+  c = Channel::Create("/nonexistent/rfrpc.sock", o);
+  EXPECT_EQ(c.status().message(), "batch_bytes 10 is below 64");
+}
+
 }  // namespace
 }  // namespace testing
 }  // namespace rfrpc

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <map>
+#include <string>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -16,6 +17,7 @@
 #include "absl/time/clock.h"
 #include "kvstore/ycsb/basic_db.h"
 #include "kvstore/ycsb/record_codec.h"
+#include "rpc/options.h"
 
 namespace rfrpc {
 namespace ycsb {
@@ -79,6 +81,25 @@ struct SharedClients {
 SharedClients& Shared() {
   static SharedClients* s = new SharedClients;
   return *s;
+}
+
+// The -p property that sets ChannelOptions field `field`.
+std::string PropertyOfField(absl::string_view field) {
+  static constexpr std::pair<absl::string_view, absl::string_view> kRenamed[] = {
+      {"slots_per_connection", "jakiro.slots"},
+      {"batch_timeout", "jakiro.batch_timeout_us"},
+      {"latency_limit", "jakiro.latency_limit_us"},
+      {"default_timeout", "jakiro.timeout_ms"},
+      {"fetch_delay_miss_target", "jakiro.fetch_miss_target"},
+  };
+  for (const auto& [name, property] : kRenamed) {
+    if (field == name) return std::string(property);
+  }
+  const std::string property = absl::StrCat("jakiro.", field);
+  for (const char* k : kKnown) {
+    if (property == k) return property;
+  }
+  return absl::StrCat("(ChannelOptions) ", field);  // No property sets it.
 }
 
 absl::StatusOr<std::unique_ptr<kvstore::JakiroClient>> ConnectWithRetry(
@@ -148,18 +169,22 @@ absl::StatusOr<JakiroDbOptions> JakiroDbOptions::FromProperties(
   s = IntProperty(p, "jakiro." name, min, max, &v);  \
   if (!s.ok()) return s;                             \
   (expr) = v
-  JAKIRO_INT("retries", 1, 1 << 20, c.retries);
-  JAKIRO_INT("switch_after", 1, 1 << 20, c.switch_after);
-  JAKIRO_INT("slots", 1, 1024, c.slots_per_connection);
-  JAKIRO_INT("batch_size", 1, 1024, c.batch_size);
-  JAKIRO_INT("max_outstanding", 1, 1 << 20, c.max_outstanding);
-  JAKIRO_INT("batch_idle_in_flight", 0, 1 << 20, c.batch_idle_in_flight);
+  // ChannelOptions fields: read as any int here, checked against the
+  // library's bounds by ValidateChannelOptions below (one message for a bad
+  // value, whichever way it came in).
+  constexpr int64_t kAnyInt = int64_t{1} << 30;
+  JAKIRO_INT("retries", -kAnyInt, kAnyInt, c.retries);
+  JAKIRO_INT("switch_after", -kAnyInt, kAnyInt, c.switch_after);
+  JAKIRO_INT("slots", -kAnyInt, kAnyInt, c.slots_per_connection);
+  JAKIRO_INT("batch_size", -kAnyInt, kAnyInt, c.batch_size);
+  JAKIRO_INT("max_outstanding", -kAnyInt, kAnyInt, c.max_outstanding);
+  JAKIRO_INT("batch_idle_in_flight", -kAnyInt, kAnyInt, c.batch_idle_in_flight);
   JAKIRO_INT("virtual_nodes", 1, 1 << 16, o.client.virtual_nodes);
-  JAKIRO_INT("sizer_window", 1, 1 << 24, c.sizer_window);
-  JAKIRO_INT("signal_every", 1, 64, c.signal_every);
+  JAKIRO_INT("sizer_window", -kAnyInt, kAnyInt, c.sizer_window);
+  JAKIRO_INT("signal_every", -kAnyInt, kAnyInt, c.signal_every);
 #undef JAKIRO_INT
   v = c.max_inline;
-  s = IntProperty(p, "jakiro.max_inline", 0, 1024, &v);
+  s = IntProperty(p, "jakiro.max_inline", 0, kAnyInt, &v);
   if (!s.ok()) return s;
   c.max_inline = static_cast<uint32_t>(v);
   if (const Properties::Entry* e = p.Find("jakiro.profile")) {
@@ -180,11 +205,11 @@ absl::StatusOr<JakiroDbOptions> JakiroDbOptions::FromProperties(
     }
   }
   v = c.fetch_size;
-  s = IntProperty(p, "jakiro.fetch_size", 16, 1 << 24, &v);
+  s = IntProperty(p, "jakiro.fetch_size", 0, kAnyInt, &v);
   if (!s.ok()) return s;
   c.fetch_size = static_cast<uint32_t>(v);
   v = c.batch_bytes;
-  s = IntProperty(p, "jakiro.batch_bytes", 64, 1 << 24, &v);
+  s = IntProperty(p, "jakiro.batch_bytes", 0, kAnyInt, &v);
   if (!s.ok()) return s;
   c.batch_bytes = static_cast<uint32_t>(v);
   v = static_cast<int64_t>(o.client.max_value_bytes);
@@ -209,14 +234,14 @@ absl::StatusOr<JakiroDbOptions> JakiroDbOptions::FromProperties(
   o.connect_retry = absl::Milliseconds(v);
   if (const Properties::Entry* e = p.Find("jakiro.latency_alpha")) {
     double a;
-    if (!absl::SimpleAtod(e->value, &a) || !(a > 0 && a < 1)) {
+    if (!absl::SimpleAtod(e->value, &a)) {
       return BadProperty(*e, "jakiro.latency_alpha", "a number in (0, 1)");
     }
     c.latency_alpha = a;
   }
   if (const Properties::Entry* e = p.Find("jakiro.fetch_miss_target")) {
     double t;
-    if (!absl::SimpleAtod(e->value, &t) || !(t > 0 && t <= 0.5)) {
+    if (!absl::SimpleAtod(e->value, &t)) {
       return BadProperty(*e, "jakiro.fetch_miss_target", "a number in (0, 0.5]");
     }
     c.fetch_delay_miss_target = t;
@@ -240,6 +265,14 @@ absl::StatusOr<JakiroDbOptions> JakiroDbOptions::FromProperties(
   if (!s.ok()) return s;
   s = IntProperty(p, "fieldcount", 1, int64_t{1} << 31, &o.fieldcount);
   if (!s.ok()) return s;
+  // The library's own bounds, with the same message as Channel::Create and
+  // the --rfrpc_* flags give, named by the property that sets the field.
+  std::string field;
+  s = ValidateChannelOptions(c, &field);
+  if (!s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(PropertyOfField(field), ": ", s.message()));
+  }
   return o;
 }
 

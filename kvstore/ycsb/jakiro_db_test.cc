@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "kvstore/server/jakiro_service.h"
 #include "kvstore/ycsb/client.h"
@@ -77,6 +78,26 @@ TEST(JakiroDbOptionsTest, FetchMissTargetDefaultsToJakiros) {
             kvstore::kJakiroFetchMissTarget);
   EXPECT_NE(kvstore::kJakiroFetchMissTarget,
             ChannelOptions().fetch_delay_miss_target);
+}
+
+// A bad ChannelOptions value through -p gets the library's message (the
+// one Channel::Create and the --rfrpc_* flags give), named by its property.
+TEST(JakiroDbOptionsTest, BadChannelValuesGetTheLibrarysMessage) {
+  const absl::Status s = JakiroDbOptions::FromProperties(
+                             Props({{"jakiro.servers", "/a"},
+                                    {"jakiro.fetch_size", "8"}}))
+                             .status();
+  ChannelOptions bad;
+  bad.fetch_size = 8;
+  const absl::Status library = ValidateChannelOptions(bad);
+  ASSERT_FALSE(library.ok());
+  EXPECT_EQ(s.message(), absl::StrCat("jakiro.fetch_size: ", library.message()));
+  const absl::Status slots = JakiroDbOptions::FromProperties(
+                                 Props({{"jakiro.servers", "/a"},
+                                        {"jakiro.slots", "0"}}))
+                                 .status();
+  EXPECT_EQ(slots.message(),
+            "jakiro.slots: slots_per_connection 0 is outside [1, 4096]");
 }
 
 TEST(JakiroDbOptionsTest, RejectsBadProperties) {
