@@ -165,7 +165,7 @@ bool ClientConnection::PostList(absl::Span<WorkRequest> wrs) {
     }
   }
   absl::Status s;
-  if (options_.post_lists || wrs.size() == 1) {
+  if (post_lists_ || wrs.size() == 1) {
     s = conn_->Post(wrs);
   } else {
     for (size_t i = 0; i < wrs.size() && s.ok(); ++i) {
@@ -307,8 +307,8 @@ void ClientConnection::Enqueue(PendingCall* call) {
 }
 
 double ClientConnection::FetchDelayCapNs() const {
-  if (!options_.adaptive_fetch_delay) return 0;
-  return std::max(absl::ToDoubleNanoseconds(options_.max_fetch_delay),
+  if (!adaptive_fetch_delay_) return 0;
+  return std::max(max_fetch_delay_ns_,
                   rtt_ns_ * retries_);
 }
 
@@ -317,7 +317,7 @@ double ClientConnection::RemoteFetchBudgetNs() const {
 }
 
 int ClientConnection::BatchSizeNow() const {
-  return options_.batch == BatchMode::kAuto ? sizer_.size()
+  return batch_mode_ == BatchMode::kAuto ? sizer_.size()
                                             : std::max(1, options_.batch_size);
 }
 
@@ -327,8 +327,8 @@ bool ClientConnection::SendAloneLocked(const PendingCall* call, size_t size) {
   // (nothing to share the batch framing with). Not in adaptive mode, whose
   // entries may be WRITTen into the server's slot before the batch is
   // complete: its slots carry batches only.
-  if (!call->sync || open_ >= 0 || options_.batch == BatchMode::kAdaptive ||
-      outstanding_ >= options_.max_outstanding ||
+  if (!call->sync || open_ >= 0 || batch_mode_ == BatchMode::kAdaptive ||
+      outstanding_ >= max_outstanding_ ||
       wire::EntryBytes(size) > layout_.RequestPayloadCapacity()) {
     return false;  // AddToBatchLocked takes it (or reports why not).
   }
@@ -422,7 +422,7 @@ absl::Status ClientConnection::StartLocked(
   } else {
     slot.phase = Phase::kFetchHeader;
     slot.next_fetch_ns =
-        now + (options_.adaptive_fetch_delay ? static_cast<int64_t>(fetch_delay_ns_) : 0);
+        now + (adaptive_fetch_delay_ ? static_cast<int64_t>(fetch_delay_ns_) : 0);
   }
   TrackContext(call);
   UpdateNeedsDriver();
@@ -451,7 +451,7 @@ absl::Status ClientConnection::AddToBatchLocked(
         layout_.RequestPayloadCapacity(),
         "-byte request slots (ChannelOptions::max_request_bytes)"));
   }
-  if (outstanding_ >= options_.max_outstanding) {
+  if (outstanding_ >= max_outstanding_) {
     return absl::ResourceExhaustedError(
         "max_outstanding requests already in flight on the connection");
   }
@@ -518,7 +518,7 @@ absl::Status ClientConnection::AddToBatchLocked(
   NoteOutstandingLocked();
   if (call->sync) slot.has_sync = true;
   if (!call->sync) ++async_slots_;
-  if (options_.batch == BatchMode::kAdaptive &&
+  if (batch_mode_ == BatchMode::kAdaptive &&
       slot.untransmitted_entries >= static_cast<uint32_t>(std::max(1, options_.batch_group))) {
     TransmitGroupLocked(s);
   }
@@ -626,7 +626,7 @@ void ClientConnection::FlushLocked(FlushReason reason, int64_t now) {
     case FlushReason::kNone:
       break;
   }
-  if (options_.batch == BatchMode::kAdaptive && publish_in_flight_ &&
+  if (batch_mode_ == BatchMode::kAdaptive && publish_in_flight_ &&
       reason != FlushReason::kBytes) {
     // Elastic threshold: the previous publish is still in flight; keep
     // transmitting entries and publish when it completes.
@@ -658,7 +658,7 @@ void ClientConnection::PublishLocked(uint32_t s, int64_t now) {
   // SendAloneLocked).
   const bool plain =
       slot.calls.size() == 1 && slot.calls[0] != nullptr &&
-      options_.batch != BatchMode::kAdaptive;
+      batch_mode_ != BatchMode::kAdaptive;
   size_t framed;
   if (plain) {
     PendingCall* call = slot.calls[0];
@@ -700,7 +700,7 @@ void ClientConnection::PublishLocked(uint32_t s, int64_t now) {
         // they were added (else their results come in two parts, two
         // fetches).
         static_cast<uint16_t>(std::min(
-            options_.batch == BatchMode::kAuto
+            batch_mode_ == BatchMode::kAuto
                 ? std::max(BatchSizeNow(), static_cast<int>(slot.calls.size()))
                 : BatchSizeNow(),
             0xffff)),
@@ -712,7 +712,7 @@ void ClientConnection::PublishLocked(uint32_t s, int64_t now) {
   // The phase first: the doorbell names the slot only if it is outstanding.
   slot.bucket = static_cast<uint8_t>(wire::kBatchModeBucket);
   slot.phase = WaitPhase(slot.bucket);
-  if (options_.batch == BatchMode::kAdaptive) {
+  if (batch_mode_ == BatchMode::kAdaptive) {
     // Entries already sent ahead; now the rest and the tail, then the
     // header, then the doorbell. WRITEs apply in order, but within one
     // WRITE only the last 8 bytes are ordered (transport.h): the header goes
@@ -764,7 +764,7 @@ void ClientConnection::PublishLocked(uint32_t s, int64_t now) {
   slot.results_done = 0;
   if (slot.phase == Phase::kFetchHeader) {
     slot.next_fetch_ns =
-        now + (options_.adaptive_fetch_delay ? static_cast<int64_t>(fetch_delay_ns_) : 0);
+        now + (adaptive_fetch_delay_ ? static_cast<int64_t>(fetch_delay_ns_) : 0);
   }
   (void)ok;  // A failed post failed the connection; Progress fails the calls.
 }
@@ -880,7 +880,7 @@ void ClientConnection::FinishCall(PendingCall* call, absl::Status status,
                                   std::vector<PendingCall*>* finished) {
   if (!status.ok()) {
     counters_->calls_failed.fetch_add(1, std::memory_order_relaxed);
-  } else if (call->sync && options_.batch == BatchMode::kAuto && !call->alone) {
+  } else if (call->sync && batch_mode_ == BatchMode::kAuto && !call->alone) {
     // A sync caller returns as soon as it sees `finished`; an async call's
     // latency is taken when its callback runs (RecordLatencies). A call that
     // never waited in a batch tells nothing about N.
@@ -935,7 +935,7 @@ void ClientConnection::RecordLatenciesLocked(
 
 void ClientConnection::RecordLatencies(absl::Span<const int64_t> latencies_ns,
                                        int64_t now_ns) {
-  if (options_.batch != BatchMode::kAuto || latencies_ns.empty()) return;
+  if (batch_mode_ != BatchMode::kAuto || latencies_ns.empty()) return;
   MutexLock lock(&mu_);
   const int before = sizer_.size();
   RecordLatenciesLocked(latencies_ns, now_ns);
@@ -993,7 +993,7 @@ void ClientConnection::Complete(uint32_t s, const char* payload,
     counters_->switches_to_remote_fetch.fetch_add(1, std::memory_order_relaxed);
     // Results showed up about one fetch before the replies did: start the
     // first-fetch delay there rather than where remote fetching left it.
-    if (options_.adaptive_fetch_delay) {
+    if (adaptive_fetch_delay_) {
       fetch_delay_ns_ = std::clamp(reply_ns_ - rtt_ns_, 0.0, FetchDelayCapNs());
     }
     SetModeBit(slot.bucket, false);
@@ -1006,7 +1006,7 @@ void ClientConnection::Complete(uint32_t s, const char* payload,
       }
     }
   }
-  if (options_.on_result) {
+  if (has_on_result_) {
     options_.on_result(static_cast<uint32_t>(wire::FramedBytes(view.size)),
                        absl::Nanoseconds(server_ns));
   }
@@ -1176,7 +1176,7 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
     if (!probe && !abandoned && slot.fetches == 0 && slot.part_offset == 0) {
       fetch_delay_ns_ *= 1.0 - delay_shrink_;
     } else if (!probe && !abandoned && slot.part_offset == 0 &&
-               options_.mode != RpcMode::kServerReply) {
+               mode_option_ != RpcMode::kServerReply) {
       // The first fetch missed: grow the delay, up to its cap
       // (ChannelOptions); less for a far miss (see kDelayGrowFar).
       const double grow = slot.fetches == 1 ? kDelayGrow : kDelayGrowFar;
@@ -1239,7 +1239,7 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
     const double backoff = std::max(rtt_ns_, 50.0) * static_cast<double>(1 << over);
     const int64_t waited = now - slot.posted_ns;
     const double cap =
-        waited < kLongWaitNs || options_.busy_wait
+        waited < kLongWaitNs || busy_wait_
             ? (slot.notified ? kMaxNotifiedBackoffNs : kMaxFetchBackoffNs)
             : static_cast<double>(
                   std::min(waited / kLongWaitShare, kMaxLongWaitPauseNs));
@@ -1608,7 +1608,7 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
           slot.suspect_offset = slot.part_offset;
           slot.last_probe_ns = 0;  // Probe now.
         }
-        if ((suspect || options_.mode != RpcMode::kServerReply) &&
+        if ((suspect || mode_option_ != RpcMode::kServerReply) &&
             !slot.read_outstanding && now - slot.last_probe_ns > kReplyProbeNs) {
           slot.last_probe_ns = now;
           PostHeaderRead(s, now);

@@ -88,18 +88,25 @@ inline constexpr int64_t kMaxLongWaitPauseNs = 2 * 1000 * 1000;
 
 // Channel-wide counters, updated by every connection.
 struct ChannelCounters {
-  std::atomic<uint64_t> calls{0};
+  // What every call changes, in two cache lines (a client calling round
+  // robin over thousands of channels finds each channel's counters cold):
+  // the first eight here, then the ring counts and the first buckets of the
+  // fetch histogram.
+  alignas(64) std::atomic<uint64_t> calls{0};
   std::atomic<uint64_t> calls_remote_fetch{0};
   std::atomic<uint64_t> calls_server_reply{0};
-  std::atomic<uint64_t> calls_failed{0};
+  std::atomic<uint64_t> server_time_ns{0};
+  std::atomic<uint64_t> fetched_call_fetches{0};
+  std::atomic<uint64_t> fetches{0};
   std::atomic<uint64_t> rdma_writes{0};
   std::atomic<uint64_t> rdma_reads{0};
-  std::atomic<uint64_t> fetches{0};
+  std::atomic<uint64_t> rings{0};
+  std::atomic<uint64_t> notifies{0};
+  std::atomic<uint64_t> hot_posts{0};
+  std::atomic<uint64_t> fetch_histogram[16] = {};
+  std::atomic<uint64_t> calls_failed{0};
   std::atomic<uint64_t> switches_to_server_reply{0};
   std::atomic<uint64_t> switches_to_remote_fetch{0};
-  std::atomic<uint64_t> fetch_histogram[16] = {};
-  std::atomic<uint64_t> fetched_call_fetches{0};
-  std::atomic<uint64_t> server_time_ns{0};
   std::atomic<uint64_t> batches{0};        // Framed (plain: batches_plain).
   std::atomic<uint64_t> batched_calls{0};  // In framed batches.
   std::atomic<uint64_t> flushes_full{0};
@@ -116,10 +123,7 @@ struct ChannelCounters {
   std::atomic<int> batch_size{0};
   std::atomic<double> sizer_k{0};
   std::atomic<uint64_t> sizer_adjustments{0};
-  std::atomic<uint64_t> rings{0};
   std::atomic<uint64_t> rerings{0};
-  std::atomic<uint64_t> notifies{0};
-  std::atomic<uint64_t> hot_posts{0};
   std::atomic<uint64_t> calls_cancelled{0};
   std::atomic<uint64_t> cancel_writes{0};
   // The work of connections already closed (the live ones' is read from
@@ -172,7 +176,7 @@ class ClientConnection {
   // (the channel measures them as it runs the callbacks Progress handed
   // out). Sync calls are measured when they finish, inside Progress.
   // No-op unless ChannelOptions::batch is kAuto.
-  bool auto_sizing() const { return options_.batch == BatchMode::kAuto; }
+  bool auto_sizing() const { return batch_mode_ == BatchMode::kAuto; }
   // Feeds the auto sizer (if on) latencies of calls whose callbacks ran by
   // `now_ns` (UnixNanos, rpc/clock.h).
   void RecordLatencies(absl::Span<const int64_t> latencies_ns, int64_t now_ns);
@@ -208,48 +212,20 @@ class ClientConnection {
     kDraining,      // Done, but a READ into its fetch buffer is still in
                     // flight; freed when that READ completes.
   };
-  struct Slot {
+  // One slot's state. Aligned to a cache line, with what every call uses
+  // in the first line and what a plain (unbatched) call uses in the first
+  // two: a client cycling through thousands of connections finds them cold.
+  struct alignas(64) Slot {
+    // Line 0.
     Phase phase = Phase::kFree;
-    uint32_t seq = 0;
-    PendingCall* call = nullptr;  // Single call; null when abandoned.
+    // Mode bucket of the request in the slot (wire::ModeBucket of its
+    // method, or kBatchModeBucket): whose mode it follows.
+    uint8_t bucket = 0;
     bool read_outstanding = false;
     bool counted_slow = false;
-    int fetches = 0;
-    int reads = 0;
-    int64_t posted_ns = 0;       // When the request WRITE was posted.
-    int64_t next_fetch_ns = 0;   // Earliest time of the next header READ.
-    int64_t read_posted_ns = 0;
-    int64_t last_probe_ns = 0;
-    uint32_t fetched_bytes = 0;  // Bytes valid in the fetch buffer (from
-                                 // read_offset).
-    uint32_t read_offset = 0;    // part_offset the last header READ was for.
-    // Server-reply wait: the part_offset whose reply-slot head was last
-    // found suspect (and checked with a probe READ); kNoOffset if none.
-    static constexpr uint32_t kNoOffset = ~uint32_t{0};
-    uint32_t suspect_offset = kNoOffset;
-    // Batches.
-    bool batch = false;
-    std::vector<PendingCall*> calls;  // Entry order; null once finished early.
-    uint32_t bytes = 0;               // Payload bytes (entries) so far.
-    uint32_t transmitted = 0;         // Adaptive: payload bytes WRITTen early.
-    uint32_t untransmitted_entries = 0;
-    int64_t first_ns = 0;             // First entry's arrival.
-    uint32_t results_done = 0;
-    uint32_t part_offset = 0;         // Offset of the next result part.
-    uint32_t live_calls = 0;          // Calls not yet finished.
-    // No call of the slot expires before this (Unix ns): Progress looks at
-    // the calls' deadlines only once it has passed, not at every call of
-    // every busy batch in every round. A lower bound: finished calls may
-    // have set it, and it is recomputed when ExpireCalls runs.
-    int64_t earliest_deadline_ns = INT64_MAX;
-    bool publish_pending = false;     // Adaptive: held by the elastic rule.
-    // Work discovery. hot_until_ns: the server polls this slot for its next
-    // request if it is posted before then (its last result carried
-    // kResponseFlagHot); 0: it must ring. rung: the outstanding request
-    // rang (its bit goes into every ring until its result arrives).
-    // next_ring_ns / ring_backoff_ns: when an unanswered request rings again
-    // (with notify), in case its doorbell was lost.
-    int64_t hot_until_ns = 0;
+    bool batch = false;  // Holds a batch (the fields at the end).
+    // Work discovery. rung: the outstanding request rang (its bit goes into
+    // every ring until its result arrives).
     bool rung = false;
     // Posted without a doorbell, and no clock has been read since the post:
     // the first Progress round checks that the post did not come after
@@ -258,16 +234,49 @@ class ClientConnection {
     bool hot_unconfirmed = false;
     // Its doorbell carried a notify (the worker may have been parked).
     bool notified = false;
+    uint32_t seq = 0;
+    int fetches = 0;
+    PendingCall* call = nullptr;  // Single call; null when abandoned.
+    int64_t posted_ns = 0;       // When the request WRITE was posted.
+    int64_t next_fetch_ns = 0;   // Earliest time of the next header READ.
+    int64_t read_posted_ns = 0;
+    int64_t last_probe_ns = 0;
+    int reads = 0;
+    uint32_t fetched_bytes = 0;  // Bytes valid in the fetch buffer (from
+                                 // read_offset).
+    // Line 1.
+    uint32_t read_offset = 0;    // part_offset the last header READ was for.
+    // Server-reply wait: the part_offset whose reply-slot head was last
+    // found suspect (and checked with a probe READ); kNoOffset if none.
+    static constexpr uint32_t kNoOffset = ~uint32_t{0};
+    uint32_t suspect_offset = kNoOffset;
+    uint32_t part_offset = 0;         // Offset of the next result part.
+    // No call of the slot expires before this (Unix ns): Progress looks at
+    // the calls' deadlines only once it has passed, not at every call of
+    // every busy batch in every round. A lower bound: finished calls may
+    // have set it, and it is recomputed when ExpireCalls runs.
+    int64_t earliest_deadline_ns = INT64_MAX;
+    // hot_until_ns: the server polls this slot for its next request if it
+    // is posted before then (its last result carried kResponseFlagHot); 0:
+    // it must ring. next_ring_ns / ring_backoff_ns: when an unanswered
+    // request rings again (with notify), in case its doorbell was lost.
+    int64_t hot_until_ns = 0;
     int64_t next_ring_ns = 0;
     int64_t ring_backoff_ns = 0;
     // Sent by the batcher (a batch, or a batch of one sent plain) and
     // counted in batches_in_flight_ until FreeSlot.
     bool in_flight_counted = false;
     bool timed = false;  // Its turnaround feeds turnaround_ns_.
+    // Batches.
     bool has_sync = false;  // The open batch holds a sync call.
-    // Mode bucket of the request in the slot (wire::ModeBucket of its
-    // method, or kBatchModeBucket): whose mode it follows.
-    uint8_t bucket = 0;
+    bool publish_pending = false;     // Adaptive: held by the elastic rule.
+    std::vector<PendingCall*> calls;  // Entry order; null once finished early.
+    uint32_t bytes = 0;               // Payload bytes (entries) so far.
+    uint32_t transmitted = 0;         // Adaptive: payload bytes WRITTen early.
+    uint32_t untransmitted_entries = 0;
+    uint32_t results_done = 0;
+    int64_t first_ns = 0;             // First entry's arrival.
+    uint32_t live_calls = 0;          // Calls not yet finished.
   };
 
   // A near miss grows the adaptive first-fetch delay by this fraction (see
@@ -430,57 +439,71 @@ class ClientConnection {
   char* staging(uint32_t s) const;
   char* fetch_buf(uint32_t s) const;
   char* reply_slot(uint32_t s) const;
-  bool batching() const { return options_.batch != BatchMode::kOff; }
+  bool batching() const { return batch_mode_ != BatchMode::kOff; }
 
   const ChannelOptions options_;
-  // What a first-fetch hit takes off the adaptive delay, from
-  // options_.fetch_delay_miss_target.
   const double delay_shrink_;
-  ChannelCounters* const counters_;  // Not owned.
   int worker_ = 0;
   int server_workers_ = 1;
-  wire::ConnectionLayout layout_;
   uint32_t large_result_bytes_ = 0;
-
-  // Registered memory: staging (requests), fetch buffers, the mode word;
-  // and the reply region the server may WRITE.
-  std::unique_ptr<transport::MemoryRegion> local_;
   std::unique_ptr<transport::MemoryRegion> reply_;
-  std::unique_ptr<transport::CompletionQueue> cq_;
-  std::unique_ptr<transport::Connection> conn_;
-  transport::RemoteRegion server_region_;
-  // The worker's doorbell area pieces exposed to this connection: our bell
-  // word and our group's summary byte.
   transport::RemoteRegion bell_word_region_, bell_summary_region_;
-  size_t staging_offset_ = 0, fetch_offset_ = 0, mode_word_offset_ = 0;
-  // Sources of the doorbell WRITEs in local_: the bell word, then a byte 1.
-  size_t bell_src_offset_ = 0;
-  // Sources of the cancel word WRITEs in local_, 8 bytes per slot.
+  size_t mode_word_offset_ = 0;
   size_t cancel_src_offset_ = 0;
-  // Half the server's hot window (a request posted within it of the
-  // previous one on a hot slot skips the doorbell) and half its park delay
-  // (a request posted longer than it after the connection's previous one
-  // notifies); 0: no hot slots / the server never parks.
+
+  // What a call uses, from here to sq_: a few cache lines, all a call finds
+  // cold when its client cycles through thousands of connections.
+  mutable Mutex mu_;
+  const bool adaptive_fetch_delay_;    // options_.adaptive_fetch_delay.
+  const bool post_lists_;              // options_.post_lists.
+  const bool busy_wait_;               // options_.busy_wait.
+  const bool has_on_result_;           // options_.on_result is set.
+  const RpcMode mode_option_;          // options_.mode.
+  const BatchMode batch_mode_;         // options_.batch.
+  const int max_outstanding_;          // options_.max_outstanding.
+  const double max_fetch_delay_ns_;    // options_.max_fetch_delay.
+  bool rescan_cancels_ ABSL_GUARDED_BY(mu_) = false;
+  uint32_t used_slots_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<Slot> slots_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint32_t> free_slots_ ABSL_GUARDED_BY(mu_);
+  ChannelCounters* const counters_;  // Not owned.
+  std::unique_ptr<transport::MemoryRegion> local_;
+  std::unique_ptr<transport::Connection> conn_;
+  std::unique_ptr<transport::CompletionQueue> cq_;
+  size_t staging_offset_ = 0, fetch_offset_ = 0;
+  size_t bell_src_offset_ = 0;
+  wire::ConnectionLayout layout_;
+  int busy_slots_ ABSL_GUARDED_BY(mu_) = 0;
+  int outstanding_ ABSL_GUARDED_BY(mu_) = 0;      // Requests in flight.
+  int async_slots_ ABSL_GUARDED_BY(mu_) = 0;
+  int ctx_calls_ ABSL_GUARDED_BY(mu_) = 0;  // Calls here with a context.
+  transport::RemoteRegion server_region_;
+  uint64_t mode_bits_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t now_ns_ ABSL_GUARDED_BY(mu_) = 0;       // Progress's last clock read.
+  uint64_t rounds_ ABSL_GUARDED_BY(mu_) = 0;
+  double rtt_ns_ ABSL_GUARDED_BY(mu_) = 0;         // EWMA of READ round trips.
+  double fetch_delay_ns_ ABSL_GUARDED_BY(mu_) = 0;  // Adaptive first-fetch delay.
+  int retries_ ABSL_GUARDED_BY(mu_) = 5;          // R.
+  uint32_t fetch_size_ ABSL_GUARDED_BY(mu_) = 256; // F.
+  uint32_t ring_count_ ABSL_GUARDED_BY(mu_) = 0;
+  uint32_t unsignaled_ ABSL_GUARDED_BY(mu_) = 0;
+  const uint32_t signal_every_;
+  uint32_t inline_max_ = 0;
+  int64_t last_post_ns_ ABSL_GUARDED_BY(mu_) = 0;   // Last request posted.
+  int64_t next_rering_ns_ ABSL_GUARDED_BY(mu_) = INT64_MAX;
   int64_t hot_half_window_ns_ = 0;
   int64_t notify_gap_ns_ = 0;
   const int64_t rering_after_ns_;  // ChannelOptions::rering_after.
-
-  mutable Mutex mu_;
-  std::vector<Slot> slots_ ABSL_GUARDED_BY(mu_);
-  std::vector<uint32_t> free_slots_ ABSL_GUARDED_BY(mu_);
-  // Slots [used_slots_, end) have never left kFree. free_slots_ is LIFO with
-  // slot 0 on top at first, so this stays at the peak number of slots ever
-  // busy at once, and the per-round scans of Progress cover only slots that
-  // can be busy, not every slot of the connection.
-  uint32_t used_slots_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t seen_cancels_ ABSL_GUARDED_BY(mu_) = 0;  // counters_->cancels.
+  std::atomic<int> needs_driver_{0};
+  std::atomic<bool> failed_{false};
+  int open_ ABSL_GUARDED_BY(mu_) = -1;            // Slot of the open batch.
+  int abandoned_slots_ ABSL_GUARDED_BY(mu_) = 0;  // As of the last scan.
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
   std::deque<PendingCall*> queued_ ABSL_GUARDED_BY(mu_);
-  // The hybrid policy of each mode bucket in use, and the mode word last
-  // written to the server: bit b set = bucket b in server reply
-  // (wire::ControlBlock). A bucket's bit is set exactly while its policy
-  // is in server reply. The first bucket used (most connections use one
-  // method, or batches) has its policy in this object, where the
-  // per-connection policy used to be: no extra cache line a call; the
-  // others are created on first use.
+  uint32_t sq_admit_ = 0;
+  transport::SendQueueCount sq_ ABSL_GUARDED_BY(mu_);
+
   HybridPolicy& Policy(uint8_t bucket) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (bucket == first_bucket_) return first_policy_;
     return OtherPolicy(bucket);
@@ -489,72 +512,24 @@ class ClientConnection {
   bool ServerReply(uint8_t bucket) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return ((mode_bits_ >> bucket) & 1) != 0;
   }
-  // The phase a request of `bucket` waits in once posted.
   Phase WaitPhase(uint8_t bucket) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return ServerReply(bucket) ? Phase::kWaitReply : Phase::kFetchHeader;
   }
-  // Sets or clears bucket b's bit and WRITEs the word.
   void SetModeBit(uint8_t bucket, bool server_reply)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static constexpr int kNoBucket = -1;
   int first_bucket_ ABSL_GUARDED_BY(mu_) = kNoBucket;
   HybridPolicy first_policy_ ABSL_GUARDED_BY(mu_);
-  uint64_t mode_bits_ ABSL_GUARDED_BY(mu_) = 0;
   FlushPolicy flush_;
   AutoBatchSizer sizer_ ABSL_GUARDED_BY(mu_);
-  int open_ ABSL_GUARDED_BY(mu_) = -1;            // Slot of the open batch.
-  int outstanding_ ABSL_GUARDED_BY(mu_) = 0;      // Requests in flight.
   int outstanding_peak_ ABSL_GUARDED_BY(mu_) = 0;
-  // Slots the batcher sent (batches, and batches of one sent plain) whose
-  // results are not all in (abandoned ones too).
   int batches_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
-  // Typical time from a batch's publish to its first result part (near the
-  // lower envelope), for the idle flush.
   double turnaround_ns_ ABSL_GUARDED_BY(mu_) = 0;
-  // Batching: callers of Start waiting for mu_ (found it held), i.e. about
-  // to add a call. The idle flush waits for them.
   std::atomic<int> adding_{0};
   bool publish_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   int64_t publish_posted_ns_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::Status status_ ABSL_GUARDED_BY(mu_);
-  uint32_t unsignaled_ ABSL_GUARDED_BY(mu_) = 0;
-  // ChannelOptions::signal_every, and the inline limit the queue pair
-  // granted for ChannelOptions::max_inline (set at Connect).
-  const uint32_t signal_every_;
-  uint32_t inline_max_ = 0;
-  // Send-queue accounting (transport/send_queue_count.h). In server-reply
-  // mode results arrive without any completion, so without it a client
-  // could post faster than its WRITEs are acknowledged and overfill the
-  // queue pair (ConnectionSetup::max_outstanding). New calls are admitted
-  // (Start) only while at most sq_admit_ entries are in use; the rest of
-  // the depth is room for what admitted calls may still post (READs,
-  // publishes, doorbells).
-  transport::SendQueueCount sq_ ABSL_GUARDED_BY(mu_);
-  uint32_t sq_admit_ = 0;
-  uint64_t rounds_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t now_ns_ ABSL_GUARDED_BY(mu_) = 0;       // Progress's last clock read.
-  double rtt_ns_ ABSL_GUARDED_BY(mu_) = 0;         // EWMA of READ round trips.
-  double fetch_delay_ns_ ABSL_GUARDED_BY(mu_) = 0;  // Adaptive first-fetch delay.
   double reply_ns_ ABSL_GUARDED_BY(mu_) = 0;        // EWMA of server-reply latency.
-  int retries_ ABSL_GUARDED_BY(mu_) = 5;          // R.
-  uint32_t fetch_size_ ABSL_GUARDED_BY(mu_) = 256; // F.
-  // Size of the last batch result part seen (HandleHeader): a batch's
-  // first READ of a part takes max(F, this).
   uint32_t batch_fetch_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  int busy_slots_ ABSL_GUARDED_BY(mu_) = 0;
-  int async_slots_ ABSL_GUARDED_BY(mu_) = 0;
-  int abandoned_slots_ ABSL_GUARDED_BY(mu_) = 0;  // As of the last scan.
-  uint32_t ring_count_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t last_post_ns_ ABSL_GUARDED_BY(mu_) = 0;   // Last request posted.
-  int64_t next_rering_ns_ ABSL_GUARDED_BY(mu_) = INT64_MAX;
-  uint64_t seen_cancels_ ABSL_GUARDED_BY(mu_) = 0;  // counters_->cancels.
-  // A call placed with its context already cancelled (TryCancel raced with
-  // its start, and a Progress round may have looked before it was here).
-  bool rescan_cancels_ ABSL_GUARDED_BY(mu_) = false;
-  int ctx_calls_ ABSL_GUARDED_BY(mu_) = 0;  // Calls here with a context.
-  std::atomic<int> needs_driver_{0};
-  std::atomic<bool> failed_{false};
-  // The policies of buckets other than first_bucket_ (OtherPolicy).
   std::vector<HybridPolicy> policies_ ABSL_GUARDED_BY(mu_);
   uint8_t policy_index_[wire::kModeBuckets] ABSL_GUARDED_BY(mu_);
 };

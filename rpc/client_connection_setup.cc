@@ -32,7 +32,16 @@ ClientConnection::ClientConnection(ChannelOptions options,
     : options_(std::move(options)),
       delay_shrink_(kDelayGrow * options_.fetch_delay_miss_target /
                     (1.0 - options_.fetch_delay_miss_target)),
+      adaptive_fetch_delay_(options_.adaptive_fetch_delay),
+      post_lists_(options_.post_lists),
+      busy_wait_(options_.busy_wait),
+      has_on_result_(options_.on_result != nullptr),
+      mode_option_(options_.mode),
+      batch_mode_(options_.batch),
+      max_outstanding_(options_.max_outstanding),
+      max_fetch_delay_ns_(absl::ToDoubleNanoseconds(options_.max_fetch_delay)),
       counters_(counters),
+      signal_every_(static_cast<uint32_t>(std::max(1, options_.signal_every))),
       rering_after_ns_(std::clamp<int64_t>(
           absl::ToInt64Nanoseconds(options_.rering_after), 1000,
           int64_t{3600} * 1000 * 1000 * 1000)),
@@ -50,8 +59,7 @@ ClientConnection::ClientConnection(ChannelOptions options,
           std::max(absl::ZeroDuration(), options_.sizer_min_window),
           std::max(1, options_.sizer_shrink_windows),
           std::max(absl::ZeroDuration(), options_.sizer_max_window),
-          options_.sizer_peak_guard}),
-      signal_every_(static_cast<uint32_t>(std::max(1, options_.signal_every))) {
+          options_.sizer_peak_guard}) {
   MutexLock lock(&mu_);
   retries_ = options_.retries;
   fetch_size_ = options_.fetch_size;

@@ -87,8 +87,8 @@ class Log2Histogram {
   }
 
  private:
+  SingleWriterCounter sum_;  // First: on the line of the low buckets.
   SingleWriterCounter counts_[kBuckets];
-  SingleWriterCounter sum_;
 };
 
 // Times in ns: 128 ns .. 2^30 ns (1.07 s), then +Inf.
@@ -99,9 +99,11 @@ using BytesHistogram = Log2Histogram<4, 17>;
 // One method's counters. `code` arguments are absl::StatusCode values
 // (0 = OK); out-of-range codes count as UNKNOWN (2).
 struct MethodCounters {
-  SingleWriterCounter calls;
-  SingleWriterCounter failures[kStatusCodes];
+  // A call's record touches `calls`, the latency sum and one latency
+  // bucket: the first two lines (buckets up to 4 us share the first).
+  alignas(64) SingleWriterCounter calls;
   LatencyHistogram latency_ns;
+  SingleWriterCounter failures[kStatusCodes];
   BytesHistogram result_bytes;
 
   // A call that finished with `code` after `latency_ns`.
