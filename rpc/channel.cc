@@ -160,13 +160,13 @@ void RecycleAsyncCall(PendingCall* call) {
 class ChannelImpl final : public Channel {
  public:
   ChannelImpl(std::string address, ChannelOptions options)
-      : address_(std::move(address)),
+      : busy_wait_(options.busy_wait),
+        default_timeout_ns_(absl::ToInt64Nanoseconds(options.default_timeout)),
+        call_counters_(options.method_stats),
+        address_(std::move(address)),
         options_(std::move(options)),
-        default_timeout_ns_(
-            absl::ToInt64Nanoseconds(options_.default_timeout)),
         retries_(options_.retries),
-        fetch_size_(options_.fetch_size),
-        call_counters_(options_.method_stats) {}
+        fetch_size_(options_.fetch_size) {}
 
   ~ChannelImpl() override {
     {
@@ -227,7 +227,7 @@ class ChannelImpl final : public Channel {
     absl::Status s = Route(ctx, &conn);
     if (!s.ok()) return Fail(&call, s);
     std::vector<PendingCall*> finished;
-    Waiter waiter(options_.busy_wait);
+    Waiter waiter(busy_wait_);
     for (;;) {
       s = conn->Start(&call, request);
       if (s.ok()) break;
@@ -635,7 +635,7 @@ class ChannelImpl final : public Channel {
     std::vector<PendingCall*> finished;
     std::vector<std::shared_ptr<ClientConnection>> conns;
     uint64_t generation = ~uint64_t{0};
-    Waiter waiter(options_.busy_wait);
+    Waiter waiter(busy_wait_);
     driving_channel = this;
     while (!stopping_.load(std::memory_order_acquire)) {
       const uint64_t g = generation_.load(std::memory_order_acquire);
@@ -685,18 +685,23 @@ class ChannelImpl final : public Channel {
     }
   }
 
+  // What every call reads, first: on the object's first line, with the
+  // vtable pointer (a client calling round robin over thousands of
+  // channels finds each cold).
+  const bool busy_wait_;              // options_.busy_wait.
+  const int64_t default_timeout_ns_;  // INT64_MAX: none.
+  std::vector<std::unique_ptr<ConnSlot>> conns_;
+  // Per-method counts, kept per calling thread.
+  internal::ClientMethodCounters call_counters_;
+
   const std::string address_;
   const ChannelOptions options_;
-  const int64_t default_timeout_ns_;  // INT64_MAX: none.
   std::unique_ptr<transport::Provider> provider_;
   internal::ChannelCounters counters_;
-  std::vector<std::unique_ptr<ConnSlot>> conns_;
   int server_workers_ = 1;
   std::atomic<uint64_t> next_{0};
   std::atomic<int> retries_{0};
   std::atomic<uint32_t> fetch_size_{0};
-  // Per-method counts, kept per calling thread.
-  internal::ClientMethodCounters call_counters_;
 
   Mutex driver_mu_;
   std::condition_variable driver_cv_;
