@@ -233,8 +233,7 @@ bool ClientConnection::PostRequest(uint32_t s, int64_t now, WorkRequest* wrs,
   if (hot) {
     counters_->hot_posts.fetch_add(1, std::memory_order_relaxed);
   } else {
-    const bool notify =
-        notify_gap_ns_ > 0 && now - last_post_ns_ > notify_gap_ns_;
+    const bool notify = NotifyDue(now);
     BellWrites(s, /*all=*/false, notify, wrs + n);
     n += 2;
     slot.notified = notify;
@@ -245,9 +244,29 @@ bool ClientConnection::PostRequest(uint32_t s, int64_t now, WorkRequest* wrs,
   slot.ring_backoff_ns = rering_after_ns_;
   slot.next_ring_ns = now + rering_after_ns_;
   next_rering_ns_ = std::min(next_rering_ns_, slot.next_ring_ns);
-  last_post_ns_ = now;
+  NotePost(now);
   SignalAccounting(wrs, n);
   return PostList(absl::MakeSpan(wrs, static_cast<size_t>(n)));
+}
+
+bool ClientConnection::NotifyDue(int64_t now) const {
+  // The worker may have parked only if this process posted nothing to it
+  // for half its park_after: a request it saw keeps it awake for park_after
+  // after serving it (docs/rpc.md "Parking").
+  return notify_gap_ns_ > 0 &&
+         now - worker_last_post_->load(std::memory_order_relaxed) >
+             notify_gap_ns_;
+}
+
+void ClientConnection::NotePost(int64_t now) {
+  // Shared by the process's connections to the worker: stored only when it
+  // moved by an eighth of the gap, so threads posting to one worker do not
+  // pass the line around on every call. It lags the last post by at most
+  // that: a notify a little early, never one missing.
+  std::atomic<int64_t>& last = *worker_last_post_;
+  if (now - last.load(std::memory_order_relaxed) >= notify_gap_ns_ / 8) {
+    last.store(now, std::memory_order_relaxed);
+  }
 }
 
 void ClientConnection::ReRingLocked(int64_t now) {
@@ -1325,7 +1344,7 @@ void ClientConnection::PostCancel(uint32_t s, int64_t now) {
                               sizeof(word), server_region_,
                               layout_.CancelOffset(s));
   wrs[0].signaled = false;
-  const bool notify = notify_gap_ns_ > 0 && now - last_post_ns_ > notify_gap_ns_;
+  const bool notify = NotifyDue(now);
   BellWrites(s, /*all=*/false, notify, wrs + 1);
   SignalAccounting(wrs, 3);
   if (PostList(absl::MakeSpan(wrs, 3))) {

@@ -376,6 +376,10 @@ class ClientConnection {
   // Rings again for unanswered requests whose ring time came (at most one
   // ring per call, covering them all).
   void ReRingLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether a ring posted at `now` must carry a notify (the worker may be
+  // parked), and the record of a request posted at `now`.
+  bool NotifyDue(int64_t now) const;
+  void NotePost(int64_t now);
   // Sets `signaled` on the last of `wrs` when the unsignaled count says so.
   void SignalAccounting(transport::WorkRequest* wrs, int n)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -489,7 +493,10 @@ class ClientConnection {
   uint32_t unsignaled_ ABSL_GUARDED_BY(mu_) = 0;
   const uint32_t signal_every_;
   uint32_t inline_max_ = 0;
-  int64_t last_post_ns_ ABSL_GUARDED_BY(mu_) = 0;   // Last request posted.
+  // When this process last posted a request to the connection's server
+  // worker, on any connection (WorkerPostClock); a connection's own clock
+  // when the server sent no epoch.
+  std::shared_ptr<std::atomic<int64_t>> worker_last_post_;
   int64_t next_rering_ns_ ABSL_GUARDED_BY(mu_) = INT64_MAX;
   int64_t hot_half_window_ns_ = 0;
   int64_t notify_gap_ns_ = 0;

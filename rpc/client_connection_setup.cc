@@ -7,14 +7,19 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <iterator>
 #include <limits>
+#include <memory>
+#include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "rpc/client_connection.h"
 #include "rpc/rpc_handshake.pb.h"
+#include "base/mutex.h"
 #include "base/status_macros.h"
 
 namespace rfrpc {
@@ -24,6 +29,32 @@ namespace {
 using wire::kRpcVersion;
 
 uint32_t RoundUp64(uint32_t n) { return (n + 63u) & ~63u; }
+
+// When this process last posted to server worker `worker` of the server
+// run `epoch` at `address`: one clock per worker, shared by every
+// connection to it (a client calling round robin over thousands of
+// connections then notifies only when the worker may really have parked,
+// not on every call). A server that sends no epoch gets a clock per
+// connection.
+std::shared_ptr<std::atomic<int64_t>> WorkerPostClock(
+    const std::string& address, uint64_t epoch, uint32_t worker) {
+  if (epoch == 0) return std::make_shared<std::atomic<int64_t>>(0);
+  static Mutex mu;
+  static auto* clocks = new absl::flat_hash_map<
+      std::string, std::weak_ptr<std::atomic<int64_t>>>();
+  const std::string key = absl::StrCat(address, "|", epoch, "|", worker);
+  MutexLock lock(&mu);
+  if (clocks->size() >= 64) {  // Drop the clocks of servers gone.
+    absl::erase_if(*clocks, [](const auto& e) { return e.second.expired(); });
+  }
+  std::weak_ptr<std::atomic<int64_t>>& entry = (*clocks)[key];
+  std::shared_ptr<std::atomic<int64_t>> clock = entry.lock();
+  if (clock == nullptr) {
+    clock = std::make_shared<std::atomic<int64_t>>(0);
+    entry = clock;
+  }
+  return clock;
+}
 
 }  // namespace
 
@@ -209,6 +240,8 @@ absl::StatusOr<std::unique_ptr<ClientConnection>> ClientConnection::Connect(
       std::min<uint64_t>(welcome.hot_window_ns(), uint64_t{1} << 40) / 2);
   c->notify_gap_ns_ = static_cast<int64_t>(
       std::min<uint64_t>(welcome.park_after_ns(), uint64_t{1} << 40) / 2);
+  c->worker_last_post_ =
+      WorkerPostClock(address, welcome.server_epoch(), welcome.worker());
   c->bell_src_offset_ = c->mode_word_offset_ + 8;
   c->local_->data()[c->bell_src_offset_ + 8] = 1;  // The summary byte's value.
 

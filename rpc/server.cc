@@ -9,10 +9,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <thread>
 #include <vector>
 
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 #include "rpc/rpc_handshake.pb.h"
@@ -49,7 +52,10 @@ uint64_t RaiseFdLimit() {
 
 class Server::Impl {
  public:
-  explicit Impl(ServerOptions options) : options_(std::move(options)) {}
+  explicit Impl(ServerOptions options)
+      : options_(std::move(options)),
+        epoch_(absl::Uniform<uint64_t>(absl::BitGen(), 1,
+                                       std::numeric_limits<uint64_t>::max())) {}
   ~Impl() { Shutdown(); }
 
   absl::Status RegisterService(Service* service) {
@@ -323,6 +329,7 @@ class Server::Impl {
     welcome.set_large_result_bytes(options_.large_result_bytes);
     welcome.set_hot_window_ns(static_cast<uint64_t>(
         std::max<int64_t>(0, absl::ToInt64Nanoseconds(options_.hot_window))));
+    welcome.set_server_epoch(epoch_);
     welcome.set_park_after_ns(
         options_.idle_park_after == absl::InfiniteDuration()
             ? 0
@@ -357,6 +364,7 @@ class Server::Impl {
   }
 
   const ServerOptions options_;
+  const uint64_t epoch_;  // RpcWelcome::server_epoch.
   mutable Mutex mu_;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;

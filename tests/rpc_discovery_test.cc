@@ -92,6 +92,54 @@ TEST_F(DiscoveryTest, AParkedWorkerIsWokenByTheFirstCall) {
   EXPECT_GE(server_->stats().park_notifies, 5u);
 }
 
+// A client calling round robin over several connections to one worker
+// notifies only when the worker may have parked: the "last request to this
+// worker" clock is the process's, not each connection's. Here each
+// connection's calls are 160 ms apart (more than half of park_after, so a
+// clock per connection would notify on each), the process's 40 ms.
+TEST_F(DiscoveryTest, ConnectionsOfOneProcessShareTheWorkersNotifyClock) {
+  ServerOptions so;
+  so.idle_park_after = absl::Milliseconds(200);
+  so.hot_window = absl::ZeroDuration();  // Every call rings.
+  StartServer(so);
+  ChannelOptions co;
+  co.rering_after = absl::Seconds(30);
+  std::vector<std::unique_ptr<Channel>> chs;
+  for (int i = 0; i < 4; ++i) {
+    chs.push_back(Connect(co));
+    ASSERT_NE(chs.back(), nullptr);
+  }
+  constexpr int kRounds = 6;
+  for (int round = 0; round < kRounds; ++round) {
+    for (size_t i = 0; i < chs.size(); ++i) {
+      Echo(chs[i].get(), round * 10 + i);
+      absl::SleepFor(absl::Milliseconds(40));
+    }
+  }
+  auto notifies = [&chs] {
+    uint64_t n = 0;
+    for (const auto& ch : chs) n += ch->stats().notifies;
+    return n;
+  };
+  // The first call notifies (nothing posted before it); a 40 ms sleep that
+  // overslept past 100 ms on a loaded host may add one. A clock per
+  // connection: at least 4 * (kRounds - 1) more.
+  EXPECT_LE(notifies(), 3u);
+  // After a quiet spell the worker parks, and the next call on any
+  // connection still wakes it.
+  const uint64_t before = notifies();
+  const uint64_t parks = server_->stats().parks;
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (server_->stats().parks == parks && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  ASSERT_GT(server_->stats().parks, parks) << "the idle worker never parked";
+  absl::SleepFor(absl::Milliseconds(110));  // Past half of park_after.
+  Echo(chs[2].get(), 999);
+  EXPECT_EQ(notifies(), before + 1);
+  EXPECT_EQ(chs[2]->stats().rerings, 0u);
+}
+
 TEST_F(DiscoveryTest, AClosedLoopCallerGoesHotAndSkipsTheDoorbell) {
   ServerOptions so;
   so.hot_window = absl::Milliseconds(50);  // Generous: TCG, a busy CI host.
