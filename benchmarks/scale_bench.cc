@@ -83,6 +83,9 @@ DEFINE_bool(progress_thread, true,
             "ChannelOptions::progress_thread of every channel (the default "
             "true; the calls here are sync).");
 DEFINE_bool(csv, false, "CSV rows instead of a table.");
+DEFINE_int32(hot_window_us, -1,
+             "ServerOptions::hot_window in microseconds; -1 keeps the "
+             "library default.");
 DEFINE_bool(server_park, true,
             "ServerOptions::idle_park_after stays the default; false: never "
             "park (an idle worker spins and yields: what the first call after "
@@ -134,6 +137,9 @@ int ServerMain() {
   so.pin_first_cpu = FLAGS_pin ? 0 : -1;
   if (FLAGS_max_connections > 0) so.max_connections = FLAGS_max_connections;
   if (!FLAGS_server_park) so.idle_park_after = absl::InfiniteDuration();
+  if (FLAGS_hot_window_us >= 0) {
+    so.hot_window = absl::Microseconds(FLAGS_hot_window_us);
+  }
   Server server(so);
   PingImpl impl;
   CHECK(server.RegisterService(&impl).ok());
@@ -178,7 +184,8 @@ class ServerProcess {
           absl::StrCat("--workers=", FLAGS_workers),
           absl::StrCat("--max_connections=", FLAGS_max_connections),
           absl::StrCat("--pin=", FLAGS_pin ? "true" : "false"),
-          absl::StrCat("--server_park=", FLAGS_server_park ? "true" : "false")};
+          absl::StrCat("--server_park=", FLAGS_server_park ? "true" : "false"),
+          absl::StrCat("--hot_window_us=", FLAGS_hot_window_us)};
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
