@@ -162,21 +162,10 @@ absl::Status InRange(absl::string_view flag, int64_t value, int64_t min,
 
 // The flag that sets ChannelOptions field `field`.
 std::string FlagOfField(absl::string_view field) {
-  static constexpr std::pair<absl::string_view, absl::string_view> kRenamed[] = {
-      {"slots_per_connection", "rfrpc_slots"},
-      {"batch_timeout", "rfrpc_batch_timeout_us"},
-      {"latency_limit", "rfrpc_latency_limit_us"},
-      {"max_fetch_delay", "rfrpc_max_fetch_delay_us"},
-      {"default_timeout", "rfrpc_timeout_ms"},
-  };
-  for (const auto& [name, flag] : kRenamed) {
-    if (field == name) return std::string(flag);
-  }
-  std::string flag = absl::StrCat("rfrpc_", field);
+  std::string flag = absl::StrCat("rfrpc_", ChannelOptionKnob(field));
   gflags::CommandLineFlagInfo info;
   if (gflags::GetCommandLineFlagInfo(flag.c_str(), &info)) return flag;
-  // Set by the program, not by a flag.
-  return absl::StrCat("(ChannelOptions) ", field);
+  return absl::StrCat("(ChannelOptions) ", field);  // No flag sets it.
 }
 
 absl::Status ApplyProviderFlags(transport::ProviderOptions* p) {

@@ -175,6 +175,18 @@ ThreadCache::~ThreadCache() {
   owned.clear();
 }
 
+// Drops the entries of closed channels from `v`, letting each go with
+// `leave` (Release or LeaveOwner).
+template <typename E>
+void DropClosed(std::vector<E>* v, void (*leave)(const E&)) {
+  auto closed = std::remove_if(v->begin(), v->end(), [leave](const E& e) {
+    if (!e.shared->closed.load(std::memory_order_acquire)) return false;
+    leave(e);
+    return true;
+  });
+  v->erase(closed, v->end());
+}
+
 ClientThreadBlock* TakeFreeBlockLocked(ClientMethodCounters::Shared* shared)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(shared->mu) {
   shared->claims.fetch_add(1, std::memory_order_relaxed);
@@ -208,13 +220,7 @@ ClientThreadBlock* ClaimOwner(ThreadCache& cache, const SharedPtr& shared,
     s->owners.thread[slot].store(me, std::memory_order_relaxed);
   }
   if (cache.owned.size() >= 2 * std::max<size_t>(cache.owned_after_sweep, 32)) {
-    auto closed = std::remove_if(
-        cache.owned.begin(), cache.owned.end(), [](const ThreadCache::Owned& e) {
-          if (!e.shared->closed.load(std::memory_order_acquire)) return false;
-          LeaveOwner(e);
-          return true;
-        });
-    cache.owned.erase(closed, cache.owned.end());
+    DropClosed(&cache.owned, LeaveOwner);
     cache.owned_after_sweep = cache.owned.size();
   }
   cache.owned.push_back(ThreadCache::Owned{shared, slot});
@@ -243,13 +249,7 @@ ClientThreadBlock* ThreadBlockOf(const SharedPtr& shared) {
   }
   // A channel this thread has not used (lately): drop the blocks of closed
   // channels and the oldest if there are too many, then claim one.
-  auto closed = std::remove_if(
-      cache.entries.begin(), cache.entries.end(), [](const ThreadCache::Entry& e) {
-        if (!e.shared->closed.load(std::memory_order_acquire)) return false;
-        Release(e);
-        return true;
-      });
-  cache.entries.erase(closed, cache.entries.end());
+  DropClosed(&cache.entries, Release);
   if (cache.entries.size() >= kMaxCacheEntries) {
     Release(cache.entries.front());
     cache.entries.erase(cache.entries.begin());

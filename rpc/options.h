@@ -72,6 +72,12 @@ absl::string_view SizerRuleName(const ChannelOptions& options);
 absl::Status ValidateChannelOptions(const ChannelOptions& options,
                                     std::string* field = nullptr);
 
+// The short name under which binaries and drivers take ChannelOptions field
+// `field` (after their prefix: --rfrpc_<name>, -p jakiro.<name>): the field
+// name, with its unit where the knob takes a number of them
+// ("batch_timeout_us", "timeout_ms") and a few shortened ("slots").
+std::string ChannelOptionKnob(absl::string_view field);
+
 struct ChannelOptions {
   // Transport provider: "shm", "verbs" or "auto". Default: "shm".
   std::string provider = "shm";

@@ -85,17 +85,7 @@ SharedClients& Shared() {
 
 // The -p property that sets ChannelOptions field `field`.
 std::string PropertyOfField(absl::string_view field) {
-  static constexpr std::pair<absl::string_view, absl::string_view> kRenamed[] = {
-      {"slots_per_connection", "jakiro.slots"},
-      {"batch_timeout", "jakiro.batch_timeout_us"},
-      {"latency_limit", "jakiro.latency_limit_us"},
-      {"default_timeout", "jakiro.timeout_ms"},
-      {"fetch_delay_miss_target", "jakiro.fetch_miss_target"},
-  };
-  for (const auto& [name, property] : kRenamed) {
-    if (field == name) return std::string(property);
-  }
-  const std::string property = absl::StrCat("jakiro.", field);
+  const std::string property = absl::StrCat("jakiro.", ChannelOptionKnob(field));
   for (const char* k : kKnown) {
     if (property == k) return property;
   }
