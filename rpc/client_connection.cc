@@ -263,6 +263,7 @@ void ClientConnection::NotePost(int64_t now) {
   // moved by an eighth of the gap, so threads posting to one worker do not
   // pass the line around on every call. It lags the last post by at most
   // that: a notify a little early, never one missing.
+  if (notify_gap_ns_ == 0) return;  // The worker never parks.
   std::atomic<int64_t>& last = *worker_last_post_;
   if (now - last.load(std::memory_order_relaxed) >= notify_gap_ns_ / 8) {
     last.store(now, std::memory_order_relaxed);
