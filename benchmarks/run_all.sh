@@ -203,7 +203,7 @@ fi
 
 # --- Experiment 8: server cost vs connected clients (issue 15) -------------
 if [ "$PROVIDER" = shm ]; then
-  if [ "$MODE" = quick ]; then SC_MS=1,128,1024; SC_SEC=0.5; else SC_MS=1,16,128,1024,4096; SC_SEC=1; fi
+  if [ "$MODE" = quick ]; then SC_MS=1,128,1024; SC_SEC=0.5; else SC_MS=1,8,16,128,1024,4096; SC_SEC=1; fi
   progress "exp8: scale_bench, M = $SC_MS connected clients, one server worker (${SC_SEC}s per point)"
   run_group "$OUT/exp8_scale.txt" "$OUT/logs/exp8.err" ""     "$BIN/scale_bench" --ms="$SC_MS" --seconds="$SC_SEC" --cycles=1000 --kills=50 ||
     progress "  scale_bench failed (exit $?; logs/exp8.err)"

@@ -68,7 +68,9 @@ DEFINE_string(address, "", "Server listen address (verbs: ip:0).");
 DEFINE_int32(workers, 1, "Server worker threads.");
 DEFINE_int32(max_connections, 0,
              "Server's max_connections; 0 keeps the library default.");
-DEFINE_string(ms, "1,16,128,1024,4096", "Connected-client counts M.");
+DEFINE_string(ms, "1,8,16,128,1024,4096",
+              "Connected-client counts M (8: the reference of the "
+              "--threads target).");
 DEFINE_double(seconds, 1.0, "Measured seconds per load point.");
 DEFINE_double(idle_seconds, 1.0, "Idle span over which server CPU is read.");
 DEFINE_int32(threads, 8, "Client threads of the shared-connections point.");
