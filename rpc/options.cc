@@ -107,6 +107,10 @@ class Checker {
     if (ok() && !(value >= min)) Bad(name, absl::StrCat(value, " is below ", min));
   }
   template <typename T>
+  void AtMost(const char* name, T value, T max) {
+    if (ok() && !(value <= max)) Bad(name, absl::StrCat(value, " is above ", max));
+  }
+  template <typename T>
   void InRange(const char* name, T value, T min, T max) {
     if (ok() && !(value >= min && value <= max)) {
       Bad(name, absl::StrCat(value, " is outside [", min, ", ", max, "]"));
@@ -156,6 +160,7 @@ absl::Status ValidateChannelOptions(const ChannelOptions& o,
                                     std::string* field) {
   Checker c(field);
   c.AtLeast("retries", o.retries, 1);
+  c.AtMost("retries", o.retries, 1 << 20);
   if (c.ok() && o.fetch_size < wire::kHeaderBytes) {
     c.Bad("fetch_size", absl::StrCat(o.fetch_size, " is below the ",
                                      wire::kHeaderBytes,
@@ -163,6 +168,7 @@ absl::Status ValidateChannelOptions(const ChannelOptions& o,
   }
   c.InRange<uint32_t>("fetch_size", o.fetch_size, 0, uint32_t{1} << 24);
   c.AtLeast("switch_after", o.switch_after, 1);
+  c.AtMost("switch_after", o.switch_after, 1 << 20);
   if (c.ok() && !(o.switch_back_ratio > 0 && std::isfinite(o.switch_back_ratio))) {
     c.Bad("switch_back_ratio",
           absl::StrCat(o.switch_back_ratio, " is not a positive number"));
@@ -183,15 +189,20 @@ absl::Status ValidateChannelOptions(const ChannelOptions& o,
           absl::StrCat(o.fetch_delay_miss_target, " is outside (0, 0.5]"));
   }
   c.AtLeast("batch_size", o.batch_size, 1);
+  c.AtMost("batch_size", o.batch_size, 1024);
   c.AtLeast<uint32_t>("batch_bytes", o.batch_bytes, 64);
+  c.AtMost<uint32_t>("batch_bytes", o.batch_bytes, uint32_t{1} << 24);
   c.NotNegative("batch_timeout", o.batch_timeout);
   c.AtLeast("batch_idle_in_flight", o.batch_idle_in_flight, 0);
+  c.AtMost("batch_idle_in_flight", o.batch_idle_in_flight, 1 << 20);
   c.AtLeast("max_outstanding", o.max_outstanding, 1);
+  c.AtMost("max_outstanding", o.max_outstanding, 1 << 20);
   c.Positive("latency_limit", o.latency_limit);
   if (c.ok() && !(o.latency_alpha > 0 && o.latency_alpha < 1)) {
     c.Bad("latency_alpha", absl::StrCat(o.latency_alpha, " is outside (0, 1)"));
   }
   c.AtLeast("sizer_window", o.sizer_window, 1);
+  c.AtMost("sizer_window", o.sizer_window, 1 << 24);
   c.NotNegative("sizer_min_window", o.sizer_min_window);
   c.NotNegative("sizer_max_window", o.sizer_max_window);
   c.AtLeast("sizer_holdoff_windows", o.sizer_holdoff_windows, 0);

@@ -98,6 +98,13 @@ TEST(JakiroDbOptionsTest, BadChannelValuesGetTheLibrarysMessage) {
                                  .status();
   EXPECT_EQ(slots.message(),
             "jakiro.slots: slots_per_connection 0 is outside [1, 4096]");
+  // The upper bounds the driver had before the library check are the
+  // library's now.
+  const absl::Status big = JakiroDbOptions::FromProperties(
+                               Props({{"jakiro.servers", "/a"},
+                                      {"jakiro.batch_size", "2000"}}))
+                               .status();
+  EXPECT_EQ(big.message(), "jakiro.batch_size: batch_size 2000 is above 1024");
 }
 
 TEST(JakiroDbOptionsTest, RejectsBadProperties) {
