@@ -402,9 +402,13 @@ void JakiroDb::UpdateAsync(absl::string_view table, absl::string_view key,
     return;
   }
   // Get, then merge and Put from the Get's callback (the caller keeps `key`
-  // and `values` alive until `done`).
+  // and `values`, and this DB, alive until `done`). The callback holds the
+  // client by pointer, not by a shared_ptr: a copy it held could be the
+  // last one once `done` has let the caller destroy the DB, and the client's
+  // channel would then be destroyed on its own progress thread, which
+  // cannot join itself (std::terminate).
   auto value = std::make_shared<std::string>();
-  std::shared_ptr<kvstore::JakiroClient> client = client_;
+  kvstore::JakiroClient* client = client_.get();
   client_->GetAsync(
       key, value.get(),
       [client, value, key, &values, done = std::move(done)](absl::Status s) {
