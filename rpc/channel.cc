@@ -168,7 +168,17 @@ class ChannelImpl final : public Channel {
         retries_(options_.retries),
         fetch_size_(options_.fetch_size) {}
 
+  // May run on the channel's own progress thread, from a callback that
+  // dropped the last reference: that thread cannot join itself, so it is
+  // detached, and driving_channel (reset at the end) tells RunCallbacks and
+  // DriverLoop, below that callback on the stack, that `this` is gone.
   ~ChannelImpl() override {
+    const bool on_driver = driving_channel == this;
+    // A CallAsync whose call finished (and whose callback is running this)
+    // may still be on its way out.
+    while (async_entries_.load(std::memory_order_acquire) != 0) {
+      std::this_thread::yield();
+    }
     {
       MutexLock lock(&driver_mu_);
       // Set under driver_mu_, so the driver cannot miss it between its
@@ -176,7 +186,13 @@ class ChannelImpl final : public Channel {
       stopping_.store(true, std::memory_order_release);
     }
     driver_cv_.notify_all();
-    if (driver_.joinable()) driver_.join();
+    if (driver_.joinable()) {
+      if (on_driver) {
+        driver_.detach();
+      } else {
+        driver_.join();
+      }
+    }
     // Fail what is still outstanding so no callback is lost.
     std::vector<PendingCall*> finished;
     for (auto& slot : conns_) {
@@ -184,6 +200,11 @@ class ChannelImpl final : public Channel {
       if (c) c->Abort(absl::CancelledError("channel destroyed"), &finished);
     }
     RunCallbacks(nullptr, &finished);
+    if (on_driver) driving_channel = nullptr;
+    // The connections go while counters_, which their destructors fold
+    // their counts into, still exists (conns_ is declared before it).
+    driver_conns_.clear();
+    conns_.clear();
     // Its counts, cancellations included, stay in the address's totals.
     internal::RetireChannel(this);
   }
@@ -271,6 +292,10 @@ class ChannelImpl final : public Channel {
       RunCallbacks(nullptr, &one);
       return;
     }
+    // Until it returns, this call may finish on the progress thread and its
+    // callback destroy the channel: ~ChannelImpl waits for async_entries_
+    // to drop to 0.
+    async_entries_.fetch_add(1, std::memory_order_relaxed);
     const size_t i = Pick(ctx);
     absl::Status s;
     bool started = false;
@@ -291,6 +316,8 @@ class ChannelImpl final : public Channel {
       if (s.ok()) s = StartOrEnqueue(conn.get(), call, request);
     }
     if (!s.ok()) {
+      // Never started: nothing but this thread can finish it.
+      async_entries_.fetch_sub(1, std::memory_order_release);
       (void)Fail(call, s);
       std::vector<PendingCall*> one{call};
       RunCallbacks(nullptr, &one);
@@ -304,6 +331,7 @@ class ChannelImpl final : public Channel {
                      [this] { driver_ = std::thread([this] { DriverLoop(); }); });
       WakeDriver();
     }
+    async_entries_.fetch_sub(1, std::memory_order_release);
   }
 
   bool Poll() override {
@@ -570,12 +598,14 @@ class ChannelImpl final : public Channel {
   // failed call's callback, untimed, counts in its group's span.
   void RunCallbacks(ClientConnection* conn,
                     std::vector<PendingCall*>* finished) {
+    const bool on_driver = driving_channel == this;
     const bool timed = conn != nullptr && conn->auto_sizing();
     // Each timed call's start, made its latency at the end.
     absl::InlinedVector<int64_t, 128> latencies;
     // stamps[m]: the clock before timed callback m * kClockEvery.
     absl::InlinedVector<int64_t, 128 / kClockEvery + 1> stamps;
-    for (PendingCall* call : *finished) {
+    for (size_t i = 0; i < finished->size(); ++i) {
+      PendingCall* call = (*finished)[i];
       std::function<void(absl::Status)> done = std::move(call->done);
       absl::Status s = std::move(call->status);
       if (call_counters_.enabled()) {
@@ -591,6 +621,13 @@ class ChannelImpl final : public Channel {
       }
       RecycleAsyncCall(call);
       if (done) done(std::move(s));
+      if (on_driver && driving_channel != this) {
+        // That callback destroyed the channel (see ~ChannelImpl): the
+        // rest are delivered without touching it.
+        RunCallbacksOfGoneChannel(absl::MakeSpan(*finished).subspan(i + 1));
+        finished->clear();
+        return;
+      }
     }
     finished->clear();
     if (latencies.empty()) return;
@@ -603,6 +640,17 @@ class ChannelImpl final : public Channel {
     LatenciesToCallbackStart(stamps, end, kClockEvery,
                              absl::MakeSpan(latencies));
     conn->RecordLatencies(latencies, end);
+  }
+
+  // The callbacks of `calls`, finished by a channel that a callback before
+  // them destroyed: in order, counted nowhere.
+  static void RunCallbacksOfGoneChannel(absl::Span<PendingCall* const> calls) {
+    for (PendingCall* call : calls) {
+      std::function<void(absl::Status)> done = std::move(call->done);
+      absl::Status s = std::move(call->status);
+      RecycleAsyncCall(call);
+      if (done) done(std::move(s));
+    }
   }
 
   void WakeDriver() {
@@ -633,7 +681,7 @@ class ChannelImpl final : public Channel {
   // connections' own.
   void DriverLoop() {
     std::vector<PendingCall*> finished;
-    std::vector<std::shared_ptr<ClientConnection>> conns;
+    std::vector<std::shared_ptr<ClientConnection>>& conns = driver_conns_;
     uint64_t generation = ~uint64_t{0};
     Waiter waiter(busy_wait_);
     driving_channel = this;
@@ -652,6 +700,9 @@ class ChannelImpl final : public Channel {
         progressed |= c->Progress(&finished);
         completed |= !finished.empty();
         RunCallbacks(c.get(), &finished);
+        // A callback destroyed the channel (~ChannelImpl detached this
+        // thread): `this` and `conns` are gone.
+        if (driving_channel != this) return;
       }
       if (completed) {
         waiter.Restart();
@@ -710,8 +761,14 @@ class ChannelImpl final : public Channel {
   // Bumped after Route replaces a connection: the driver's snapshot is old.
   std::atomic<uint64_t> generation_{0};
   uint64_t wakeups_ ABSL_GUARDED_BY(driver_mu_) = 0;
+  // CallAsyncs past Prepare and not yet returned (see the destructor).
+  std::atomic<int> async_entries_{0};
   std::once_flag driver_started_;
   std::thread driver_;
+  // DriverLoop's snapshot of the connections; only the driver touches it.
+  // A member so that a channel destroyed by one of its callbacks (on the
+  // driver) drops it with conns_, before counters_ goes.
+  std::vector<std::shared_ptr<ClientConnection>> driver_conns_;
 };
 
 }  // namespace

@@ -20,7 +20,11 @@
 // Thread safety: a Channel is thread-safe; sync calls from many threads and
 // async calls may be mixed. Async callbacks run on the channel's progress
 // thread (or on a thread making a sync call or calling Poll()) and must not
-// block for long.
+// block for long. A callback on the progress thread may destroy the channel
+// (drop the last reference to it): the calls still outstanding then finish
+// with CANCELLED, and those already finished get their results, each
+// callback exactly once. One run by Poll() or by a sync call must not: that
+// thread is inside the channel.
 // A ClientContext is for one call at a time.
 //
 // A channel is listed by SnapshotChannels() (rpc/stats.h) while it exists,

@@ -949,6 +949,73 @@ TEST_F(RpcAsyncTest, ConnectionLossAndShutdownCancelPendingCalls) {
   held[0].done(absl::OkStatus());  // After shutdown: released, no effect.
 }
 
+// A callback on the progress thread drops the last reference to its channel
+// while other calls are finished in the same round or still outstanding:
+// every callback runs once (results for the finished, CANCELLED for the
+// rest) and the process goes on. Before ~ChannelImpl handled it, the
+// progress thread tried to join itself and std::terminate ended the test.
+TEST_F(RpcAsyncTest, ACallbackMayDestroyItsChannel) {
+  StartServer();
+  for (const RpcMode mode : {RpcMode::kRemoteFetch, RpcMode::kServerReply}) {
+    SCOPED_TRACE(static_cast<int>(mode));
+    std::unique_ptr<Channel> ch = Connect(mode);
+    ASSERT_NE(ch, nullptr);
+    constexpr int kCalls = 8;
+    std::vector<TestRequest> reqs;
+    std::vector<TestResponse> resps(kCalls);
+    std::vector<absl::Status> statuses(kCalls);
+    std::vector<std::atomic<int>> runs(kCalls);
+    std::atomic<int> done{0};
+    std::atomic<bool> destroyed{false};
+    Kinds::Stub stub(ch.get());
+    for (int i = 0; i < kCalls; ++i) {
+      reqs.push_back(Request(100 + i, kHold));
+      stub.LaterAsync(nullptr, reqs.back(), &resps[i], [&, i](absl::Status s) {
+        statuses[i] = s;
+        runs[i].fetch_add(1);
+        // The first callback to run destroys the channel, on its own
+        // progress thread.
+        if (!destroyed.exchange(true)) ch.reset();
+        done.fetch_add(1);
+      });
+    }
+    ASSERT_TRUE(service_.WaitHeld(kCalls));
+    std::vector<KindsService::Held> held = service_.TakeHeld();
+    ASSERT_EQ(held.size(), static_cast<size_t>(kCalls));
+    // Released together so several results can finish in one round; the
+    // last stays held and is cancelled by the channel's destruction.
+    const uint64_t kept_id = held.back().request->id();
+    for (int i = 0; i + 1 < kCalls; ++i) {
+      held[i].done(KindsService::Answer(held[i].ctx, *held[i].request,
+                                        held[i].response));
+    }
+    ASSERT_TRUE(Await(done, kCalls));
+    EXPECT_EQ(ch, nullptr);
+    int ok = 0;
+    for (int i = 0; i < kCalls; ++i) {
+      EXPECT_EQ(runs[i].load(), 1) << i;
+      if (statuses[i].ok()) {
+        ++ok;
+        ExpectAnswer(reqs[i], resps[i]);
+      } else {
+        EXPECT_EQ(statuses[i].code(), absl::StatusCode::kCancelled)
+            << statuses[i];
+      }
+    }
+    EXPECT_GE(ok, 1);
+    EXPECT_FALSE(statuses[kept_id - 100].ok());
+    held.back().done(absl::OkStatus());
+  }
+  // The server serves a new channel.
+  std::unique_ptr<Channel> ch = Connect(RpcMode::kHybrid);
+  ASSERT_NE(ch, nullptr);
+  Kinds::Stub stub(ch.get());
+  TestRequest req = Request(7, kInline);
+  TestResponse resp;
+  ASSERT_TRUE(stub.Later(nullptr, req, &resp).ok());
+  ExpectAnswer(req, resp);
+}
+
 }  // namespace
 }  // namespace testing
 }  // namespace rfrpc
