@@ -492,7 +492,8 @@ class ChannelImpl final : public Channel {
     } else {
       call->deadline_ns = DeadlineAfter(call->start_ns, default_timeout_ns_);
     }
-    return ctx != nullptr && ctx->BindCancel(&counters_.cancels);
+    return ctx != nullptr &&
+           internal::ClientContextAccess::BindCancel(*ctx, &counters_.cancels);
   }
 
   absl::Status Fail(PendingCall* call, absl::Status s) {
@@ -500,7 +501,8 @@ class ChannelImpl final : public Channel {
     call->status = s;
     call->finished.store(true, std::memory_order_release);
     if (call->ctx != nullptr) {
-      call->ctx->SetResult(options_.mode, 0, 0, absl::ZeroDuration());
+      internal::ClientContextAccess::SetResult(*call->ctx, options_.mode, 0, 0,
+                                                absl::ZeroDuration());
     }
     // Async: counted with its callback (RunCallbacks).
     if (call->sync) CountSyncFinish(*call);
@@ -772,51 +774,6 @@ class ChannelImpl final : public Channel {
 };
 
 }  // namespace
-
-void ClientContext::TryCancel() {
-  if (cancelled_.exchange(true, std::memory_order_seq_cst)) return;
-  // A call in flight: its channel's connections look for cancelled calls
-  // in their next round. (One that starts after this finds cancelled_ set
-  // in BindCancel.)
-  std::atomic<uint64_t>* cancels = cancels_.load(std::memory_order_seq_cst);
-  if (cancels != nullptr) cancels->fetch_add(1, std::memory_order_acq_rel);
-}
-
-void ChannelStats::AddCounters(const ChannelStats& o) {
-  calls += o.calls;
-  calls_remote_fetch += o.calls_remote_fetch;
-  calls_server_reply += o.calls_server_reply;
-  calls_failed += o.calls_failed;
-  rdma_writes += o.rdma_writes;
-  rdma_reads += o.rdma_reads;
-  fetches += o.fetches;
-  switches_to_server_reply += o.switches_to_server_reply;
-  switches_to_remote_fetch += o.switches_to_remote_fetch;
-  for (int i = 0; i < 16; ++i) fetch_histogram[i] += o.fetch_histogram[i];
-  fetched_call_fetches += o.fetched_call_fetches;
-  server_time_ns += o.server_time_ns;
-  batches += o.batches;
-  batches_plain += o.batches_plain;
-  batched_calls += o.batched_calls;
-  flushes_full += o.flushes_full;
-  flushes_bytes += o.flushes_bytes;
-  flushes_timeout += o.flushes_timeout;
-  flushes_idle += o.flushes_idle;
-  groups_sent_ahead += o.groups_sent_ahead;
-  outstanding_peak = std::max(outstanding_peak, o.outstanding_peak);
-  result_parts += o.result_parts;
-  publishes_delayed += o.publishes_delayed;
-  calls_queued += o.calls_queued;
-  send_queue_waits += o.send_queue_waits;
-  sizer_adjustments += o.sizer_adjustments;
-  rings += o.rings;
-  rerings += o.rerings;
-  notifies += o.notifies;
-  hot_posts += o.hot_posts;
-  calls_cancelled += o.calls_cancelled;
-  cancel_writes += o.cancel_writes;
-  work.Add(o.work);
-}
 
 absl::StatusOr<std::unique_ptr<Channel>> Channel::Create(
     const std::string& address, const ChannelOptions& options) {

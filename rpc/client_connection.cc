@@ -912,8 +912,9 @@ void ClientConnection::FinishCall(PendingCall* call, absl::Status status,
   call->finish_ns = now_ns_;
   if (call->ctx != nullptr) {
     UntrackContext(call);
-    call->ctx->SetResult(call->mode_used, call->fetches, call->reads,
-                         absl::Nanoseconds(call->server_time_ns));
+    ClientContextAccess::SetResult(*call->ctx, call->mode_used, call->fetches,
+                                   call->reads,
+                                   absl::Nanoseconds(call->server_time_ns));
   }
   if (call->sync) {
     call->finished.store(true, std::memory_order_release);

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "rpc/call_stats.h"
-#include "rpc/channel.h"
+#include "rpc/channel_stats.h"
 #include "rpc/server.h"
 
 namespace rfrpc {
