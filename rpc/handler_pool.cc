@@ -58,6 +58,12 @@ void HandlerPool::Loop() {
   }
 }
 
+std::vector<std::thread::id> HandlerPool::thread_ids() const {
+  std::vector<std::thread::id> ids;
+  for (const std::thread& t : threads_) ids.push_back(t.get_id());
+  return ids;
+}
+
 void HandlerPool::Stop() {
   std::deque<std::pair<MethodHandler*, ServerCall*>> left;
   {

@@ -54,6 +54,9 @@ class HandlerPool {
   // Calls queued, not yet taken by a thread.
   size_t queued() const;
 
+  // The pool's threads (fixed from construction to Stop).
+  std::vector<std::thread::id> thread_ids() const;
+
  private:
   void Loop();
 

@@ -56,7 +56,14 @@ class Server::Impl {
       : options_(std::move(options)),
         epoch_(absl::Uniform<uint64_t>(absl::BitGen(), 1,
                                        std::numeric_limits<uint64_t>::max())) {}
-  ~Impl() { Shutdown(); }
+  ~Impl() {
+    if (OnHandlerThread()) {
+      // Its threads would run on in freed memory.
+      LOG(FATAL) << "rfrpc::Server destroyed by one of its own handlers; "
+                    "a handler may call Shutdown, not destroy the server";
+    }
+    Shutdown();
+  }
 
   absl::Status RegisterService(Service* service) {
     MutexLock lock(&mu_);
@@ -140,7 +147,15 @@ class Server::Impl {
     }
     RFRPC_ASSIGN_OR_RETURN(listener_, provider_->Listen(options_.address));
     address_ = listener_->address();
-    for (auto& w : workers_) w->Start();
+    for (auto& w : workers_) {
+      w->Start();
+      handler_threads_.push_back(w->thread_id());
+    }
+    if (pool_ != nullptr) {
+      for (std::thread::id id : pool_->thread_ids()) {
+        handler_threads_.push_back(id);
+      }
+    }
     accept_thread_ = std::thread([this] { AcceptLoop(); });
     started_ = true;
     LOG(INFO) << "rfrpc server listening on " << address_ << " (provider "
@@ -153,7 +168,35 @@ class Server::Impl {
     return address_;
   }
 
+  // From a handler (an admin method, say), on a thread Shutdown must join:
+  // the same shutdown runs on a thread of its own instead, and this returns
+  // at once. From any other thread it also waits for that one.
   void Shutdown() {
+    if (OnHandlerThread()) {
+      MutexLock lock(&mu_);
+      if (started_ && !stopped_ && !shutdown_thread_.joinable()) {
+        shutdown_thread_ = std::thread([this] { ShutdownNow(); });
+      }
+      return;
+    }
+    ShutdownNow();
+    std::thread started_by_handler;
+    {
+      MutexLock lock(&mu_);
+      started_by_handler = std::move(shutdown_thread_);
+    }
+    if (started_by_handler.joinable()) started_by_handler.join();
+  }
+
+  // True on a worker or handler pool thread: where handlers run.
+  bool OnHandlerThread() const {
+    const std::thread::id me = std::this_thread::get_id();
+    MutexLock lock(&mu_);
+    return std::find(handler_threads_.begin(), handler_threads_.end(), me) !=
+           handler_threads_.end();
+  }
+
+  void ShutdownNow() {
     {
       MutexLock lock(&mu_);
       if (!started_ || stopped_) return;
@@ -389,6 +432,10 @@ class Server::Impl {
     to->cq_blocks += q.blocks;
   }
   std::thread accept_thread_;
+  // The workers' and the handler pool's threads, from Start on.
+  std::vector<std::thread::id> handler_threads_ ABSL_GUARDED_BY(mu_);
+  // Runs ShutdownNow when a handler called Shutdown.
+  std::thread shutdown_thread_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> stop_{false};
   uint64_t next_worker_ = 0;
 };

@@ -209,6 +209,8 @@ class ServerWorker {
   ~ServerWorker();
 
   void Start();
+  // The worker's thread, after Start.
+  std::thread::id thread_id() const { return thread_.get_id(); }
   // Stops the thread and fails (closes) every connection.
   void Stop();
 

@@ -1016,6 +1016,84 @@ TEST_F(RpcAsyncTest, ACallbackMayDestroyItsChannel) {
   ExpectAnswer(req, resp);
 }
 
+// Shuts its own server down from Fast (on the worker) or Slow (offloaded to
+// the handler pool), as an admin method would.
+class ShutdownService final : public Kinds::Service {
+ public:
+  Server* server = nullptr;
+  std::atomic<int> shutdowns{0};
+
+  absl::Status Fast(ServerContext*, const TestRequest* request,
+                    TestResponse* response) override {
+    return ShutDown(*request, response);
+  }
+  void Later(ServerContext*, const TestRequest*, TestResponse*,
+             ServerDone done) override {
+    done(absl::OkStatus());
+  }
+  absl::Status Slow(ServerContext*, const TestRequest* request,
+                    TestResponse* response) override {
+    return ShutDown(*request, response);
+  }
+
+ private:
+  absl::Status ShutDown(const TestRequest& request, TestResponse* response) {
+    response->set_id(request.id());
+    server->Shutdown();  // Returns at once: the shutdown goes on elsewhere.
+    shutdowns.fetch_add(1);
+    return absl::OkStatus();
+  }
+};
+
+// A handler shuts its server down, on a worker and on the handler pool: the
+// call finishes (with its result, or UNAVAILABLE once its connection
+// closed), the server stops accepting, and Shutdown and the destructor from
+// the test's thread wait for the rest. Before, Shutdown tried to join the
+// thread it ran on: std::system_error ('Resource deadlock avoided') left it
+// half done and reached the worker as a throwing handler (shutdowns stayed
+// 0).
+TEST(RpcServerShutdownTest, AHandlerMayShutItsServerDown) {
+  for (const bool offloaded : {false, true}) {
+    SCOPED_TRACE(offloaded ? "Slow (handler pool)" : "Fast (worker)");
+    ShutdownService service;
+    ServerOptions so;
+    so.provider = Provider();
+    so.address = ListenAddress();
+    so.workers = 2;
+    auto server = std::make_unique<Server>(so);
+    service.server = server.get();
+    ASSERT_TRUE(server->RegisterService(&service).ok());
+    ASSERT_TRUE(server->Start().ok());
+    const std::string address = server->address();
+
+    ChannelOptions co;
+    co.provider = Provider();
+    co.default_timeout = absl::Seconds(30);
+    absl::StatusOr<std::unique_ptr<Channel>> ch = Channel::Create(address, co);
+    ASSERT_TRUE(ch.ok()) << ch.status();
+    Kinds::Stub stub(ch->get());
+    TestRequest req = Request(9, kInline);
+    TestResponse resp;
+    const absl::Status s = offloaded ? stub.Slow(nullptr, req, &resp)
+                                     : stub.Fast(nullptr, req, &resp);
+    if (s.ok()) {
+      EXPECT_EQ(resp.id(), 9u);
+    } else {
+      EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+    }
+    EXPECT_EQ(service.shutdowns.load(), 1);
+    // The server stopped listening.
+    ASSERT_TRUE(Eventually([&] {
+      ChannelOptions quick = co;
+      quick.connect_timeout = absl::Milliseconds(500);
+      return !Channel::Create(address, quick).ok();
+    }));
+    server->Shutdown();  // Waits for the shutdown the handler started.
+    ch->reset();
+    server.reset();
+  }
+}
+
 }  // namespace
 }  // namespace testing
 }  // namespace rfrpc
