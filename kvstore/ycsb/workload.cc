@@ -4,10 +4,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <string>
 #include <thread>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "base/mutex.h"
 #include "glog/logging.h"
 
 namespace rfrpc {
@@ -19,13 +23,34 @@ int64_t NowNanos() {
       .count();
 }
 
+namespace {
+
+// Prints the first failure of each operation and return code to stderr:
+// the report's counts say how often ("[UPDATE], Return=BAD_REQUEST, 8"),
+// this says why. Once per process, whatever the threads.
+void NoteFirstFailure(absl::string_view op, absl::string_view return_name,
+                      const absl::Status& status) {
+  static Mutex mu;
+  static auto* seen = new absl::flat_hash_set<std::string>;
+  {
+    MutexLock lock(&mu);
+    if (!seen->insert(absl::StrCat(op, " ", return_name)).second) return;
+  }
+  std::fprintf(stderr, "ycsb: first %s that failed (%s): %s\n",
+               std::string(op).c_str(), std::string(return_name).c_str(),
+               status.ToString().c_str());
+}
+
+}  // namespace
+
 void RecordCall(Measurements* measurements, absl::string_view op,
                 const absl::Status& status, int64_t latency_ns) {
   if (status.ok()) {
     measurements->Record(op, latency_ns, op, YcsbReturnName(status));
   } else {
-    measurements->Record(absl::StrCat(op, "-FAILED"), latency_ns, op,
-                         YcsbReturnName(status));
+    const absl::string_view name = YcsbReturnName(status);
+    measurements->Record(absl::StrCat(op, "-FAILED"), latency_ns, op, name);
+    NoteFirstFailure(op, name, status);
   }
 }
 

@@ -172,6 +172,30 @@ TEST(CoreWorkloadTest, CorruptedRecordFailsVerification) {
   EXPECT_EQ(s["READ-FAILED"].latency_ns.count(), 1);
 }
 
+// The counts say how often an operation failed; stderr says why, once per
+// operation and return code: without NoteFirstFailure nothing is printed.
+TEST(RecordCallTest, TheFirstFailureOfEachKindIsPrintedOnce) {
+  // Operation names of this test only: the record is process-wide.
+  Measurements m;
+  ::testing::internal::CaptureStderr();
+  RecordCall(&m, "FIRST_A", absl::InvalidArgumentError("value too large"), 10);
+  RecordCall(&m, "FIRST_A", absl::InvalidArgumentError("value too large"), 10);
+  RecordCall(&m, "FIRST_A", absl::NotFoundError("no such key"), 10);
+  RecordCall(&m, "FIRST_B", absl::InvalidArgumentError("bad key"), 10);
+  RecordCall(&m, "FIRST_B", absl::OkStatus(), 10);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err,
+            "ycsb: first FIRST_A that failed (BAD_REQUEST): INVALID_ARGUMENT: "
+            "value too large\n"
+            "ycsb: first FIRST_A that failed (NOT_FOUND): NOT_FOUND: no such "
+            "key\n"
+            "ycsb: first FIRST_B that failed (BAD_REQUEST): INVALID_ARGUMENT: "
+            "bad key\n");
+  MeasurementSnapshot snap;
+  m.MergeTotalInto(&snap);
+  EXPECT_EQ(snap["FIRST_A"].returns["BAD_REQUEST"], 2);
+}
+
 }  // namespace
 }  // namespace ycsb
 }  // namespace rfrpc
