@@ -32,6 +32,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "benchmarks/bench_util.h"
+#include "benchmarks/harness.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "rpc/channel.h"
@@ -73,9 +74,7 @@ std::unique_ptr<Channel> Connect(const std::string& address, RpcMode mode,
   opts.mode = mode;
   opts.progress_thread = progress_thread;
   opts.default_timeout = absl::Seconds(30);
-  absl::StatusOr<std::unique_ptr<Channel>> ch = Channel::Create(address, opts);
-  CHECK(ch.ok()) << ch.status();
-  return std::move(*ch);
+  return bench::ValueOrExit(Channel::Create(address, opts), "channel");
 }
 
 enum class Call { kFast, kLaterInline, kLaterThread };
@@ -206,16 +205,8 @@ int Main() {
   so.pin_first_cpu = FLAGS_pin ? 0 : -1;
   so.blocking_threads = FLAGS_blocking_threads;
   KindsService service(/*finishers=*/1);
-  Server server(so);
-  CHECK(server.RegisterService(&service).ok());
-  absl::Status s = server.Start();
-  if (!s.ok()) {
-    std::fprintf(stderr, "async_bench: cannot start server: %s\n",
-                 s.ToString().c_str());
-    return 1;
-  }
-  absl::StatusOr<RpcMode> mode = ParseRpcMode(FLAGS_mode);
-  CHECK(mode.ok()) << mode.status();
+  std::unique_ptr<Server> server = bench::StartServer(so, {&service});
+  const RpcMode mode = bench::ValueOrExit(ParseRpcMode(FLAGS_mode), "--mode");
   if (FLAGS_pin) bench::PinSelf(1);
   std::printf("# async_bench provider=%s%s mode=%s workers=1 blocking_threads=%d "
               "slow=%d ms x %d in flight, payload %d B, %d rounds x %.1f s, "
@@ -227,7 +218,7 @@ int Main() {
               std::thread::hardware_concurrency(), bench::ProcessTicks().source());
   std::printf("%-8s %-16s %5s %10s %10s %12s %8s %7s\n", "part", "config",
               "round", "p50_us", "p99_us", "calls/s", "slow", "load1");
-  std::unique_ptr<Channel> ch = Connect(server.address(), *mode);
+  std::unique_ptr<Channel> ch = Connect(server->address(), mode);
   const std::vector<std::string> parts = bench::ParseList(FLAGS_parts);
   const bool offload =
       std::find(parts.begin(), parts.end(), "offload") != parts.end();
@@ -240,7 +231,7 @@ int Main() {
       PrintRow("offload", "alone", r, a);
       alone.push_back(a);
       {
-        SlowLoad load(server.address(), /*on_worker=*/false);
+        SlowLoad load(server->address(), /*on_worker=*/false);
         const uint64_t before = load.completed();
         Figures w = Measure(ch.get(), {Call::kFast}, load.channel())[0];
         w.slow_calls = load.completed() - before;
@@ -248,7 +239,7 @@ int Main() {
         with.push_back(w);
       }
       if (FLAGS_contrast && r == 0) {
-        SlowLoad load(server.address(), /*on_worker=*/true);
+        SlowLoad load(server->address(), /*on_worker=*/true);
         const uint64_t before = load.completed();
         Figures c = Measure(ch.get(), {Call::kFast}, load.channel())[0];
         c.slow_calls = load.completed() - before;
@@ -300,14 +291,14 @@ int Main() {
     }
     std::printf("\n");
   }
-  const ServerStats st = server.stats();
+  const ServerStats st = server->stats();
   std::printf("# server: calls %llu, async %llu, offloaded %llu, failed %llu\n",
               static_cast<unsigned long long>(st.calls),
               static_cast<unsigned long long>(st.calls_async),
               static_cast<unsigned long long>(st.calls_offloaded),
               static_cast<unsigned long long>(st.calls_failed));
   ch.reset();
-  server.Shutdown();
+  server->Shutdown();
   return 0;
 }
 
@@ -315,7 +306,6 @@ int Main() {
 }  // namespace rfrpc
 
 int main(int argc, char** argv) {
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
-  google::InitGoogleLogging(argv[0]);
+  rfrpc::bench::Init(&argc, &argv);
   return rfrpc::Main();
 }

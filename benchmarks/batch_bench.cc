@@ -68,9 +68,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "benchmarks/bench_util.h"
+#include "benchmarks/harness.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "rpc/channel.h"
@@ -290,18 +292,17 @@ Point Run(const std::string& address, const Config& cfg) {
       opts.latency_alpha = 0.05;
       // The paper's rule: windows of sizer_window calls, +1/-1, shrink at
       // once, no peak guard.
-      const absl::Status rule =
-          SetSizerRule(cfg.paper_rule ? "paper" : "proportional", &opts);
-      CHECK(rule.ok()) << rule;
+      bench::OkOrExit(
+          SetSizerRule(cfg.paper_rule ? "paper" : "proportional", &opts),
+          "sizer rule");
       if (!cfg.paper_rule) opts.sizer_peak_guard = FLAGS_sizer_peak_guard;
       if (FLAGS_sizer_window > 0) opts.sizer_window = FLAGS_sizer_window;
       if (FLAGS_sizer_min_window_ms >= 0) {
         opts.sizer_min_window = absl::Milliseconds(FLAGS_sizer_min_window_ms);
       }
     }
-    absl::StatusOr<std::unique_ptr<Channel>> ch = Channel::Create(address, opts);
-    CHECK(ch.ok()) << ch.status();
-    channels.push_back(std::move(*ch));
+    channels.push_back(
+        bench::ValueOrExit(Channel::Create(address, opts), "channel"));
     clients.push_back(std::make_unique<Client>(channels.back().get(), pool,
                                                cfg.batch == BatchMode::kAuto,
                                                &measure, &stop));
@@ -471,11 +472,11 @@ std::string SyncName(BatchMode b) {
 // `threads` threads on one channel, each calling Echo synchronously in a
 // closed loop; every reply is checked (id and payload).
 SyncPoint RunSync(const std::string& address, int threads, BatchMode batch) {
-  absl::StatusOr<RpcMode> mode = ParseRpcMode(FLAGS_sync_mode);
-  CHECK(mode.ok()) << mode.status();
+  const RpcMode mode =
+      bench::ValueOrExit(ParseRpcMode(FLAGS_sync_mode), "--sync_mode");
   ChannelOptions opts;  // Library defaults but for these.
   opts.provider = FLAGS_provider;
-  opts.mode = *mode;
+  opts.mode = mode;
   opts.batch = batch;
   opts.batch_size = FLAGS_sync_batch_size;
   opts.latency_limit = absl::Microseconds(FLAGS_sync_limit_us);
@@ -483,9 +484,9 @@ SyncPoint RunSync(const std::string& address, int threads, BatchMode batch) {
     opts.batch_idle_in_flight = FLAGS_sync_idle_in_flight;
   }
   opts.batch_sync_combine = FLAGS_sync_combine;
-  absl::StatusOr<std::unique_ptr<Channel>> made = Channel::Create(address, opts);
-  CHECK(made.ok()) << made.status();
-  Channel* ch = made->get();
+  std::unique_ptr<Channel> made =
+      bench::ValueOrExit(Channel::Create(address, opts), "channel");
+  Channel* ch = made.get();
   std::atomic<bool> measure{false}, stop{false};
   std::atomic<uint64_t> failed{0};
   std::vector<std::vector<double>> lat(threads);
@@ -524,7 +525,7 @@ SyncPoint RunSync(const std::string& address, int threads, BatchMode batch) {
   stop = true;
   for (auto& w : workers) w.join();
   const int final_batch_size = ch->batch_size();
-  made->reset();
+  made.reset();
 
   SyncPoint p;
   std::vector<double> all;
@@ -552,8 +553,13 @@ void SyncMode(const std::string& address) {
   std::vector<BatchMode> batches;
   for (const std::string& name : bench::ParseList(FLAGS_sync_points)) {
     absl::StatusOr<BatchMode> b = ParseBatchMode(name);
-    CHECK(b.ok() && *b != BatchMode::kAdaptive)
-        << "--sync_points: off, fixed or auto, not " << name;
+    if (b.ok() && *b == BatchMode::kAdaptive) {
+      b = absl::InvalidArgumentError("adaptive is not a sync point");
+    }
+    if (!b.ok()) {
+      bench::Exit(absl::StrCat("--sync_points: off, fixed or auto, not ", name),
+                  b.status());
+    }
     batches.push_back(*b);
   }
   std::printf(
@@ -675,18 +681,11 @@ int Main() {
   so.workers = FLAGS_workers;
   so.pin_first_cpu = FLAGS_pin ? 0 : -1;
   so.max_request_bytes = 1 << 20;
-  Server server(so);
   testing::TestService service;
-  CHECK(server.RegisterService(&service).ok());
-  absl::Status s = server.Start();
-  if (!s.ok()) {
-    std::fprintf(stderr, "batch_bench: cannot start server: %s\n",
-                 s.ToString().c_str());
-    return 1;
-  }
-  if (!FLAGS_sync_threads.empty()) SyncMode(server.address());
+  std::unique_ptr<Server> server = bench::StartServer(so, {&service});
+  if (!FLAGS_sync_threads.empty()) SyncMode(server->address());
   if (!FLAGS_sweep) {
-    server.Shutdown();
+    server->Shutdown();
     return 0;
   }
   const ChannelOptions defaults;
@@ -720,31 +719,34 @@ int Main() {
   std::map<std::string, std::map<int, Point>> fixed;       // mode -> N ->
   std::map<std::pair<std::string, int>, Point> autos;      // rule, l_limit ->
   for (const std::string& m : bench::ParseList(FLAGS_modes)) {
-    absl::StatusOr<RpcMode> mode = ParseRpcMode(m);
-    CHECK(mode.ok()) << mode.status();
+    const RpcMode mode =
+        bench::ValueOrExit(ParseRpcMode(m), "--modes");
     if (FLAGS_baseline) {
       Config c;
-      c.mode = *mode;
-      Point p = RunBest(server.address(), c);
+      c.mode = mode;
+      Point p = RunBest(server->address(), c);
       Print(c, p);
       off[m] = p;
     }
     for (int n : bench::ParseInts(FLAGS_batch_sizes)) {
       Config c;
-      c.mode = *mode;
+      c.mode = mode;
       c.batch = BatchMode::kFixed;
       c.batch_size = std::min(n, FLAGS_max_batch);
-      Point p = RunBest(server.address(), c);
+      Point p = RunBest(server->address(), c);
       Print(c, p);
       fixed[m][c.batch_size] = p;
     }
   }
   for (const std::string& rule : bench::ParseList(FLAGS_auto_rules)) {
-    CHECK(rule == "refined" || rule == "paper")
-        << "--auto_rules: unknown rule " << rule;
+    if (rule != "refined" && rule != "paper") {
+      bench::Exit("--auto_rules",
+                  absl::InvalidArgumentError(absl::StrCat(
+                      "unknown rule ", rule, " (refined or paper)")));
+    }
     for (int l : bench::ParseInts(FLAGS_auto_limits_us)) {
       const Config c = AutoConfig(rule, l);
-      Point p = RunBest(server.address(), c);
+      Point p = RunBest(server->address(), c);
       Print(c, p);
       autos[{rule, l}] = p;
     }
@@ -753,7 +755,7 @@ int Main() {
     Config c;
     c.batch = BatchMode::kAdaptive;
     c.batch_size = FLAGS_adaptive_size;
-    Print(c, RunBest(server.address(), c));
+    Print(c, RunBest(server->address(), c));
   }
   // The fixed rf N with the most ops/s among those whose sweep p95 met
   // `limit_us` (0 if none).
@@ -787,11 +789,11 @@ int Main() {
       // fall on the same side.
       Point pa, pf;
       if (r % 2 == 0) {
-        pa = Run(server.address(), ca);
-        pf = Run(server.address(), cf);
+        pa = Run(server->address(), ca);
+        pf = Run(server->address(), cf);
       } else {
-        pf = Run(server.address(), cf);
-        pa = Run(server.address(), ca);
+        pf = Run(server->address(), cf);
+        pa = Run(server->address(), ca);
       }
       a_ops.push_back(pa.ops);
       a_p95.push_back(pa.p95);
@@ -819,7 +821,7 @@ int Main() {
                               best_n, bench::Median(f_p95))
             : "");
   }
-  server.Shutdown();
+  server->Shutdown();
 
   // Headline checks, reported (prefixed "#" so CSV readers skip them).
   std::printf("# --- checks (reported, not asserted) ---\n");
@@ -867,7 +869,6 @@ int Main() {
 }  // namespace rfrpc
 
 int main(int argc, char** argv) {
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
-  google::InitGoogleLogging(argv[0]);
+  rfrpc::bench::Init(&argc, &argv);
   return rfrpc::Main();
 }

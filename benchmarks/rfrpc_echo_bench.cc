@@ -20,6 +20,7 @@
 
 #include "absl/time/clock.h"
 #include "benchmarks/bench_util.h"
+#include "benchmarks/harness.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "proto/echo.rfrpc.h"
@@ -58,25 +59,14 @@ class EchoImpl final : public echo::Echo::Service {
 };
 
 int Main() {
-  absl::StatusOr<RpcMode> mode = ParseRpcMode(FLAGS_mode);
-  if (!mode.ok()) {
-    std::fprintf(stderr, "rfrpc_echo_bench: %s\n", mode.status().ToString().c_str());
-    return 2;
-  }
+  const RpcMode mode = bench::ValueOrExit(ParseRpcMode(FLAGS_mode), "--mode");
   ServerOptions so;
   so.provider = FLAGS_provider;
   so.address = FLAGS_address;
   so.workers = FLAGS_workers;
   so.pin_first_cpu = FLAGS_pin ? 0 : -1;
-  Server server(so);
   EchoImpl impl;
-  CHECK(server.RegisterService(&impl).ok());
-  absl::Status s = server.Start();
-  if (!s.ok()) {
-    std::fprintf(stderr, "rfrpc_echo_bench: cannot start server: %s\n",
-                 s.ToString().c_str());
-    return 1;
-  }
+  std::unique_ptr<Server> server = bench::StartServer(so, {&impl});
   if (FLAGS_csv && FLAGS_header) {
     std::printf("system,transport,threads,size,ops_per_s,avg_us,p50_us,p99_us,"
                 "calls,failed,loadavg\n");
@@ -100,13 +90,13 @@ int Main() {
           if (FLAGS_pin) bench::PinSelf(FLAGS_workers + t);
           ChannelOptions opts;
           opts.provider = FLAGS_provider;
-          opts.mode = *mode;
+          opts.mode = mode;
           opts.connections = 1;
           opts.max_request_bytes = std::max(4096, size + 64);
           opts.max_response_bytes = std::max(64 * 1024, size + 64);
-          auto ch = Channel::Create(server.address(), opts);
-          CHECK(ch.ok()) << ch.status();
-          echo::Echo::Stub stub(ch->get());
+          const std::unique_ptr<Channel> ch = bench::ValueOrExit(
+              Channel::Create(server->address(), opts), "channel");
+          echo::Echo::Stub stub(ch.get());
           echo::EchoRequest req;
           req.set_payload(std::string(size, 'p'));
           echo::EchoResponse resp;
@@ -141,7 +131,7 @@ int Main() {
     }
     best.Print("rfrpc", FLAGS_provider, FLAGS_threads, size, FLAGS_csv);
   }
-  server.Shutdown();
+  server->Shutdown();
   return 0;
 }
 
@@ -149,7 +139,6 @@ int Main() {
 }  // namespace rfrpc
 
 int main(int argc, char** argv) {
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
-  google::InitGoogleLogging(argv[0]);
+  rfrpc::bench::Init(&argc, &argv);
   return rfrpc::Main();
 }

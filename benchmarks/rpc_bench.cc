@@ -52,6 +52,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "benchmarks/bench_util.h"
+#include "benchmarks/harness.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "rpc/channel.h"
@@ -112,7 +113,10 @@ std::vector<int> ParseInts(const std::string& s) {
   std::vector<int> out;
   for (absl::string_view p : absl::StrSplit(s, ',', absl::SkipEmpty())) {
     int v;
-    CHECK(absl::SimpleAtoi(p, &v)) << "not a number: " << p;
+    if (!absl::SimpleAtoi(p, &v)) {
+      bench::Exit("a list of numbers",
+                  absl::InvalidArgumentError(absl::StrCat("not a number: ", p)));
+    }
     out.push_back(v);
   }
   return out;
@@ -164,8 +168,8 @@ Point Run(const std::string& address, RpcMode mode, int size, int server_us,
       opts.method_stats = method_stats;
       opts.max_request_bytes = std::max(4096, size + 64);
       opts.max_response_bytes = std::max(64 * 1024, size + 64);
-      absl::StatusOr<std::unique_ptr<Channel>> ch = Channel::Create(address, opts);
-      CHECK(ch.ok()) << ch.status();
+      const std::unique_ptr<Channel> ch =
+          bench::ValueOrExit(Channel::Create(address, opts), "channel");
       testing::TestRequest req;
       req.set_payload(std::string(size, 'p'));
       req.set_delay_ns(static_cast<uint32_t>(server_us * 1000));
@@ -177,11 +181,11 @@ Point Run(const std::string& address, RpcMode mode, int size, int server_us,
       while (!stop.load(std::memory_order_relaxed)) {
         if (!measuring && measure.load(std::memory_order_relaxed)) {
           measuring = true;
-          before[t] = (*ch)->stats();
+          before[t] = ch->stats();
         }
         req.set_id(++id);
         const uint64_t t0 = bench::ProcessTicks().Now();
-        absl::Status s = testing::CallEcho(ch->get(), nullptr, req, &resp);
+        absl::Status s = testing::CallEcho(ch.get(), nullptr, req, &resp);
         const uint64_t t1 = bench::ProcessTicks().Now();
         if (!s.ok() || resp.id() != id) {
           failed++;
@@ -191,7 +195,7 @@ Point Run(const std::string& address, RpcMode mode, int size, int server_us,
           lat[t].push_back(bench::ProcessTicks().NsBetween(t0, t1) / 1000.0);
         }
       }
-      after[t] = (*ch)->stats();
+      after[t] = ch->stats();
     });
   }
   while (ready.load() < FLAGS_threads) absl::SleepFor(absl::Milliseconds(1));
@@ -283,9 +287,9 @@ size_t Scrape(int port) {
 class Scraper {
  public:
   explicit Scraper(metrics::RpcMetrics* m) {
-    auto e = metrics::MetricsEndpoint::Start("127.0.0.1", 0, m->collectable());
-    CHECK(e.ok()) << e.status();
-    endpoint_ = std::move(*e);
+    endpoint_ = bench::ValueOrExit(
+        metrics::MetricsEndpoint::Start("127.0.0.1", 0, m->collectable()),
+        "metrics endpoint");
     if (FLAGS_scrape_ms <= 0) return;  // Served, never scraped.
     thread_ = std::thread([this] {
       do {
@@ -324,21 +328,18 @@ Point RunFresh(metrics::RpcMetrics* m, bool on, RpcMode mode, int size,
   if (so.address.empty() && so.provider == "shm") {
     so.address = absl::StrCat("@rpc_bench-", getpid());
   }
-  Server server(so);
   testing::TestService service;
-  CHECK(server.RegisterService(&service).ok());
-  absl::Status s = server.Start();
-  CHECK(s.ok()) << s;
+  std::unique_ptr<Server> server = bench::StartServer(so, {&service});
   std::unique_ptr<Scraper> scraper;
   if (on) scraper = std::make_unique<Scraper>(m);
-  Point p = Run(server.address(), mode, size, server_us, on);
+  Point p = Run(server->address(), mode, size, server_us, on);
   if (scraper != nullptr) {
     *scrapes += scraper->scrapes();
     *scrape_us += scraper->scrape_us();
     *bytes = scraper->bytes();
   }
   scraper.reset();
-  server.Shutdown();
+  server->Shutdown();
   return p;
 }
 
@@ -354,8 +355,7 @@ int MainAb(metrics::RpcMetrics* m) {
               "provider", "mode", "size", "srv_us", "round", "off_p50", "off_p99",
               "off_kops", "on_p50", "on_p99", "on_kops", "p50_on%", "scrapes");
   for (const std::string& ms : std::vector<std::string>(absl::StrSplit(FLAGS_modes, ','))) {
-    absl::StatusOr<RpcMode> mode = ParseRpcMode(ms);
-    CHECK(mode.ok()) << mode.status();
+    const RpcMode mode = bench::ValueOrExit(ParseRpcMode(ms), "--modes");
     for (int us : ParseInts(FLAGS_server_time_us)) {
       for (int size : ParseInts(FLAGS_sizes)) {
         std::vector<double> p50[2], p99[2], ops[2], paired;
@@ -368,7 +368,7 @@ int MainAb(metrics::RpcMetrics* m) {
           Point both[2];
           for (int k = 0; k < 2; ++k) {
             const bool on = (r % 2 == 0) == (k == 1);
-            both[on] = RunFresh(m, on, *mode, size, us, &scrapes, &scrape_us, &bytes);
+            both[on] = RunFresh(m, on, mode, size, us, &scrapes, &scrape_us, &bytes);
             CHECK_EQ(both[on].failed, 0u) << "calls failed";
           }
           if (both[0].calls == 0 || both[1].calls == 0) {
@@ -429,23 +429,16 @@ int Main() {
   }
   std::unique_ptr<metrics::RpcMetrics> m;
   if (FLAGS_metrics != "off") {
-    auto created = metrics::RpcMetrics::Create(
-        std::make_shared<prometheus::Registry>());
-    CHECK(created.ok()) << created.status();
-    m = std::move(*created);
+    m = bench::ValueOrExit(
+        metrics::RpcMetrics::Create(std::make_shared<prometheus::Registry>()),
+        "metrics");
     m->NameMethod(MethodId(testing::kEchoMethod), testing::kEchoMethod);
   }
   if (FLAGS_metrics == "ab") return MainAb(m.get());
   const bool on = FLAGS_metrics == "on";
-  Server server(BenchServerOptions(on));
   testing::TestService service;
-  CHECK(server.RegisterService(&service).ok());
-  absl::Status s = server.Start();
-  if (!s.ok()) {
-    std::fprintf(stderr, "rpc_bench: cannot start server: %s\n",
-                 s.ToString().c_str());
-    return 1;
-  }
+  std::unique_ptr<Server> server =
+      bench::StartServer(BenchServerOptions(on), {&service});
   std::unique_ptr<Scraper> scraper;
   if (on) scraper = std::make_unique<Scraper>(m.get());
   std::printf("# rpc_bench provider=%s workers=%d client_threads=%d R=%d F=%d K=%d "
@@ -469,13 +462,12 @@ int Main() {
                 "rtt_ns", "dly_ns", "wqe/c", "db/c", "inl/c", "sig/c");
   }
   for (const std::string& m : std::vector<std::string>(absl::StrSplit(FLAGS_modes, ','))) {
-    absl::StatusOr<RpcMode> mode = ParseRpcMode(m);
-    CHECK(mode.ok()) << mode.status();
+    const RpcMode mode = bench::ValueOrExit(ParseRpcMode(m), "--modes");
     for (int us : ParseInts(FLAGS_server_time_us)) {
       for (int size : ParseInts(FLAGS_sizes)) {
-        Point p = Run(server.address(), *mode, size, us, on);
+        Point p = Run(server->address(), mode, size, us, on);
         for (int rep = 1; rep < FLAGS_repeats; ++rep) {
-          Point q = Run(server.address(), *mode, size, us, on);
+          Point q = Run(server->address(), mode, size, us, on);
           if (q.ops > p.ops) p = std::move(q);
         }
         if (!FLAGS_cdf_csv.empty()) {
@@ -518,7 +510,7 @@ int Main() {
                 scraper->bytes());
   }
   scraper.reset();
-  server.Shutdown();
+  server->Shutdown();
   return 0;
 }
 
@@ -526,8 +518,7 @@ int Main() {
 }  // namespace rfrpc
 
 int main(int argc, char** argv) {
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
-  google::InitGoogleLogging(argv[0]);
+  rfrpc::bench::Init(&argc, &argv);
   // --rfrpc_metrics_port / --rfrpc_metrics_file: watch a long run from
   // Prometheus, or keep its final counts (whatever --metrics says).
   absl::StatusOr<std::unique_ptr<rfrpc::tools::FlagMetrics>> flag_metrics =

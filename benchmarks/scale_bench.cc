@@ -56,6 +56,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "benchmarks/bench_util.h"
+#include "benchmarks/harness.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "proto/ping.rfrpc.h"
@@ -629,8 +630,7 @@ int ClientMain() {
 }  // namespace rfrpc
 
 int main(int argc, char** argv) {
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
-  google::InitGoogleLogging(argv[0]);
+  rfrpc::bench::Init(&argc, &argv);
   if (FLAGS_role == "server") return rfrpc::ServerMain();
   return rfrpc::ClientMain();
 }

@@ -39,6 +39,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "benchmarks/bench_util.h"
+#include "benchmarks/harness.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "transport/transport.h"
@@ -565,8 +566,7 @@ std::vector<uint32_t> ParseSizes() {
 }  // namespace rfrpc
 
 int main(int argc, char** argv) {
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
-  google::InitGoogleLogging(argv[0]);
+  rfrpc::bench::Init(&argc, &argv);
   using namespace rfrpc::transport;  // NOLINT: a benchmark's main.
   const std::vector<uint32_t> sizes = ParseSizes();
   Setup s;

@@ -22,6 +22,7 @@
 
 #include "absl/time/clock.h"
 #include "benchmarks/bench_util.h"
+#include "benchmarks/harness.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "rpc/channel.h"
@@ -69,8 +70,8 @@ Point Measure(const std::string& address, RpcMode mode, int r, uint32_t f,
   co.retries = r;
   co.fetch_size = f;
   co.on_result = std::move(observer);
-  absl::StatusOr<std::unique_ptr<Channel>> ch = Channel::Create(address, co);
-  CHECK(ch.ok()) << ch.status();
+  const std::unique_ptr<Channel> ch =
+      bench::ValueOrExit(Channel::Create(address, co), "channel");
   testing::TestRequest req;
   req.set_payload(std::string(FLAGS_value_bytes, 'v'));
   testing::TestResponse resp;
@@ -78,12 +79,10 @@ Point Measure(const std::string& address, RpcMode mode, int r, uint32_t f,
   const absl::Time warm = absl::Now() + absl::Seconds(FLAGS_warmup_seconds);
   while (absl::Now() < warm) {
     req.set_id(++id);
-    {
-    absl::Status s_ = testing::CallEcho(ch->get(), nullptr, req, &resp);
-    CHECK(s_.ok()) << s_;
+    const absl::Status s = testing::CallEcho(ch.get(), nullptr, req, &resp);
+    CHECK(s.ok()) << s;
   }
-  }
-  const ChannelStats before = (*ch)->stats();
+  const ChannelStats before = ch->stats();
   const absl::Time t0 = absl::Now();
   const absl::Time end = t0 + absl::Seconds(seconds);
   uint64_t calls = 0;
@@ -91,15 +90,13 @@ Point Measure(const std::string& address, RpcMode mode, int r, uint32_t f,
   while (now < end) {
     for (int i = 0; i < 16; ++i) {
       req.set_id(++id);
-      {
-    absl::Status s_ = testing::CallEcho(ch->get(), nullptr, req, &resp);
-    CHECK(s_.ok()) << s_;
-  }
+      const absl::Status s = testing::CallEcho(ch.get(), nullptr, req, &resp);
+      CHECK(s.ok()) << s;
       ++calls;
     }
     now = absl::Now();
   }
-  const ChannelStats after = (*ch)->stats();
+  const ChannelStats after = ch->stats();
   Point p;
   p.ops = calls / absl::ToDoubleSeconds(now - t0);
   const uint64_t c = after.calls - before.calls;
@@ -120,18 +117,9 @@ int Main() {
   so.provider = FLAGS_provider;
   so.address = FLAGS_address;
   so.workers = 1;
-  Server server(so);
   testing::TestService service;
-  {
-    absl::Status s_ = server.RegisterService(&service);
-    CHECK(s_.ok()) << s_;
-  }
-  {
-    absl::Status s_ = server.Start();
-    CHECK(s_.ok()) << s_;
-  }
-  absl::StatusOr<RpcMode> mode = ParseRpcMode(FLAGS_mode);
-  CHECK(mode.ok()) << mode.status();
+  std::unique_ptr<Server> server = bench::StartServer(so, {&service});
+  const RpcMode mode = bench::ValueOrExit(ParseRpcMode(FLAGS_mode), "--mode");
 
   absl::StatusOr<tuner::Profile> profile =
       absl::InternalError("no profile");
@@ -172,18 +160,15 @@ int Main() {
       time_ns += absl::ToInt64Nanoseconds(t);
       ++samples;
     };
-    absl::StatusOr<std::unique_ptr<Channel>> ch =
-        Channel::Create(server.address(), co);
-    CHECK(ch.ok()) << ch.status();
+    const std::unique_ptr<Channel> ch =
+        bench::ValueOrExit(Channel::Create(server->address(), co), "channel");
     testing::TestRequest req;
     req.set_payload(std::string(FLAGS_value_bytes, 'v'));
     testing::TestResponse resp;
     for (int i = 0; i < FLAGS_sample_calls; ++i) {
       req.set_id(static_cast<uint64_t>(i) * 7919 + 1);
-      {
-    absl::Status s_ = testing::CallEcho(ch->get(), nullptr, req, &resp);
-    CHECK(s_.ok()) << s_;
-  }
+      const absl::Status s = testing::CallEcho(ch.get(), nullptr, req, &resp);
+      CHECK(s.ok()) << s;
     }
   }
   const double p_ns = samples ? static_cast<double>(time_ns) / samples : 0;
@@ -192,15 +177,14 @@ int Main() {
     std::printf(" %u B x %llu", size, static_cast<unsigned long long>(count));
   }
   std::printf("; mean server time %.0f ns\n", p_ns);
-  absl::StatusOr<tuner::Selection> sel = tuner::Select(*profile, sizes, p_ns,
-                                                      FLAGS_tie_tolerance);
-  CHECK(sel.ok()) << sel.status();
+  const absl::StatusOr<tuner::Selection> sel = bench::ValueOrExit(
+      tuner::Select(*profile, sizes, p_ns, FLAGS_tie_tolerance), "tuner");
   std::printf("%s", tuner::FormatSelection(*sel, 5).c_str());
 
   // 3. The tuned point.
   Point tuned;
   for (int i = 0; i < FLAGS_repeats; ++i) {
-    Point p = Measure(server.address(), *mode, sel->retries, sel->fetch_size,
+    Point p = Measure(server->address(), mode, sel->retries, sel->fetch_size,
                       nullptr, FLAGS_seconds);
     if (p.ops > tuned.ops) tuned = p;
   }
@@ -212,7 +196,7 @@ int Main() {
   uint32_t best_f = 0;
   for (int r = 1; r <= profile->max_retries(); ++r) {
     for (uint32_t f = 32; f <= 8192; f *= 2) {
-      Point p = Measure(server.address(), *mode, r, f, nullptr, FLAGS_seconds);
+      Point p = Measure(server->address(), mode, r, f, nullptr, FLAGS_seconds);
       std::printf("%4d %6u %12.0f %10.4f %6.1f\n", r, f, p.ops,
                   p.reads_per_call, 100 * p.rf_share);
       std::fflush(stdout);
@@ -228,11 +212,11 @@ int Main() {
   // and compare medians.
   std::vector<double> tuned_ops, best_ops;
   for (int i = 0; i < FLAGS_final_rounds; ++i) {
-    tuned_ops.push_back(Measure(server.address(), *mode, sel->retries,
+    tuned_ops.push_back(Measure(server->address(), mode, sel->retries,
                                 sel->fetch_size, nullptr, FLAGS_seconds)
                             .ops);
     best_ops.push_back(
-        Measure(server.address(), *mode, best_r, best_f, nullptr, FLAGS_seconds)
+        Measure(server->address(), mode, best_r, best_f, nullptr, FLAGS_seconds)
             .ops);
   }
   std::printf(
@@ -253,7 +237,7 @@ int Main() {
               best_median > 0 ? 100 * tuned_median / best_median : 0.0,
               profile->provider().c_str(),
               profile->provider() == "shm" ? ", same-host" : "");
-  server.Shutdown();
+  server->Shutdown();
   return 0;
 }
 
@@ -261,7 +245,6 @@ int Main() {
 }  // namespace rfrpc
 
 int main(int argc, char** argv) {
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
-  google::InitGoogleLogging(argv[0]);
+  rfrpc::bench::Init(&argc, &argv);
   return rfrpc::Main();
 }

@@ -1,0 +1,61 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// What every benchmark binary does around its measurement: parse flags and
+// start logging, start a server with its services, and give up on bad
+// flags or a set-up that cannot work with one clear line, not a stack
+// trace (a bad flag is the user's mistake, not the benchmark's bug; CHECK
+// stays for what the benchmark itself asserts, such as a reply's content).
+//
+//   int main(int argc, char** argv) {
+//     rfrpc::bench::Init(&argc, &argv);
+//     std::unique_ptr<rfrpc::Server> server =
+//         rfrpc::bench::StartServer(options, {&service});
+//     auto channel = rfrpc::bench::ValueOrExit(
+//         rfrpc::Channel::Create(server->address(), channel_options),
+//         "channel");
+//     ...
+//   }
+
+#ifndef RFRPC_BENCHMARKS_HARNESS_H_
+#define RFRPC_BENCHMARKS_HARNESS_H_
+
+#include <initializer_list>
+#include <memory>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "rpc/server.h"
+#include "rpc/service.h"
+
+namespace rfrpc {
+namespace bench {
+
+// Parses the command line's flags (removing them) and starts glog; later
+// errors name the program as argv[0]'s last component.
+void Init(int* argc, char*** argv);
+
+// Prints "<program>: <what>: <status>" to stderr and exits with status 2,
+// without running destructors: safe from any thread.
+[[noreturn]] void Exit(absl::string_view what, const absl::Status& status);
+
+inline void OkOrExit(const absl::Status& status, absl::string_view what) {
+  if (!status.ok()) Exit(what, status);
+}
+
+template <typename T>
+T ValueOrExit(absl::StatusOr<T> value, absl::string_view what) {
+  if (!value.ok()) Exit(what, value.status());
+  return std::move(*value);
+}
+
+// A started server with `services` registered (they must outlive it), or
+// Exit.
+std::unique_ptr<Server> StartServer(const ServerOptions& options,
+                                    std::initializer_list<Service*> services);
+
+}  // namespace bench
+}  // namespace rfrpc
+
+#endif  // RFRPC_BENCHMARKS_HARNESS_H_
