@@ -25,10 +25,12 @@ and from /usr/include (the well-known types, e.g.
 _PLUGIN = "//codegen:protoc-gen-rfrpc"
 
 # What generated .rfrpc.{h,cc} files include besides protobuf: rpc/service.h
-# (servers) and rpc/channel.h (stubs). Binaries also link a transport
-# provider (//transport/shm, //transport/verbs).
+# (service bases) and rpc/channel.h (stubs). Not the server: a client links
+# none of it. A server binary depends on //rpc:server (or //rpc) itself;
+# every binary links a transport provider (//transport/shm,
+# //transport/verbs).
 _RFRPC_RUNTIME_DEPS = [
-    "//rpc",
+    "//rpc:channel",
     "//rpc:service",
     "//third_party:absl",
 ]

@@ -157,7 +157,8 @@ void RecycleAsyncCall(PendingCall* call) {
   recycled_calls.calls.push_back(call);
 }
 
-class ChannelImpl final : public Channel {
+class ChannelImpl final : public Channel,
+                          public internal::ChannelStatsSource {
  public:
   ChannelImpl(std::string address, ChannelOptions options)
       : busy_wait_(options.busy_wait),

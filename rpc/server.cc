@@ -50,7 +50,7 @@ uint64_t RaiseFdLimit() {
 
 }  // namespace
 
-class Server::Impl {
+class Server::Impl final : public internal::ServerStatsSource {
  public:
   explicit Impl(ServerOptions options)
       : options_(std::move(options)),
@@ -222,7 +222,7 @@ class Server::Impl {
     counters_.connection_slots.store(0);
   }
 
-  ServerStats stats() const {
+  ServerStats stats() const override {
     ServerStats s;
     s.connections_accepted = counters_.connections_accepted.load();
     s.connections_rejected = counters_.connections_rejected.load();
@@ -261,7 +261,7 @@ class Server::Impl {
     return s;
   }
 
-  std::vector<MethodStats> method_stats() const {
+  std::vector<MethodStats> method_stats() const override {
     // Built by Start under mu_ and never changed after.
     MutexLock lock(&mu_);
     std::vector<MethodStats> out;
@@ -445,7 +445,7 @@ Server::Server(ServerOptions options)
 Server::~Server() {
   impl_->Shutdown();
   // Its counts stay in its address's totals (rpc/stats.h).
-  internal::RetireServer(this);
+  internal::RetireServer(impl_.get());
 }
 absl::Status Server::RegisterService(Service* service) {
   return impl_->RegisterService(service);
@@ -453,7 +453,7 @@ absl::Status Server::RegisterService(Service* service) {
 absl::Status Server::Start() {
   RFRPC_RETURN_IF_ERROR(impl_->Start());
   // Not under the server's lock: snapshots take the registry's, then it.
-  internal::RegisterServer(this, impl_->address());
+  internal::RegisterServer(impl_.get(), impl_->address());
   return absl::OkStatus();
 }
 std::string Server::address() const { return impl_->address(); }

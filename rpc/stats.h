@@ -29,7 +29,7 @@
 
 #include "rpc/call_stats.h"
 #include "rpc/channel_stats.h"
-#include "rpc/server.h"
+#include "rpc/server_stats.h"
 
 namespace rfrpc {
 

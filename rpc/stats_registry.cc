@@ -12,13 +12,14 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "rpc/channel.h"
 #include "base/mutex.h"
-#include "rpc/server.h"
 #include "rpc/stats.h"
 
 namespace rfrpc {
 namespace {
+
+using internal::ChannelStatsSource;
+using internal::ServerStatsSource;
 
 // Adds the counters of `from` to `*to`; leaves the gauges.
 void AddCounters(const ServerStats& from, ServerStats* to) {
@@ -64,13 +65,13 @@ const auto kByName = [](const MethodStats& m) -> const std::string& {
 const auto kById = [](const MethodStats& m) { return m.method_id; };
 
 struct ServerEntry {
-  std::vector<const Server*> live;
+  std::vector<const ServerStatsSource*> live;
   ServerStats retired;
   std::vector<MethodStats> retired_methods;
 };
 
 struct ChannelEntry {
-  std::vector<const Channel*> live;
+  std::vector<const ChannelStatsSource*> live;
   ChannelStats retired;
   std::vector<MethodStats> retired_methods;
 };
@@ -82,13 +83,13 @@ class Registry {
     return *r;
   }
 
-  void AddServer(const Server* s, std::string address) {
+  void AddServer(const ServerStatsSource* s, std::string address) {
     MutexLock lock(&mu_);
     server_address_[s] = address;
     servers_[address].live.push_back(s);
   }
 
-  void RetireServer(const Server* s) {
+  void RetireServer(const ServerStatsSource* s) {
     MutexLock lock(&mu_);
     auto a = server_address_.find(s);
     if (a == server_address_.end()) return;
@@ -99,13 +100,13 @@ class Registry {
     server_address_.erase(a);
   }
 
-  void AddChannel(const Channel* c, std::string address) {
+  void AddChannel(const ChannelStatsSource* c, std::string address) {
     MutexLock lock(&mu_);
     channel_address_[c] = address;
     channels_[address].live.push_back(c);
   }
 
-  void RetireChannel(const Channel* c) {
+  void RetireChannel(const ChannelStatsSource* c) {
     MutexLock lock(&mu_);
     auto a = channel_address_.find(c);
     if (a == channel_address_.end()) return;
@@ -125,7 +126,7 @@ class Registry {
       snap.live = static_cast<int>(e.live.size());
       snap.stats = e.retired;
       snap.methods = e.retired_methods;
-      for (const Server* s : e.live) {
+      for (const ServerStatsSource* s : e.live) {
         const ServerStats st = s->stats();
         AddCounters(st, &snap.stats);
         snap.stats.connections += st.connections;
@@ -151,7 +152,7 @@ class Registry {
       snap.stats = e.retired;
       snap.methods = e.retired_methods;
       double batch_size = 0;
-      for (const Channel* c : e.live) {
+      for (const ChannelStatsSource* c : e.live) {
         const ChannelStats st = c->stats();
         AddCounters(st, &snap.stats);
         snap.stats.fetch_rtt_ns += st.fetch_rtt_ns / snap.live;
@@ -183,9 +184,9 @@ class Registry {
   // By address, so snapshots come out sorted.
   std::map<std::string, ServerEntry> servers_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, ChannelEntry> channels_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<const Server*, std::string> server_address_
+  absl::flat_hash_map<const ServerStatsSource*, std::string> server_address_
       ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<const Channel*, std::string> channel_address_
+  absl::flat_hash_map<const ChannelStatsSource*, std::string> channel_address_
       ABSL_GUARDED_BY(mu_);
 };
 
@@ -193,14 +194,14 @@ class Registry {
 
 namespace internal {
 
-void RegisterServer(const Server* server, std::string address) {
+void RegisterServer(const ServerStatsSource* server, std::string address) {
   Registry::Get().AddServer(server, std::move(address));
 }
-void RetireServer(const Server* server) { Registry::Get().RetireServer(server); }
-void RegisterChannel(const Channel* channel, std::string address) {
+void RetireServer(const ServerStatsSource* server) { Registry::Get().RetireServer(server); }
+void RegisterChannel(const ChannelStatsSource* channel, std::string address) {
   Registry::Get().AddChannel(channel, std::move(address));
 }
-void RetireChannel(const Channel* channel) {
+void RetireChannel(const ChannelStatsSource* channel) {
   Registry::Get().RetireChannel(channel);
 }
 

@@ -13,22 +13,44 @@
 #define RFRPC_RPC_STATS_REGISTRY_H_
 
 #include <string>
+#include <vector>
+
+#include "rpc/call_stats.h"
+#include "rpc/channel_stats.h"
+#include "rpc/options.h"
+#include "rpc/server_stats.h"
 
 namespace rfrpc {
-
-class Channel;
-class Server;
-
 namespace internal {
 
+// What the registry reads of a live server or channel. The server's and the
+// channel's implementations provide it (with the same methods their public
+// classes have), so this library depends on neither.
+class ServerStatsSource {
+ public:
+  virtual ~ServerStatsSource() = default;
+  virtual ServerStats stats() const = 0;
+  virtual std::vector<MethodStats> method_stats() const = 0;
+};
+
+class ChannelStatsSource {
+ public:
+  virtual ~ChannelStatsSource() = default;
+  virtual ChannelStats stats() const = 0;
+  virtual std::vector<MethodStats> method_stats() const = 0;
+  virtual int batch_size() const = 0;
+  virtual int connections() const = 0;
+  virtual RpcMode connection_mode(int i) const = 0;
+};
+
 // `server` (not owned) must stay valid until RetireServer(server).
-void RegisterServer(const Server* server, std::string address);
+void RegisterServer(const ServerStatsSource* server, std::string address);
 // Takes the server's final counts and forgets it; a no-op if not registered.
-void RetireServer(const Server* server);
+void RetireServer(const ServerStatsSource* server);
 
 // As above, for a channel to the server at `address`.
-void RegisterChannel(const Channel* channel, std::string address);
-void RetireChannel(const Channel* channel);
+void RegisterChannel(const ChannelStatsSource* channel, std::string address);
+void RetireChannel(const ChannelStatsSource* channel);
 
 }  // namespace internal
 }  // namespace rfrpc
