@@ -45,23 +45,6 @@ constexpr int64_t kReplyProbeNs = 1000 * 1000;
 // Abandoned slots (deadline passed) are fetched at most this often until the
 // late result shows up and the slot can be reused.
 constexpr int64_t kAbandonedFetchNs = 20 * 1000;
-// Adaptive first-fetch delay, multiplicative both ways, decided when the
-// result is found: a hit (first fetch) shrinks it by delay_shrink_; a near
-// miss (found by the retry right after the first fetch: a slightly longer
-// delay would have hit) grows it by 1/16, plus a small step so it can leave
-// 0. It settles where near misses are a fraction t of calls with
-// (1 - t) * shrink = t / 16, i.e. shrink = (1/16) t / (1 - t) for
-// ChannelOptions::fetch_delay_miss_target t; the default t = 1/129 gives
-// 1/2048 (RDMA ops per call ~2.008). A far miss (found only after several
-// fetches) is mostly a descheduled server or client, which no delay under
-// the cap would have caught; it grows the delay by 1/256 only, so (at the
-// default t) such outliers move it only when they are more than ~11% of
-// calls (a server that really got slower), instead of driving it to its cap
-// on a busy host and with it the latency of every call. Being
-// multiplicative it recovers from a burst in a few thousand calls at any
-// scale.
-constexpr double kDelayGrowFar = 1.0 / 256;
-constexpr double kDelayStepNs = 10.0;
 // Longest pause between fetches of a call that already needed more than R.
 constexpr double kMaxFetchBackoffNs = 20 * 1000.0;
 // The same for a call that woke a parked worker (its doorbell carried a
@@ -144,7 +127,7 @@ absl::Duration ClientConnection::fetch_rtt() const {
 
 absl::Duration ClientConnection::fetch_delay() const {
   MutexLock lock(&mu_);
-  return absl::Nanoseconds(fetch_delay_ns_);
+  return absl::Nanoseconds(fetch_delay_.ns());
 }
 
 int ClientConnection::busy_slots() const {
@@ -442,7 +425,7 @@ absl::Status ClientConnection::StartLocked(
   } else {
     slot.phase = Phase::kFetchHeader;
     slot.next_fetch_ns =
-        now + (adaptive_fetch_delay_ ? static_cast<int64_t>(fetch_delay_ns_) : 0);
+        now + (adaptive_fetch_delay_ ? static_cast<int64_t>(fetch_delay_.ns()) : 0);
   }
   TrackContext(call);
   UpdateNeedsDriver();
@@ -784,7 +767,7 @@ void ClientConnection::PublishLocked(uint32_t s, int64_t now) {
   slot.results_done = 0;
   if (slot.phase == Phase::kFetchHeader) {
     slot.next_fetch_ns =
-        now + (adaptive_fetch_delay_ ? static_cast<int64_t>(fetch_delay_ns_) : 0);
+        now + (adaptive_fetch_delay_ ? static_cast<int64_t>(fetch_delay_.ns()) : 0);
   }
   (void)ok;  // A failed post failed the connection; Progress fails the calls.
 }
@@ -1015,7 +998,7 @@ void ClientConnection::Complete(uint32_t s, const char* payload,
     // Results showed up about one fetch before the replies did: start the
     // first-fetch delay there rather than where remote fetching left it.
     if (adaptive_fetch_delay_) {
-      fetch_delay_ns_ = std::clamp(reply_ns_ - rtt_ns_, 0.0, FetchDelayCapNs());
+      fetch_delay_.Restart(reply_ns_ - rtt_ns_, FetchDelayCapNs());
     }
     SetModeBit(slot.bucket, false);
     const int64_t now = NowNs();
@@ -1195,14 +1178,12 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
   }
   if (st == wire::FetchState::kReady) {
     if (!probe && !abandoned && slot.fetches == 0 && slot.part_offset == 0) {
-      fetch_delay_ns_ *= 1.0 - delay_shrink_;
+      fetch_delay_.OnHit(delay_shrink_);
     } else if (!probe && !abandoned && slot.part_offset == 0 &&
                mode_option_ != RpcMode::kServerReply) {
       // The first fetch missed: grow the delay, up to its cap
-      // (ChannelOptions); less for a far miss (see kDelayGrowFar).
-      const double grow = slot.fetches == 1 ? kDelayGrow : kDelayGrowFar;
-      fetch_delay_ns_ = std::min(
-          fetch_delay_ns_ * (1.0 + grow) + kDelayStepNs, FetchDelayCapNs());
+      // (ChannelOptions); less for a far miss (rpc/fetch_delay.h).
+      fetch_delay_.OnMiss(slot.fetches + 1, FetchDelayCapNs());
     }
     ++slot.fetches;
     if (view.flags & wire::kResponseFlagPushed) {

@@ -36,6 +36,7 @@
 #include "rpc/channel_stats.h"
 #include "rpc/client_context.h"
 #include "rpc/client_context_internal.h"
+#include "rpc/fetch_delay.h"
 #include "rpc/hybrid_policy.h"
 #include "rpc/options.h"
 #include "rpc/slot_codec.h"
@@ -281,10 +282,6 @@ class ClientConnection {
     uint32_t live_calls = 0;          // Calls not yet finished.
   };
 
-  // A near miss grows the adaptive first-fetch delay by this fraction (see
-  // client_connection.cc).
-  static constexpr double kDelayGrow = 1.0 / 16;
-
   ClientConnection(ChannelOptions options, ChannelCounters* counters);
 
   // Starts `call`: into the open batch when batching (unless it goes
@@ -448,7 +445,7 @@ class ClientConnection {
   bool batching() const { return batch_mode_ != BatchMode::kOff; }
 
   const ChannelOptions options_;
-  const double delay_shrink_;
+  const double delay_shrink_;  // FetchDelay::ShrinkFor(fetch_delay_miss_target).
   int worker_ = 0;
   int server_workers_ = 1;
   uint32_t large_result_bytes_ = 0;
@@ -488,7 +485,7 @@ class ClientConnection {
   int64_t now_ns_ ABSL_GUARDED_BY(mu_) = 0;       // Progress's last clock read.
   uint64_t rounds_ ABSL_GUARDED_BY(mu_) = 0;
   double rtt_ns_ ABSL_GUARDED_BY(mu_) = 0;         // EWMA of READ round trips.
-  double fetch_delay_ns_ ABSL_GUARDED_BY(mu_) = 0;  // Adaptive first-fetch delay.
+  FetchDelay fetch_delay_ ABSL_GUARDED_BY(mu_);  // Adaptive first-fetch delay.
   int retries_ ABSL_GUARDED_BY(mu_) = 5;          // R.
   uint32_t fetch_size_ ABSL_GUARDED_BY(mu_) = 256; // F.
   uint32_t ring_count_ ABSL_GUARDED_BY(mu_) = 0;

@@ -61,8 +61,7 @@ std::shared_ptr<std::atomic<int64_t>> WorkerPostClock(
 ClientConnection::ClientConnection(ChannelOptions options,
                                    ChannelCounters* counters)
     : options_(std::move(options)),
-      delay_shrink_(kDelayGrow * options_.fetch_delay_miss_target /
-                    (1.0 - options_.fetch_delay_miss_target)),
+      delay_shrink_(FetchDelay::ShrinkFor(options_.fetch_delay_miss_target)),
       adaptive_fetch_delay_(options_.adaptive_fetch_delay),
       post_lists_(options_.post_lists),
       busy_wait_(options_.busy_wait),
