@@ -197,6 +197,13 @@ double MedianOf(const std::vector<Figures>& v, double Figures::*field) {
 }
 
 int Main() {
+  bench::FlagCheck()
+      .AtLeast("--rounds", FLAGS_rounds, 1)
+      .Positive("--seconds", FLAGS_seconds)
+      .InRange("--size", FLAGS_size, 0, 1 << 20)
+      .AtLeast("--slow_ms", FLAGS_slow_ms, 0)
+      .AtLeast("--blocking_threads", FLAGS_blocking_threads, 1)
+      .OrExit();
   FLAGS_slow_in_flight = std::clamp(FLAGS_slow_in_flight, 1, 64);
   ServerOptions so;
   so.provider = FLAGS_provider;

@@ -675,6 +675,29 @@ void SyncMode(const std::string& address) {
 }
 
 int Main() {
+  bench::FlagCheck()
+      .AtLeast("--threads", FLAGS_threads, 1)
+      .AtLeast("--workers", FLAGS_workers, 1)
+      .InRange("--size", FLAGS_size, 0, 1 << 20)
+      .AtLeast("--depth", FLAGS_depth, 1)
+      .AtLeast("--pipeline", FLAGS_pipeline, 1)
+      .InRange("--max_batch", FLAGS_max_batch, 1, 1024)
+      .AtLeast("--adaptive_size", FLAGS_adaptive_size, 1)
+      .AtLeast("--batch_timeout_us", FLAGS_batch_timeout_us, 0)
+      .AtLeast("--sizer_window", FLAGS_sizer_window, 0)
+      .Positive("--seconds", FLAGS_seconds)
+      .AtLeast("--warmup_seconds", FLAGS_warmup_seconds, 0)
+      .AtLeast("--repeats", FLAGS_repeats, 1)
+      .AtLeast("--final_rounds", FLAGS_final_rounds, 0)
+      .EachInRange("--batch_sizes", FLAGS_batch_sizes, 1, 1024)
+      .EachInRange("--auto_limits_us", FLAGS_auto_limits_us, 1, 100000000)
+      .EachInRange("--sync_threads", FLAGS_sync_threads, 1, 1024)
+      .AtLeast("--sync_rounds", FLAGS_sync_rounds, 1)
+      .Positive("--sync_seconds", FLAGS_sync_seconds)
+      .AtLeast("--sync_warmup_seconds", FLAGS_sync_warmup_seconds, 0)
+      .AtLeast("--sync_batch_size", FLAGS_sync_batch_size, 1)
+      .AtLeast("--sync_limit_us", FLAGS_sync_limit_us, 1)
+      .OrExit();
   ServerOptions so;
   so.provider = FLAGS_provider;
   so.address = FLAGS_address;

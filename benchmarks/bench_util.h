@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,8 +30,9 @@
 namespace rfrpc {
 namespace bench {
 
-// "8,32,256" -> {8, 32, 256}. Entries that are not numbers are skipped and
-// reported on stderr.
+// "8,32,256" -> {8, 32, 256}. An entry that is not a number ends the
+// program (status 2) with a message: a list flag is mistyped, and running
+// without the entry would measure something else than asked.
 inline std::vector<int> ParseInts(absl::string_view s) {
   std::vector<int> out;
   for (absl::string_view p : absl::StrSplit(s, ',', absl::SkipEmpty())) {
@@ -38,8 +40,11 @@ inline std::vector<int> ParseInts(absl::string_view s) {
     if (absl::SimpleAtoi(p, &v)) {
       out.push_back(v);
     } else {
-      std::fprintf(stderr, "bench: not a number: %.*s\n",
-                   static_cast<int>(p.size()), p.data());
+      std::fprintf(stderr, "not a number in a list flag: \"%.*s\" (in \"%.*s\")\n",
+                   static_cast<int>(p.size()), p.data(),
+                   static_cast<int>(s.size()), s.data());
+      std::fflush(stderr);
+      std::_Exit(2);
     }
   }
   return out;

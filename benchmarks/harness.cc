@@ -2,16 +2,27 @@
 
 #include "benchmarks/harness.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "benchmarks/bench_util.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 
 namespace rfrpc {
 namespace bench {
 namespace {
+
+// 16777216 rather than 1.67772e+07.
+std::string Num(double v) {
+  if (v == static_cast<double>(static_cast<int64_t>(v))) {
+    return absl::StrCat(static_cast<int64_t>(v));
+  }
+  return absl::StrCat(v);
+}
 
 std::string& ProgramName() {
   static auto* name = new std::string("benchmark");
@@ -37,6 +48,38 @@ void Exit(absl::string_view what, const absl::Status& status) {
   std::fflush(stderr);
   // No destructors: other threads may still be running.
   std::_Exit(2);
+}
+
+void FlagCheck::Fail(absl::string_view flag, double value,
+                     absl::string_view want) {
+  if (!status_.ok()) return;
+  status_ = absl::InvalidArgumentError(
+      absl::StrCat(flag, "=", Num(value), ": must be ", want));
+}
+
+FlagCheck& FlagCheck::AtLeast(absl::string_view flag, double value,
+                              double min) {
+  if (!(value >= min)) Fail(flag, value, absl::StrCat(">= ", Num(min)));
+  return *this;
+}
+
+FlagCheck& FlagCheck::Positive(absl::string_view flag, double value) {
+  if (!(value > 0)) Fail(flag, value, "> 0");
+  return *this;
+}
+
+FlagCheck& FlagCheck::InRange(absl::string_view flag, double value,
+                              double min, double max) {
+  if (!(value >= min && value <= max)) {
+    Fail(flag, value, absl::StrCat("in [", Num(min), ", ", Num(max), "]"));
+  }
+  return *this;
+}
+
+FlagCheck& FlagCheck::EachInRange(absl::string_view flag,
+                                  absl::string_view value, int min, int max) {
+  for (int v : ParseInts(value)) InRange(flag, v, min, max);
+  return *this;
 }
 
 std::unique_ptr<Server> StartServer(const ServerOptions& options,

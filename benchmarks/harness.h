@@ -50,6 +50,29 @@ T ValueOrExit(absl::StatusOr<T> value, absl::string_view what) {
   return std::move(*value);
 }
 
+// Flag checks, chained; the first that fails is kept, and OrExit ends the
+// run with it:
+//   bench::FlagCheck()
+//       .AtLeast("--threads", FLAGS_threads, 1)
+//       .Positive("--seconds", FLAGS_seconds)
+//       .EachInRange("--sizes", FLAGS_sizes, 0, 1 << 24)
+//       .OrExit();
+class FlagCheck {
+ public:
+  FlagCheck& AtLeast(absl::string_view flag, double value, double min);
+  FlagCheck& Positive(absl::string_view flag, double value);
+  FlagCheck& InRange(absl::string_view flag, double value, double min,
+                     double max);
+  // Every entry of the comma-separated list `value` (bench::ParseInts).
+  FlagCheck& EachInRange(absl::string_view flag, absl::string_view value,
+                         int min, int max);
+  void OrExit() const { OkOrExit(status_, "flags"); }
+
+ private:
+  void Fail(absl::string_view flag, double value, absl::string_view want);
+  absl::Status status_;
+};
+
 // A started server with `services` registered (they must outlive it), or
 // Exit.
 std::unique_ptr<Server> StartServer(const ServerOptions& options,

@@ -59,6 +59,14 @@ class EchoImpl final : public echo::Echo::Service {
 };
 
 int Main() {
+  bench::FlagCheck()
+      .AtLeast("--threads", FLAGS_threads, 1)
+      .AtLeast("--workers", FLAGS_workers, 1)
+      .Positive("--seconds", FLAGS_seconds)
+      .AtLeast("--warmup_seconds", FLAGS_warmup_seconds, 0)
+      .AtLeast("--repeats", FLAGS_repeats, 1)
+      .EachInRange("--sizes", FLAGS_sizes, 0, 1 << 24)
+      .OrExit();
   const RpcMode mode = bench::ValueOrExit(ParseRpcMode(FLAGS_mode), "--mode");
   ServerOptions so;
   so.provider = FLAGS_provider;

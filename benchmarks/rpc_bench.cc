@@ -423,6 +423,18 @@ int MainAb(metrics::RpcMetrics* m) {
 }
 
 int Main() {
+  bench::FlagCheck()
+      .AtLeast("--threads", FLAGS_threads, 1)
+      .AtLeast("--workers", FLAGS_workers, 1)
+      .AtLeast("--connections", FLAGS_connections, 0)
+      .Positive("--seconds", FLAGS_seconds)
+      .AtLeast("--warmup_seconds", FLAGS_warmup_seconds, 0)
+      .AtLeast("--repeats", FLAGS_repeats, 1)
+      .AtLeast("--ab_rounds", FLAGS_ab_rounds, 1)
+      .AtLeast("--scrape_ms", FLAGS_scrape_ms, 0)
+      .EachInRange("--sizes", FLAGS_sizes, 0, 1 << 24)
+      .EachInRange("--server_time_us", FLAGS_server_time_us, 0, 10000000)
+      .OrExit();
   if (FLAGS_metrics != "off" && FLAGS_metrics != "on" && FLAGS_metrics != "ab") {
     std::fprintf(stderr, "rpc_bench: --metrics must be off, on or ab\n");
     return 2;

@@ -386,7 +386,45 @@ struct Point {
   LoadResult one, rr, shared;
 };
 
+// Flags that cannot make a run, each with its reason; OK otherwise.
+absl::Status CheckFlags() {
+  for (int m : bench::ParseInts(FLAGS_ms)) {
+    if (m < 1 || m > 1000000) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--ms: ", m, " connections is outside [1, 1000000]"));
+    }
+  }
+  if (bench::ParseInts(FLAGS_ms).empty()) {
+    return absl::InvalidArgumentError("--ms: no connection count");
+  }
+  for (const std::string& phase : bench::ParseList(FLAGS_phases)) {
+    if (phase != "one" && phase != "rr" && phase != "shared") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--phases: unknown phase \"", phase, "\" (one, rr, shared)"));
+    }
+  }
+  if (FLAGS_threads < 1) {
+    return absl::InvalidArgumentError("--threads must be >= 1");
+  }
+  if (!(FLAGS_seconds > 0) || !(FLAGS_idle_seconds > 0)) {
+    return absl::InvalidArgumentError(
+        "--seconds and --idle_seconds must be > 0");
+  }
+  if (FLAGS_cycles < 0 || FLAGS_kills < 0 || FLAGS_slots < 0 ||
+      FLAGS_max_connections < 0 || FLAGS_rt_priority < 0) {
+    return absl::InvalidArgumentError(
+        "--cycles, --kills, --slots, --max_connections and --rt_priority "
+        "must be >= 0 (0: none, or the library default)");
+  }
+  if (FLAGS_hot_window_us < -1) {
+    return absl::InvalidArgumentError(
+        "--hot_window_us must be >= 0 (-1: the library default)");
+  }
+  return absl::OkStatus();
+}
+
 int ClientMain() {
+  bench::OkOrExit(CheckFlags(), "flags");
   const long fd_limit = RaiseFdLimit();
   if (FLAGS_rt_priority > 0) {
     // Inherited by the threads started later and by the server child.

@@ -81,6 +81,13 @@ run rfrpc_echo_bench "$TMP/echo.csv" "$R/rfrpc_echo_bench" --sizes=8,1024 \
 run tuner_bench "$TMP/tuner.txt" "$R/tuner_bench" --seconds=0.05 \
   --warmup_seconds=0.01 --sample_calls=100 --repeats=1
 
+run async_bench "$TMP/async.txt" "$R/async_bench" --rounds=1 --seconds=0.05 \
+  --slow_ms=1 --pin=false
+
+run scale_bench "$TMP/scale.csv" "$R/scale_bench" --ms=1,8 --seconds=0.05 \
+  --idle_seconds=0.05 --floor=false --pin=false --csv &&
+  check_csv scale_bench "$TMP/scale.csv"
+
 # gRPC: a server on a Unix socket, one client point.
 "$R/grpc_echo" --role=server --listen="unix:$TMP/grpc.sock" --max_seconds=100 \
   > "$TMP/grpc_server.out" 2>&1 &
@@ -97,6 +104,29 @@ fi
 kill "$SERVER_PID" 2>/dev/null
 if wait "$SERVER_PID"; then ok "grpc_echo server stops on SIGTERM"; else bad "grpc_echo server stop" "exit $?"; fi
 SERVER_PID=
+
+# A bad flag: exit status 2 and one line naming it, no CHECK failure.
+bad_flag() {
+  local name=$1 flag=$2 err status
+  err=$(timeout 60 "$R/$name" "$flag" 2>&1 >/dev/null)
+  status=$?
+  if [ "$status" = 2 ] && grep -q -- "${flag%%=*}" <<<"$err" &&
+     ! grep -q 'Check failure' <<<"$err"; then
+    ok "$name $flag is refused"
+  else
+    bad "$name $flag" "exit $status: $err"
+  fi
+}
+bad_flag rpc_bench --threads=0
+bad_flag rpc_bench --sizes=-5
+bad_flag batch_bench --depth=0
+bad_flag batch_bench --sizer_window=-1
+bad_flag async_bench --size=-1
+bad_flag rfrpc_echo_bench --seconds=0
+bad_flag tuner_bench --sample_calls=0
+bad_flag transport_bench --iters=0
+bad_flag scale_bench --ms=-5
+bad_flag scale_bench --phases=bogus
 
 echo "benchmark smoke: $pass passed, $fail failed"
 [ "$fail" = 0 ]

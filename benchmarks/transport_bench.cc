@@ -567,6 +567,11 @@ std::vector<uint32_t> ParseSizes() {
 
 int main(int argc, char** argv) {
   rfrpc::bench::Init(&argc, &argv);
+  rfrpc::bench::FlagCheck()
+      .AtLeast("--iters", FLAGS_iters, 1)
+      .AtLeast("--clients", FLAGS_clients, 1)
+      .EachInRange("--sizes", FLAGS_sizes, 1, 8192)
+      .OrExit();
   using namespace rfrpc::transport;  // NOLINT: a benchmark's main.
   const std::vector<uint32_t> sizes = ParseSizes();
   Setup s;

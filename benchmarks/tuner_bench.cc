@@ -113,6 +113,14 @@ Point Measure(const std::string& address, RpcMode mode, int r, uint32_t f,
 }
 
 int Main() {
+  bench::FlagCheck()
+      .InRange("--value_bytes", FLAGS_value_bytes, 0, 1 << 20)
+      .AtLeast("--sample_calls", FLAGS_sample_calls, 1)
+      .Positive("--seconds", FLAGS_seconds)
+      .AtLeast("--warmup_seconds", FLAGS_warmup_seconds, 0)
+      .AtLeast("--repeats", FLAGS_repeats, 1)
+      .AtLeast("--final_rounds", FLAGS_final_rounds, 1)
+      .OrExit();
   ServerOptions so;
   so.provider = FLAGS_provider;
   so.address = FLAGS_address;
