@@ -12,8 +12,10 @@
 // The flagfile sets --rfrpc_retries and --rfrpc_fetch_size for binaries that
 // define them (e.g. benchmarks/rpc_bench): `rpc_bench --flagfile=tuned.flags`.
 
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -62,6 +64,19 @@ int RunCalibrate() {
   if (FLAGS_out.empty()) {
     return Fail(absl::InvalidArgumentError("calibrate needs --out=FILE"));
   }
+  {
+    // Before a calibration of minutes, not after it: Save writes here
+    // first and then renames.
+    const std::string probe = FLAGS_out + ".tmp";
+    std::ofstream out(probe, std::ios::trunc);
+    if (!out) {
+      return Fail(absl::PermissionDeniedError(absl::StrCat(
+          "cannot write ", probe, ": ", std::strerror(errno),
+          " (--out must be in a writable directory)")));
+    }
+    out.close();
+    std::remove(probe.c_str());
+  }
   CalibratorOptions o;
   o.provider = FLAGS_provider;
   o.address = FLAGS_address;
@@ -87,6 +102,13 @@ int RunCalibrate() {
 int RunSelect() {
   if (FLAGS_profile.empty()) {
     return Fail(absl::InvalidArgumentError("select needs --profile=FILE"));
+  }
+  if (!(FLAGS_server_time_ns >= 0) || FLAGS_rows < 1 ||
+      !(FLAGS_tie_tolerance >= 0 && FLAGS_tie_tolerance < 1)) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+        "select needs --server_time_ns >= 0 (got ", FLAGS_server_time_ns,
+        "), --rows >= 1 (got ", FLAGS_rows, ") and --tie_tolerance in [0, 1) "
+        "(got ", FLAGS_tie_tolerance, ")")));
   }
   absl::StatusOr<Profile> p = Profile::Load(
       FLAGS_profile, FLAGS_check_provider ? FLAGS_provider : std::string());

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# rfrpc_tune's command line refuses what it cannot use before doing any
+# work: an --out it cannot write fails at once (not after a calibration of
+# minutes), and select's numeric flags are checked.
+#
+# Run: bazel test //tools:rfrpc_tune_cli_test
+set -uo pipefail
+T="${TEST_SRCDIR:-$PWD/..}/${TEST_WORKSPACE:-rfrpc}/tools/rfrpc_tune"
+pass=0
+fail=0
+# expect NAME STATUS PATTERN CMD...: CMD exits STATUS within 10 s and its
+# stderr matches PATTERN.
+expect() {
+  local name=$1 want=$2 pattern=$3 err status
+  shift 3
+  err=$(timeout 10 "$T" "$@" 2>&1 >/dev/null)
+  status=$?
+  if [ "$status" = "$want" ] && grep -q -- "$pattern" <<<"$err"; then
+    echo "PASS $name"
+    pass=$((pass + 1))
+  else
+    echo "FAIL $name: exit $status: $err"
+    fail=$((fail + 1))
+  fi
+}
+expect "calibrate refuses an unwritable --out at once" 1 \
+  "cannot write /nonexistent/dir/p.prof.tmp" \
+  calibrate --out=/nonexistent/dir/p.prof
+expect "calibrate needs --out" 1 "calibrate needs --out" calibrate
+expect "select checks --server_time_ns" 1 "server_time_ns >= 0 (got -5)" \
+  select --profile=unused --server_time_ns=-5 --sizes=32
+expect "select checks --rows" 1 "rows >= 1 (got 0)" \
+  select --profile=unused --rows=0 --sizes=32
+expect "select names a missing profile" 1 "cannot open profile /nonexistent" \
+  select --profile=/nonexistent --sizes=32
+expect "an unknown subcommand" 2 "unknown subcommand" bogus
+echo "rfrpc_tune cli: $pass passed, $fail failed"
+[ "$fail" = 0 ]
