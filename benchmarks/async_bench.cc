@@ -74,6 +74,8 @@ std::unique_ptr<Channel> Connect(const std::string& address, RpcMode mode,
   opts.mode = mode;
   opts.progress_thread = progress_thread;
   opts.default_timeout = absl::Seconds(30);
+  opts.max_request_bytes = std::max(4096, FLAGS_size + 64);
+  opts.max_response_bytes = std::max(64 * 1024, FLAGS_size + 64);
   return bench::ValueOrExit(Channel::Create(address, opts), "channel");
 }
 
@@ -200,7 +202,7 @@ int Main() {
   bench::FlagCheck()
       .AtLeast("--rounds", FLAGS_rounds, 1)
       .Positive("--seconds", FLAGS_seconds)
-      .InRange("--size", FLAGS_size, 0, 1 << 20)
+      .InRange("--size", FLAGS_size, 0, 60000)  // The server's 64 KiB.
       .AtLeast("--slow_ms", FLAGS_slow_ms, 0)
       .AtLeast("--blocking_threads", FLAGS_blocking_threads, 1)
       .OrExit();

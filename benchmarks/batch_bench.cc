@@ -678,7 +678,7 @@ int Main() {
   bench::FlagCheck()
       .AtLeast("--threads", FLAGS_threads, 1)
       .AtLeast("--workers", FLAGS_workers, 1)
-      .InRange("--size", FLAGS_size, 0, 1 << 20)
+      .InRange("--size", FLAGS_size, 0, 60000)  // The 64 KiB request slots.
       .AtLeast("--depth", FLAGS_depth, 1)
       .AtLeast("--pipeline", FLAGS_pipeline, 1)
       .InRange("--max_batch", FLAGS_max_batch, 1, 1024)
@@ -698,6 +698,27 @@ int Main() {
       .AtLeast("--sync_batch_size", FLAGS_sync_batch_size, 1)
       .AtLeast("--sync_limit_us", FLAGS_sync_limit_us, 1)
       .OrExit();
+  // Names, checked before any measuring (each is used only when its turn
+  // comes).
+  for (const std::string& m : bench::ParseList(FLAGS_modes)) {
+    bench::ValueOrExit(ParseRpcMode(m), "--modes");
+  }
+  bench::ValueOrExit(ParseRpcMode(FLAGS_sync_mode), "--sync_mode");
+  for (const std::string& rule : bench::ParseList(FLAGS_auto_rules)) {
+    if (rule != "refined" && rule != "paper") {
+      bench::Exit("--auto_rules",
+                  absl::InvalidArgumentError(absl::StrCat(
+                      "unknown rule ", rule, " (refined or paper)")));
+    }
+  }
+  for (const std::string& name : bench::ParseList(FLAGS_sync_points)) {
+    absl::StatusOr<BatchMode> b = ParseBatchMode(name);
+    if (!b.ok() || *b == BatchMode::kAdaptive) {
+      bench::Exit("--sync_points",
+                  absl::InvalidArgumentError(absl::StrCat(
+                      "off, fixed or auto, not ", name)));
+    }
+  }
   ServerOptions so;
   so.provider = FLAGS_provider;
   so.address = FLAGS_address;

@@ -65,7 +65,7 @@ int Main() {
       .Positive("--seconds", FLAGS_seconds)
       .AtLeast("--warmup_seconds", FLAGS_warmup_seconds, 0)
       .AtLeast("--repeats", FLAGS_repeats, 1)
-      .EachInRange("--sizes", FLAGS_sizes, 0, 1 << 24)
+      .EachInRange("--sizes", FLAGS_sizes, 0, 60000)  // The server's 64 KiB.
       .OrExit();
   const RpcMode mode = bench::ValueOrExit(ParseRpcMode(FLAGS_mode), "--mode");
   ServerOptions so;

@@ -40,7 +40,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
@@ -432,9 +434,22 @@ int Main() {
       .AtLeast("--repeats", FLAGS_repeats, 1)
       .AtLeast("--ab_rounds", FLAGS_ab_rounds, 1)
       .AtLeast("--scrape_ms", FLAGS_scrape_ms, 0)
-      .EachInRange("--sizes", FLAGS_sizes, 0, 1 << 24)
-      .EachInRange("--server_time_us", FLAGS_server_time_us, 0, 10000000)
+      .EachInRange("--sizes", FLAGS_sizes, 0, 1000000)  // The server's 1 MiB.
+      .EachInRange("--server_time_us", FLAGS_server_time_us, 0, 2000000)
       .OrExit();
+  for (const std::string& m : bench::ParseList(FLAGS_modes)) {
+    bench::ValueOrExit(ParseRpcMode(m), "--modes");
+  }
+  if (!FLAGS_cdf_csv.empty()) {
+    // Appended to after each point: find out now, not after the run.
+    FILE* f = std::fopen(FLAGS_cdf_csv.c_str(), "a");
+    if (f == nullptr) {
+      bench::Exit("--cdf_csv", absl::PermissionDeniedError(absl::StrCat(
+                                   "cannot open ", FLAGS_cdf_csv, ": ",
+                                   std::strerror(errno))));
+    }
+    std::fclose(f);
+  }
   if (FLAGS_metrics != "off" && FLAGS_metrics != "on" && FLAGS_metrics != "ab") {
     std::fprintf(stderr, "rpc_bench: --metrics must be off, on or ab\n");
     return 2;
@@ -484,7 +499,10 @@ int Main() {
         }
         if (!FLAGS_cdf_csv.empty()) {
           FILE* f = std::fopen(FLAGS_cdf_csv.c_str(), "a");
-          CHECK(f != nullptr) << "cannot open " << FLAGS_cdf_csv;
+          if (f == nullptr) {
+            bench::Exit("--cdf_csv", absl::PermissionDeniedError(absl::StrCat(
+                                         "cannot open ", FLAGS_cdf_csv)));
+          }
           bench::WriteCdf(f, m + "/" + std::to_string(size) + "/" + std::to_string(us),
                           p.sorted_us);
           std::fclose(f);

@@ -143,10 +143,10 @@ int ServerMain() {
   if (FLAGS_hot_window_us >= 0) {
     so.hot_window = absl::Microseconds(FLAGS_hot_window_us);
   }
+  PingImpl impl;  // Outlives the server.
   Server server(so);
-  PingImpl impl;
-  CHECK(server.RegisterService(&impl).ok());
-  absl::Status s = server.Start();
+  absl::Status s = server.RegisterService(&impl);
+  if (s.ok()) s = server.Start();
   if (!s.ok()) {
     std::printf("ERROR %s\n", s.ToString().c_str());
     return 1;

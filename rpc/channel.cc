@@ -202,12 +202,13 @@ class ChannelImpl final : public Channel,
     }
     RunCallbacks(nullptr, &finished);
     if (on_driver) driving_channel = nullptr;
+    // Its counts, cancellations included, stay in the address's totals.
+    // First: until then a snapshot (rpc/stats.h) may read the connections.
+    internal::RetireChannel(this);
     // The connections go while counters_, which their destructors fold
     // their counts into, still exists (conns_ is declared before it).
     driver_conns_.clear();
     conns_.clear();
-    // Its counts, cancellations included, stay in the address's totals.
-    internal::RetireChannel(this);
   }
 
   absl::Status Init() {
@@ -295,8 +296,11 @@ class ChannelImpl final : public Channel,
     }
     // Until it returns, this call may finish on the progress thread and its
     // callback destroy the channel: ~ChannelImpl waits for async_entries_
-    // to drop to 0.
+    // to drop to 0. So no callback runs in here: the calls that finish here
+    // (this one if it fails to start, a reconnected connection's leftovers)
+    // are delivered after the count drops, touching nothing of the channel.
     async_entries_.fetch_add(1, std::memory_order_relaxed);
+    std::vector<PendingCall*> finished_here;
     const size_t i = Pick(ctx);
     absl::Status s;
     bool started = false;
@@ -313,18 +317,14 @@ class ChannelImpl final : public Channel,
     }
     if (!started) {
       std::shared_ptr<ClientConnection> conn;
-      s = Route(i, &conn);
+      s = Route(i, &conn, &finished_here);
       if (s.ok()) s = StartOrEnqueue(conn.get(), call, request);
     }
     if (!s.ok()) {
       // Never started: nothing but this thread can finish it.
-      async_entries_.fetch_sub(1, std::memory_order_release);
       (void)Fail(call, s);
-      std::vector<PendingCall*> one{call};
-      RunCallbacks(nullptr, &one);
-      return;
-    }
-    if (options_.progress_thread) {
+      finished_here.push_back(call);
+    } else if (options_.progress_thread) {
       // Started with the first async call: a channel used only for sync
       // calls (its callers drive their own connections) never has one, so a
       // process may hold thousands of channels without thousands of threads.
@@ -332,7 +332,9 @@ class ChannelImpl final : public Channel,
                      [this] { driver_ = std::thread([this] { DriverLoop(); }); });
       WakeDriver();
     }
+    CountFinished(finished_here);
     async_entries_.fetch_sub(1, std::memory_order_release);
+    DeliverCallbacks(finished_here);
   }
 
   bool Poll() override {
@@ -549,8 +551,11 @@ class ChannelImpl final : public Channel,
     return Route(Pick(ctx), out);
   }
 
-  // Connection i, reconnecting it if it failed and it is time.
-  absl::Status Route(size_t i, std::shared_ptr<ClientConnection>* out) {
+  // Connection i, reconnecting it if it failed and it is time. The old
+  // connection's calls fail with its status: their callbacks run here, or,
+  // with `aborted`, are left there for the caller to run.
+  absl::Status Route(size_t i, std::shared_ptr<ClientConnection>* out,
+                     std::vector<PendingCall*>* aborted = nullptr) {
     ConnSlot* slot = conns_[i].get();
     std::shared_ptr<ClientConnection> old;
     absl::Status result;
@@ -582,6 +587,10 @@ class ChannelImpl final : public Channel,
     }
     generation_.fetch_add(1, std::memory_order_acq_rel);
     // Whatever the old connection still had fails with its status.
+    if (aborted != nullptr) {
+      old->Abort(result, aborted);
+      return absl::OkStatus();
+    }
     std::vector<PendingCall*> finished;
     old->Abort(result, &finished);
     RunCallbacks(nullptr, &finished);
@@ -627,7 +636,7 @@ class ChannelImpl final : public Channel,
       if (on_driver && driving_channel != this) {
         // That callback destroyed the channel (see ~ChannelImpl): the
         // rest are delivered without touching it.
-        RunCallbacksOfGoneChannel(absl::MakeSpan(*finished).subspan(i + 1));
+        DeliverCallbacks(absl::MakeSpan(*finished).subspan(i + 1));
         finished->clear();
         return;
       }
@@ -645,9 +654,22 @@ class ChannelImpl final : public Channel,
     conn->RecordLatencies(latencies, end);
   }
 
-  // The callbacks of `calls`, finished by a channel that a callback before
-  // them destroyed: in order, counted nowhere.
-  static void RunCallbacksOfGoneChannel(absl::Span<PendingCall* const> calls) {
+  // Counts finished async calls in the per-method counters, as RunCallbacks
+  // does, for calls whose callbacks DeliverCallbacks runs.
+  void CountFinished(absl::Span<PendingCall* const> calls) {
+    if (!call_counters_.enabled()) return;
+    for (const PendingCall* call : calls) {
+      call_counters_.Finished(
+          call->method_id,
+          call->status.ok() ? 0 : static_cast<int>(call->status.code()),
+          FinishNs(*call) - call->start_ns);
+    }
+  }
+
+  // Runs the callbacks of `calls`, in order, touching nothing of the
+  // channel (a callback may destroy it): for calls counted already, or
+  // finished by a channel that a callback before them destroyed.
+  static void DeliverCallbacks(absl::Span<PendingCall* const> calls) {
     for (PendingCall* call : calls) {
       std::function<void(absl::Status)> done = std::move(call->done);
       absl::Status s = std::move(call->status);

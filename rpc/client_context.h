@@ -2,7 +2,8 @@
 //
 // ClientContext: what a caller sets for one call (deadline, shard) and what
 // it learns after (how the result came back, what it cost), and the handle
-// that cancels the call. Included by rpc/channel.h and the generated stubs.
+// that cancels the call. Included by rpc/channel.h, which the generated stubs
+// include.
 
 #ifndef RFRPC_RPC_CLIENT_CONTEXT_H_
 #define RFRPC_RPC_CLIENT_CONTEXT_H_

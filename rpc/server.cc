@@ -9,9 +9,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -63,6 +65,12 @@ class Server::Impl final : public internal::ServerStatsSource {
                     "a handler may call Shutdown, not destroy the server";
     }
     Shutdown();
+    std::thread started_by_handler;
+    {
+      MutexLock lock(&mu_);
+      started_by_handler = std::move(shutdown_thread_);
+    }
+    if (started_by_handler.joinable()) started_by_handler.join();
   }
 
   absl::Status RegisterService(Service* service) {
@@ -169,23 +177,24 @@ class Server::Impl final : public internal::ServerStatsSource {
   }
 
   // From a handler (an admin method, say), on a thread Shutdown must join:
-  // the same shutdown runs on a thread of its own instead, and this returns
-  // at once. From any other thread it also waits for that one.
+  // the same shutdown runs on a thread of its own instead (joined by the
+  // destructor), and this returns at once. From any other thread it returns
+  // once the server has stopped, whoever started the shutdown.
   void Shutdown() {
     if (OnHandlerThread()) {
       MutexLock lock(&mu_);
       if (started_ && !stopped_ && !shutdown_thread_.joinable()) {
-        shutdown_thread_ = std::thread([this] { ShutdownNow(); });
+        try {
+          shutdown_thread_ = std::thread([this] { ShutdownNow(); });
+        } catch (const std::system_error& e) {
+          LOG(ERROR) << "rfrpc server: a handler's Shutdown cannot start its "
+                        "thread, the server keeps running: "
+                     << e.what();
+        }
       }
       return;
     }
     ShutdownNow();
-    std::thread started_by_handler;
-    {
-      MutexLock lock(&mu_);
-      started_by_handler = std::move(shutdown_thread_);
-    }
-    if (started_by_handler.joinable()) started_by_handler.join();
   }
 
   // True on a worker or handler pool thread: where handlers run.
@@ -196,10 +205,17 @@ class Server::Impl final : public internal::ServerStatsSource {
            handler_threads_.end();
   }
 
+  // Stops the server, or waits for the shutdown already under way.
   void ShutdownNow() {
     {
       MutexLock lock(&mu_);
-      if (!started_ || stopped_) return;
+      if (!started_) return;
+      if (stopped_) {
+        mu_.Await(&shutdown_cv_, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+          return shutdown_done_;
+        });
+        return;
+      }
       stopped_ = true;
     }
     stop_.store(true);
@@ -220,6 +236,14 @@ class Server::Impl final : public internal::ServerStatsSource {
     // Every connection is gone, including any a worker had not taken yet.
     counters_.connections_open.store(0);
     counters_.connection_slots.store(0);
+    {
+      MutexLock lock(&mu_);
+      // Joined: their ids may now be given to other threads.
+      handler_threads_.clear();
+      shutdown_done_ = true;
+      // Under the lock: a waiter may destroy the server once it has it.
+      shutdown_cv_.notify_all();
+    }
   }
 
   ServerStats stats() const override {
@@ -436,6 +460,9 @@ class Server::Impl final : public internal::ServerStatsSource {
   std::vector<std::thread::id> handler_threads_ ABSL_GUARDED_BY(mu_);
   // Runs ShutdownNow when a handler called Shutdown.
   std::thread shutdown_thread_ ABSL_GUARDED_BY(mu_);
+  // Set when ShutdownNow is done; other callers wait for it.
+  bool shutdown_done_ ABSL_GUARDED_BY(mu_) = false;
+  std::condition_variable shutdown_cv_;
   std::atomic<bool> stop_{false};
   uint64_t next_worker_ = 0;
 };

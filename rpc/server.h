@@ -59,11 +59,12 @@ class Server {
   std::string address() const;
 
   // Stops accepting, fails open connections (their clients see
-  // UNAVAILABLE) and joins the threads. Idempotent. A handler may call it
-  // (an admin method, say): the shutdown then goes on on a thread of its
-  // own and this returns at once; the handler's caller gets its result or
-  // UNAVAILABLE. Shutdown from any other thread, and the destructor, wait
-  // for it. A handler must not destroy the server.
+  // UNAVAILABLE) and joins the threads. Idempotent; from any thread but
+  // the server's own it returns once the server has stopped, whoever
+  // started the shutdown. A handler may call it (an admin method, say): the
+  // shutdown then goes on on a thread of its own and this returns at once;
+  // the handler's caller gets its result or UNAVAILABLE. A handler must not
+  // destroy the server.
   void Shutdown();
 
   ServerStats stats() const;
