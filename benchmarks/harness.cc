@@ -2,6 +2,7 @@
 
 #include "benchmarks/harness.h"
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -18,7 +19,7 @@ namespace {
 
 // 16777216 rather than 1.67772e+07.
 std::string Num(double v) {
-  if (v == static_cast<double>(static_cast<int64_t>(v))) {
+  if (std::fabs(v) < 1e15 && v == std::trunc(v)) {
     return absl::StrCat(static_cast<int64_t>(v));
   }
   return absl::StrCat(v);
