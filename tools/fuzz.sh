@@ -45,6 +45,7 @@ LIB_SRCS=(
   rpc/options.cc rpc/hybrid_policy.cc rpc/channel.cc rpc/client_connection.cc
   rpc/server.cc rpc/server_worker.cc rpc/work_finder.cc
   rpc/call_stats.cc rpc/method_counters.cc rpc/stats_registry.cc
+  rpc/channel_stats.cc rpc/client_context.cc
   rpc/client_connection_setup.cc rpc/server_worker_async.cc
   rpc/server_call.cc rpc/handler_pool.cc rpc/result_parts.cc
   rpc/tuner/profile.cc
