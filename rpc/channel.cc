@@ -332,9 +332,10 @@ class ChannelImpl final : public Channel,
                      [this] { driver_ = std::thread([this] { DriverLoop(); }); });
       WakeDriver();
     }
-    CountFinished(finished_here);
+    for (const PendingCall* c : finished_here) CountFinished(*c);
     async_entries_.fetch_sub(1, std::memory_order_release);
-    DeliverCallbacks(finished_here);
+    // From here on nothing of the channel is touched.
+    for (PendingCall* c : finished_here) Deliver(c);
   }
 
   bool Poll() override {
@@ -618,25 +619,20 @@ class ChannelImpl final : public Channel,
     absl::InlinedVector<int64_t, 128 / kClockEvery + 1> stamps;
     for (size_t i = 0; i < finished->size(); ++i) {
       PendingCall* call = (*finished)[i];
-      std::function<void(absl::Status)> done = std::move(call->done);
-      absl::Status s = std::move(call->status);
-      if (call_counters_.enabled()) {
-        call_counters_.Finished(call->method_id,
-                                s.ok() ? 0 : static_cast<int>(s.code()),
-                                FinishNs(*call) - call->start_ns);
-      }
-      if (timed && s.ok()) {
+      CountFinished(*call);
+      if (timed && call->status.ok()) {
         if (latencies.size() % kClockEvery == 0) {
           stamps.push_back(internal::UnixNanos());
         }
         latencies.push_back(call->start_ns);
       }
-      RecycleAsyncCall(call);
-      if (done) done(std::move(s));
+      Deliver(call);
       if (on_driver && driving_channel != this) {
         // That callback destroyed the channel (see ~ChannelImpl): the
         // rest are delivered without touching it.
-        DeliverCallbacks(absl::MakeSpan(*finished).subspan(i + 1));
+        for (size_t j = i + 1; j < finished->size(); ++j) {
+          Deliver((*finished)[j]);
+        }
         finished->clear();
         return;
       }
@@ -654,28 +650,23 @@ class ChannelImpl final : public Channel,
     conn->RecordLatencies(latencies, end);
   }
 
-  // Counts finished async calls in the per-method counters, as RunCallbacks
-  // does, for calls whose callbacks DeliverCallbacks runs.
-  void CountFinished(absl::Span<PendingCall* const> calls) {
+  // Counts a finished async call in the per-method counters; Deliver then
+  // runs its callback.
+  void CountFinished(const PendingCall& call) {
     if (!call_counters_.enabled()) return;
-    for (const PendingCall* call : calls) {
-      call_counters_.Finished(
-          call->method_id,
-          call->status.ok() ? 0 : static_cast<int>(call->status.code()),
-          FinishNs(*call) - call->start_ns);
-    }
+    call_counters_.Finished(
+        call.method_id,
+        call.status.ok() ? 0 : static_cast<int>(call.status.code()),
+        FinishNs(call) - call.start_ns);
   }
 
-  // Runs the callbacks of `calls`, in order, touching nothing of the
-  // channel (a callback may destroy it): for calls counted already, or
-  // finished by a channel that a callback before them destroyed.
-  static void DeliverCallbacks(absl::Span<PendingCall* const> calls) {
-    for (PendingCall* call : calls) {
-      std::function<void(absl::Status)> done = std::move(call->done);
-      absl::Status s = std::move(call->status);
-      RecycleAsyncCall(call);
-      if (done) done(std::move(s));
-    }
+  // Runs `call`'s callback and recycles it, touching nothing of the
+  // channel: the callback may destroy it.
+  static void Deliver(PendingCall* call) {
+    std::function<void(absl::Status)> done = std::move(call->done);
+    absl::Status s = std::move(call->status);
+    RecycleAsyncCall(call);
+    if (done) done(std::move(s));
   }
 
   void WakeDriver() {
