@@ -552,15 +552,7 @@ SyncPoint RunSync(const std::string& address, int threads, BatchMode batch) {
 void SyncMode(const std::string& address) {
   std::vector<BatchMode> batches;
   for (const std::string& name : bench::ParseList(FLAGS_sync_points)) {
-    absl::StatusOr<BatchMode> b = ParseBatchMode(name);
-    if (b.ok() && *b == BatchMode::kAdaptive) {
-      b = absl::InvalidArgumentError("adaptive is not a sync point");
-    }
-    if (!b.ok()) {
-      bench::Exit(absl::StrCat("--sync_points: off, fixed or auto, not ", name),
-                  b.status());
-    }
-    batches.push_back(*b);
+    batches.push_back(*ParseBatchMode(name));  // Checked by Main.
   }
   std::printf(
       "# sync mode provider=%s mode=%s size=%d: threads share one channel, "
@@ -783,11 +775,6 @@ int Main() {
     }
   }
   for (const std::string& rule : bench::ParseList(FLAGS_auto_rules)) {
-    if (rule != "refined" && rule != "paper") {
-      bench::Exit("--auto_rules",
-                  absl::InvalidArgumentError(absl::StrCat(
-                      "unknown rule ", rule, " (refined or paper)")));
-    }
     for (int l : bench::ParseInts(FLAGS_auto_limits_us)) {
       const Config c = AutoConfig(rule, l);
       Point p = RunBest(server->address(), c);

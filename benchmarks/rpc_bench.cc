@@ -111,19 +111,6 @@ DEFINE_int32(scrape_ms, 1000,
 namespace rfrpc {
 namespace {
 
-std::vector<int> ParseInts(const std::string& s) {
-  std::vector<int> out;
-  for (absl::string_view p : absl::StrSplit(s, ',', absl::SkipEmpty())) {
-    int v;
-    if (!absl::SimpleAtoi(p, &v)) {
-      bench::Exit("a list of numbers",
-                  absl::InvalidArgumentError(absl::StrCat("not a number: ", p)));
-    }
-    out.push_back(v);
-  }
-  return out;
-}
-
 void PinSelf(int cpu) {
   const int n = std::max(1u, std::thread::hardware_concurrency());
   cpu_set_t set;
@@ -358,8 +345,8 @@ int MainAb(metrics::RpcMetrics* m) {
               "off_kops", "on_p50", "on_p99", "on_kops", "p50_on%", "scrapes");
   for (const std::string& ms : std::vector<std::string>(absl::StrSplit(FLAGS_modes, ','))) {
     const RpcMode mode = bench::ValueOrExit(ParseRpcMode(ms), "--modes");
-    for (int us : ParseInts(FLAGS_server_time_us)) {
-      for (int size : ParseInts(FLAGS_sizes)) {
+    for (int us : bench::ParseInts(FLAGS_server_time_us)) {
+      for (int size : bench::ParseInts(FLAGS_sizes)) {
         std::vector<double> p50[2], p99[2], ops[2], paired;
         int scrapes = 0;
         int64_t scrape_us = 0;
@@ -490,8 +477,8 @@ int Main() {
   }
   for (const std::string& m : std::vector<std::string>(absl::StrSplit(FLAGS_modes, ','))) {
     const RpcMode mode = bench::ValueOrExit(ParseRpcMode(m), "--modes");
-    for (int us : ParseInts(FLAGS_server_time_us)) {
-      for (int size : ParseInts(FLAGS_sizes)) {
+    for (int us : bench::ParseInts(FLAGS_server_time_us)) {
+      for (int size : bench::ParseInts(FLAGS_sizes)) {
         Point p = Run(server->address(), mode, size, us, on);
         for (int rep = 1; rep < FLAGS_repeats; ++rep) {
           Point q = Run(server->address(), mode, size, us, on);
