@@ -393,7 +393,7 @@ bool ServerWorker::Serve(ServerConnection* c, uint32_t s) {
       status = absl::DeadlineExceededError(
           "the call's deadline passed before its handler started");
     } else {
-      status = RunHandler(c, req.method_id, req.payload, start_ns,
+      status = RunHandler(c, m, req.method_id, req.payload, start_ns,
                           deadline_ns, s, seq, payload, cap, &len);
     }
   }
@@ -450,12 +450,12 @@ const MethodEntry* ServerWorker::FindMethod(uint32_t id) {
   return it->second;
 }
 
-absl::Status ServerWorker::RunHandler(ServerConnection* c, uint32_t method_id,
+absl::Status ServerWorker::RunHandler(ServerConnection* c,
+                                      const MethodEntry* m, uint32_t method_id,
                                       absl::string_view request,
                                       int64_t start_ns, int64_t deadline_ns,
                                       uint32_t s, uint32_t seq, char* out,
                                       size_t cap, size_t* len) {
-  const MethodEntry* m = FindMethod(method_id);
   if (m == nullptr) {
     if (method_counters_ != nullptr) {
       method_counters_->unknown()->Served(
@@ -578,7 +578,7 @@ void ServerWorker::ServeBatch(ServerConnection* c, uint32_t s,
           call->Release();
         }
       } else {
-        st = RunHandler(c, method_id, entry, start_ns, deadline_ns, s, seq,
+        st = RunHandler(c, m, method_id, entry, start_ns, deadline_ns, s, seq,
                         out, cap, &len);
       }
       CommitResult(c, s, seq, hot, &w, &part_start, st, len);
@@ -609,7 +609,7 @@ void ServerWorker::ServeBatch(ServerConnection* c, uint32_t s,
       }
     } else {
       scratch_.resize(l.ResponsePayloadCapacity());
-      st = RunHandler(c, method_id, entry, start_ns, deadline_ns, s, seq,
+      st = RunHandler(c, m, method_id, entry, start_ns, deadline_ns, s, seq,
                       scratch_.data(), scratch_.size(), &len);
       if (st.ok()) e.result.assign(scratch_.data(), len);
     }

@@ -239,10 +239,12 @@ class ServerWorker {
   void ServeBatch(ServerConnection* c, uint32_t slot,
                   const wire::RequestView& req, int64_t start_ns,
                   uint16_t hot_flag);
-  absl::Status RunHandler(ServerConnection* c, uint32_t method_id,
-                          absl::string_view request, int64_t start_ns,
-                          int64_t deadline_ns, uint32_t s, uint32_t seq,
-                          char* out, size_t cap, size_t* len);
+  // Runs method `m` (FindMethod(method_id), looked up by the caller; null:
+  // no such method, answered UNIMPLEMENTED).
+  absl::Status RunHandler(ServerConnection* c, const MethodEntry* m,
+                          uint32_t method_id, absl::string_view request,
+                          int64_t start_ns, int64_t deadline_ns, uint32_t s,
+                          uint32_t seq, char* out, size_t cap, size_t* len);
   // The method with `id` (null: none); remembers the last one.
   const MethodEntry* FindMethod(uint32_t id);
   // Publishes a single call's answer: `len` payload bytes already in the
@@ -336,7 +338,7 @@ class ServerWorker {
   int64_t now_ = 0;           // The loop's clock, read as Loop says.
   bool clock_stale_ = true;
   ServerContext ctx_;
-  // The method RunHandler ran last (null: none yet). The method table does
+  // The method FindMethod found last (null: none yet). The method table does
   // not change once the server runs.
   const MethodEntry* last_method_ = nullptr;
   // Per-method counts (null: off), those of last_method_, and when the last
