@@ -45,17 +45,6 @@ constexpr int64_t kReplyProbeNs = 1000 * 1000;
 // Abandoned slots (deadline passed) are fetched at most this often until the
 // late result shows up and the slot can be reused.
 constexpr int64_t kAbandonedFetchNs = 20 * 1000;
-// Longest pause between fetches of a call that already needed more than R.
-constexpr double kMaxFetchBackoffNs = 20 * 1000.0;
-// The same for a call that woke a parked worker (its doorbell carried a
-// notify): the result comes one wake-up (tens of microseconds) later, and
-// a 20 us pause would add up to 20 us to it.
-constexpr double kMaxNotifiedBackoffNs = 2 * 1000.0;
-// A call that has waited kLongWaitNs fetches less often: its pause may
-// also grow to 1/kLongWaitShare of its wait so far (up to
-// kMaxLongWaitPauseNs), so a 100 ms result costs a few dozen READs, not
-// thousands, and arrives at most ~1/16 later. Shorter waits, and
-// ChannelOptions::busy_wait, keep the caps above.
 // An unanswered request rings again (with notify) ChannelOptions::
 // rering_after after it was posted, then after twice that, and so on up to
 // kMaxReRingNs: the doorbell may have been lost (a peer cleared a shared
@@ -103,7 +92,7 @@ HybridPolicy& ClientConnection::OtherPolicy(uint8_t bucket) {
   }
   uint8_t& i = policy_index_[bucket];
   if (i == 0xff) {
-    policies_.emplace_back(HybridPolicy::Params{options_.mode, retries_,
+    policies_.emplace_back(HybridPolicy::Params{options_.mode, timing_.retries(),
                                                 options_.switch_after,
                                                 options_.switch_back_ratio});
     i = static_cast<uint8_t>(policies_.size() - 1);
@@ -122,12 +111,12 @@ void ClientConnection::SetModeBit(uint8_t bucket, bool server_reply) {
 
 absl::Duration ClientConnection::fetch_rtt() const {
   MutexLock lock(&mu_);
-  return absl::Nanoseconds(rtt_ns_);
+  return absl::Nanoseconds(timing_.rtt_ns());
 }
 
 absl::Duration ClientConnection::fetch_delay() const {
   MutexLock lock(&mu_);
-  return absl::Nanoseconds(fetch_delay_.ns());
+  return absl::Nanoseconds(timing_.delay_ns());
 }
 
 int ClientConnection::busy_slots() const {
@@ -309,16 +298,6 @@ void ClientConnection::Enqueue(PendingCall* call) {
   UpdateNeedsDriver();
 }
 
-double ClientConnection::FetchDelayCapNs() const {
-  if (!adaptive_fetch_delay_) return 0;
-  return std::max(max_fetch_delay_ns_,
-                  rtt_ns_ * retries_);
-}
-
-double ClientConnection::RemoteFetchBudgetNs() const {
-  return FetchDelayCapNs() + rtt_ns_ * retries_;
-}
-
 int ClientConnection::BatchSizeNow() const {
   return batch_mode_ == BatchMode::kAuto ? sizer_.size()
                                             : std::max(1, options_.batch_size);
@@ -424,8 +403,7 @@ absl::Status ClientConnection::StartLocked(
     slot.phase = Phase::kWaitReply;
   } else {
     slot.phase = Phase::kFetchHeader;
-    slot.next_fetch_ns =
-        now + (adaptive_fetch_delay_ ? static_cast<int64_t>(fetch_delay_.ns()) : 0);
+    slot.next_fetch_ns = timing_.FirstFetchAt(now);
   }
   TrackContext(call);
   UpdateNeedsDriver();
@@ -766,8 +744,7 @@ void ClientConnection::PublishLocked(uint32_t s, int64_t now) {
   slot.suspect_offset = Slot::kNoOffset;
   slot.results_done = 0;
   if (slot.phase == Phase::kFetchHeader) {
-    slot.next_fetch_ns =
-        now + (adaptive_fetch_delay_ ? static_cast<int64_t>(fetch_delay_.ns()) : 0);
+    slot.next_fetch_ns = timing_.FirstFetchAt(now);
   }
   (void)ok;  // A failed post failed the connection; Progress fails the calls.
 }
@@ -993,13 +970,11 @@ void ClientConnection::Complete(uint32_t s, const char* payload,
              (reply_ns_ = reply_ns_ == 0 ? reply_ns : 0.8 * reply_ns_ + 0.2 * reply_ns),
              Policy(slot.bucket).OnServerReplyCall(
                  absl::Nanoseconds(policy_server_ns), absl::Nanoseconds(reply_ns),
-                 absl::Nanoseconds(RemoteFetchBudgetNs()))) {
+                 absl::Nanoseconds(timing_.BudgetNs()))) {
     counters_->switches_to_remote_fetch.fetch_add(1, std::memory_order_relaxed);
     // Results showed up about one fetch before the replies did: start the
     // first-fetch delay there rather than where remote fetching left it.
-    if (adaptive_fetch_delay_) {
-      fetch_delay_.Restart(reply_ns_ - rtt_ns_, FetchDelayCapNs());
-    }
+    timing_.RestartFromReplies(reply_ns_);
     SetModeBit(slot.bucket, false);
     const int64_t now = NowNs();
     for (uint32_t i = 0; i < slots_.size(); ++i) {
@@ -1016,7 +991,7 @@ void ClientConnection::Complete(uint32_t s, const char* payload,
   }
   if (slot.timed && slot.part_offset == 0) {
     // The batcher's turnaround (publish to first result), tracked near its
-    // lower envelope as rtt_ns_ is: how long a batch in flight is worth
+    // lower envelope as the READ round trip is: how long a batch in flight is worth
     // waiting for (FlushPolicy::WhenIdle).
     const double t = static_cast<double>(NowNs() - slot.posted_ns);
     if (turnaround_ns_ == 0 || t < turnaround_ns_) {
@@ -1123,19 +1098,10 @@ bool ClientConnection::TakeReplyLocked(uint32_t s,
 void ClientConnection::HandleHeader(uint32_t s, int64_t now,
                                     std::vector<PendingCall*>* finished) {
   Slot& slot = slots_[s];
-  // READ round trip, tracked near its lower envelope: an asymmetric EWMA
-  // that follows drops quickly and rises slowly, so a descheduled poller
-  // (a sample of milliseconds) barely moves R * rtt.
-  const double rtt = static_cast<double>(now - slot.read_posted_ns);
-  if (slot.phase == Phase::kWaitReply) {
-    // A server-reply probe is polled a round (and maybe a yield) after it
-    // was posted: not a round-trip sample.
-  } else if (rtt_ns_ == 0) {
-    rtt_ns_ = rtt;
-  } else if (rtt < rtt_ns_) {
-    rtt_ns_ += 0.2 * (rtt - rtt_ns_);
-  } else {
-    rtt_ns_ += 0.01 * (std::min(rtt, 4 * rtt_ns_) - rtt_ns_);
+  // A server-reply probe is polled a round (and maybe a yield) after it was
+  // posted: not a round-trip sample.
+  if (slot.phase != Phase::kWaitReply) {
+    timing_.OnRoundTrip(static_cast<double>(now - slot.read_posted_ns));
   }
   char* buf = fetch_buf(s) + slot.part_offset;
   const size_t capacity =
@@ -1177,13 +1143,9 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
     return;
   }
   if (st == wire::FetchState::kReady) {
-    if (!probe && !abandoned && slot.fetches == 0 && slot.part_offset == 0) {
-      fetch_delay_.OnHit(delay_shrink_);
-    } else if (!probe && !abandoned && slot.part_offset == 0 &&
-               mode_option_ != RpcMode::kServerReply) {
-      // The first fetch missed: grow the delay, up to its cap
-      // (ChannelOptions); less for a far miss (rpc/fetch_delay.h).
-      fetch_delay_.OnMiss(slot.fetches + 1, FetchDelayCapNs());
+    if (!probe && !abandoned && slot.part_offset == 0) {
+      timing_.OnFound(slot.fetches + 1,
+                      /*learn_misses=*/mode_option_ != RpcMode::kServerReply);
     }
     ++slot.fetches;
     if (view.flags & wire::kResponseFlagPushed) {
@@ -1234,20 +1196,9 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
   // Repeated fetching: at once while within R; past R, back off
   // exponentially (capped) so a slow or descheduled server is not hammered
   // and the poller leaves the core to others.
-  if (slot.fetches <= retries_) {
-    slot.next_fetch_ns = now;
-  } else {
-    const int over = std::min(slot.fetches - retries_, 16);
-    const double backoff = std::max(rtt_ns_, 50.0) * static_cast<double>(1 << over);
-    const int64_t waited = now - slot.posted_ns;
-    const double cap =
-        waited < kLongWaitNs || busy_wait_
-            ? (slot.notified ? kMaxNotifiedBackoffNs : kMaxFetchBackoffNs)
-            : static_cast<double>(
-                  std::min(waited / kLongWaitShare, kMaxLongWaitPauseNs));
-    slot.next_fetch_ns = now + static_cast<int64_t>(std::min(backoff, cap));
-  }
-  if (slot.fetches > retries_ && !slot.counted_slow) {
+  slot.next_fetch_ns =
+      timing_.NextFetchAt(slot.fetches, slot.posted_ns, slot.notified, now);
+  if (timing_.Slow(slot.fetches) && !slot.counted_slow) {
     slot.counted_slow = true;
     if (Policy(slot.bucket).OnCallExceededRetries()) {
       counters_->switches_to_server_reply.fetch_add(1,

@@ -36,7 +36,7 @@
 #include "rpc/channel_stats.h"
 #include "rpc/client_context.h"
 #include "rpc/client_context_internal.h"
-#include "rpc/fetch_delay.h"
+#include "rpc/fetch_timing.h"
 #include "rpc/hybrid_policy.h"
 #include "rpc/options.h"
 #include "rpc/slot_codec.h"
@@ -79,15 +79,6 @@ struct PendingCall {
   // reached a connection.
   int64_t finish_ns = 0;
 };
-
-// Long waits (docs/rpc.md "Threads and waiting"): once a call has waited
-// kLongWaitNs, the thread waiting for it sleeps between polls (Channel) and
-// its fetches past R pause (ClientConnection), each for up to
-// 1/kLongWaitShare of the wait so far and at most kMaxLongWaitPauseNs,
-// unless ChannelOptions::busy_wait.
-inline constexpr int64_t kLongWaitNs = 1000 * 1000;
-inline constexpr int64_t kLongWaitShare = 16;
-inline constexpr int64_t kMaxLongWaitPauseNs = 2 * 1000 * 1000;
 
 // Channel-wide counters, updated by every connection.
 struct ChannelCounters {
@@ -434,10 +425,6 @@ class ClientConnection {
     }
   }
   int BatchSizeNow() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Cap of the adaptive first-fetch delay (0 when it is off).
-  double FetchDelayCapNs() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // How long remote fetching waits before a call counts as slow.
-  double RemoteFetchBudgetNs() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   char* staging(uint32_t s) const;
   char* fetch_buf(uint32_t s) const;
@@ -445,7 +432,6 @@ class ClientConnection {
   bool batching() const { return batch_mode_ != BatchMode::kOff; }
 
   const ChannelOptions options_;
-  const double delay_shrink_;  // FetchDelay::ShrinkFor(fetch_delay_miss_target).
   int worker_ = 0;
   int server_workers_ = 1;
   uint32_t large_result_bytes_ = 0;
@@ -457,14 +443,11 @@ class ClientConnection {
   // What a call uses, from here to sq_: a few cache lines, all a call finds
   // cold when its client cycles through thousands of connections.
   mutable Mutex mu_;
-  const bool adaptive_fetch_delay_;    // options_.adaptive_fetch_delay.
   const bool post_lists_;              // options_.post_lists.
-  const bool busy_wait_;               // options_.busy_wait.
   const bool has_on_result_;           // options_.on_result is set.
   const RpcMode mode_option_;          // options_.mode.
   const BatchMode batch_mode_;         // options_.batch.
   const int max_outstanding_;          // options_.max_outstanding.
-  const double max_fetch_delay_ns_;    // options_.max_fetch_delay.
   bool rescan_cancels_ ABSL_GUARDED_BY(mu_) = false;
   uint32_t used_slots_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<Slot> slots_ ABSL_GUARDED_BY(mu_);
@@ -484,9 +467,8 @@ class ClientConnection {
   uint64_t mode_bits_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t now_ns_ ABSL_GUARDED_BY(mu_) = 0;       // Progress's last clock read.
   uint64_t rounds_ ABSL_GUARDED_BY(mu_) = 0;
-  double rtt_ns_ ABSL_GUARDED_BY(mu_) = 0;         // EWMA of READ round trips.
-  FetchDelay fetch_delay_ ABSL_GUARDED_BY(mu_);  // Adaptive first-fetch delay.
-  int retries_ ABSL_GUARDED_BY(mu_) = 5;          // R.
+  // First-fetch delay, READ round trip, R and the pauses between READs.
+  FetchTiming timing_ ABSL_GUARDED_BY(mu_);
   uint32_t fetch_size_ ABSL_GUARDED_BY(mu_) = 256; // F.
   uint32_t ring_count_ ABSL_GUARDED_BY(mu_) = 0;
   uint32_t unsignaled_ ABSL_GUARDED_BY(mu_) = 0;

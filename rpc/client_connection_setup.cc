@@ -61,16 +61,16 @@ std::shared_ptr<std::atomic<int64_t>> WorkerPostClock(
 ClientConnection::ClientConnection(ChannelOptions options,
                                    ChannelCounters* counters)
     : options_(std::move(options)),
-      delay_shrink_(FetchDelay::ShrinkFor(options_.fetch_delay_miss_target)),
-      adaptive_fetch_delay_(options_.adaptive_fetch_delay),
       post_lists_(options_.post_lists),
-      busy_wait_(options_.busy_wait),
       has_on_result_(options_.on_result != nullptr),
       mode_option_(options_.mode),
       batch_mode_(options_.batch),
       max_outstanding_(options_.max_outstanding),
-      max_fetch_delay_ns_(absl::ToDoubleNanoseconds(options_.max_fetch_delay)),
       counters_(counters),
+      timing_(FetchTiming::Params{
+          options_.retries, options_.adaptive_fetch_delay,
+          absl::ToDoubleNanoseconds(options_.max_fetch_delay),
+          options_.fetch_delay_miss_target, options_.busy_wait}),
       signal_every_(static_cast<uint32_t>(std::max(1, options_.signal_every))),
       rering_after_ns_(std::clamp<int64_t>(
           absl::ToInt64Nanoseconds(options_.rering_after), 1000,
@@ -91,14 +91,13 @@ ClientConnection::ClientConnection(ChannelOptions options,
           std::max(absl::ZeroDuration(), options_.sizer_max_window),
           options_.sizer_peak_guard}) {
   MutexLock lock(&mu_);
-  retries_ = options_.retries;
   fetch_size_ = options_.fetch_size;
   std::fill(std::begin(policy_index_), std::end(policy_index_), uint8_t{0xff});
 }
 
 void ClientConnection::SetFetchParams(int retries, uint32_t fetch_size) {
   MutexLock lock(&mu_);
-  retries_ = retries;
+  timing_.set_retries(retries);
   fetch_size_ = fetch_size;
   first_policy_.set_retries(retries);
   for (HybridPolicy& p : policies_) p.set_retries(retries);

@@ -238,8 +238,9 @@ struct ChannelOptions {
   // How a thread waits for its calls (a sync caller, the progress thread):
   // false spins briefly, yields, and once a wait has lasted 1 ms sleeps a
   // sixteenth of the wait so far between polls (at most 2 ms), so a call
-  // that takes T > 1 ms costs its caller a few dozen wake-ups instead of a
-  // core, and finishes at most ~T/16 (plus the kernel's timer slack) later.
+  // that takes T > 1 ms costs its caller ~100 wake-ups (T = 100 ms) instead
+  // of a core, and finishes at most ~T/16 (plus the kernel's timer slack)
+  // later.
   // true spins and yields for as long as the wait lasts, and a call past R
   // fetches keeps fetching at the short pauses (the lowest latency for long
   // calls, a core per waiting thread). Default: false.

@@ -1,0 +1,157 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// When a remote-fetching client READs a call's result (docs/rpc.md, "Fetch
+// timing"): the fetch timing of one connection, as pure logic on times the
+// caller passes in, so it is tested with a simulated clock and server
+// (fetch_timing_test.cc) instead of end to end.
+//
+//  - The first READ goes the learned first-fetch delay after the request
+//    (FetchDelay; 0 when ChannelOptions::adaptive_fetch_delay is off).
+//  - A READ that finds no result is repeated at once while the call is
+//    within R fetches. Past R the call is slow (the hybrid policy counts it)
+//    and the pauses between READs double from the READ round trip, capped
+//    at kMaxBackoffNs, or kMaxNotifiedBackoffNs if the request woke a parked
+//    worker. Once the call has waited kLongWaitNs a pause may grow to
+//    1/kLongWaitShare of the wait so far (at most kMaxLongWaitPauseNs), so a
+//    100 ms result costs ~150 READs (not ~5 000) and arrives at most ~1/16
+//    late; ChannelOptions::busy_wait keeps the short caps.
+//  - The READ round trip is tracked near its lower envelope: an asymmetric
+//    EWMA that follows drops quickly and rises slowly, so a descheduled
+//    poller (a sample of milliseconds) barely moves R * rtt.
+//
+// Thread-compatible: the connection calls it under its lock.
+
+#ifndef RFRPC_RPC_FETCH_TIMING_H_
+#define RFRPC_RPC_FETCH_TIMING_H_
+
+#include <algorithm>
+#include <cstdint>
+
+#include "rpc/fetch_delay.h"
+
+namespace rfrpc {
+namespace internal {
+
+// Long waits (docs/rpc.md "Threads and waiting"): once a call has waited
+// kLongWaitNs, the thread waiting for it sleeps between polls (Channel) and
+// its fetches past R pause (FetchTiming), each for up to 1/kLongWaitShare
+// of the wait so far and at most kMaxLongWaitPauseNs, unless
+// ChannelOptions::busy_wait.
+inline constexpr int64_t kLongWaitNs = 1000 * 1000;
+inline constexpr int64_t kLongWaitShare = 16;
+inline constexpr int64_t kMaxLongWaitPauseNs = 2 * 1000 * 1000;
+
+class FetchTiming {
+ public:
+  struct Params {
+    int retries = 5;                 // R.
+    bool adaptive_delay = true;      // ChannelOptions::adaptive_fetch_delay.
+    double max_delay_ns = 2000;      // ChannelOptions::max_fetch_delay.
+    double miss_target = 1.0 / 129;  // ChannelOptions::fetch_delay_miss_target.
+    bool busy_wait = false;          // ChannelOptions::busy_wait.
+  };
+
+  // Longest pause between READs of a call past R.
+  static constexpr double kMaxBackoffNs = 20 * 1000.0;
+  // The same for a call whose request woke a parked worker: its result
+  // comes one wake-up (tens of microseconds) later, and a 20 us pause would
+  // add up to 20 us to it.
+  static constexpr double kMaxNotifiedBackoffNs = 2 * 1000.0;
+  // The shortest round trip backoff doubles from (a connection that has
+  // not measured one yet).
+  static constexpr double kMinBackoffBaseNs = 50.0;
+
+  explicit FetchTiming(const Params& params)
+      : shrink_(FetchDelay::ShrinkFor(params.miss_target)),
+        max_delay_ns_(params.max_delay_ns),
+        retries_(params.retries),
+        adaptive_delay_(params.adaptive_delay),
+        busy_wait_(params.busy_wait) {}
+
+  // When to READ first for a request posted at `posted_ns`.
+  int64_t FirstFetchAt(int64_t posted_ns) const {
+    return posted_ns +
+           (adaptive_delay_ ? static_cast<int64_t>(delay_.ns()) : 0);
+  }
+
+  // A header READ came back `rtt_ns` after it was posted.
+  void OnRoundTrip(double rtt_ns) {
+    if (rtt_ns_ == 0) {
+      rtt_ns_ = rtt_ns;
+    } else if (rtt_ns < rtt_ns_) {
+      rtt_ns_ += 0.2 * (rtt_ns - rtt_ns_);
+    } else {
+      rtt_ns_ += 0.01 * (std::min(rtt_ns, 4 * rtt_ns_) - rtt_ns_);
+    }
+  }
+
+  // A call's result was found by its READ number `fetches` (1: the first).
+  // Only calls that fetched their first result part by themselves teach the
+  // delay (not probes, not abandoned calls); `learn_misses` false (a forced
+  // server-reply connection, whose fetches are probes of pushes) learns
+  // from hits only.
+  void OnFound(int fetches, bool learn_misses) {
+    if (fetches <= 1) {
+      delay_.OnHit(shrink_);
+    } else if (learn_misses) {
+      delay_.OnMiss(fetches, DelayCapNs());
+    }
+  }
+
+  // A READ found no result; it was the call's READ number `fetches`, of a
+  // request posted at `posted_ns` (`notified`: its doorbell woke a parked
+  // worker). Returns when to READ again.
+  int64_t NextFetchAt(int fetches, int64_t posted_ns, bool notified,
+                      int64_t now) const {
+    if (fetches <= retries_) return now;
+    const int over = std::min(fetches - retries_, 16);
+    const double backoff =
+        std::max(rtt_ns_, kMinBackoffBaseNs) * static_cast<double>(1 << over);
+    const int64_t waited = now - posted_ns;
+    const double cap = waited < kLongWaitNs || busy_wait_
+                           ? (notified ? kMaxNotifiedBackoffNs : kMaxBackoffNs)
+                           : static_cast<double>(std::min(
+                                 waited / kLongWaitShare, kMaxLongWaitPauseNs));
+    return now + static_cast<int64_t>(std::min(backoff, cap));
+  }
+
+  // Whether a call that has made `fetches` READs is slow (past R).
+  bool Slow(int fetches) const { return fetches > retries_; }
+
+  // The cap of the first-fetch delay: max_delay, or R round trips when
+  // longer (0 when the delay is off).
+  double DelayCapNs() const {
+    if (!adaptive_delay_) return 0;
+    return std::max(max_delay_ns_, rtt_ns_ * retries_);
+  }
+  // How long remote fetching waits before a call counts as slow: the delay
+  // cap plus R round trips (HybridPolicy::OnServerReplyCall's rf_budget).
+  double BudgetNs() const { return DelayCapNs() + rtt_ns_ * retries_; }
+
+  // Switching back from server-reply, where replies arrived `reply_ns`
+  // after their requests: the first READ goes about one round trip before
+  // that, not where remote fetching left the delay (which stays 0 when the
+  // adaptive delay is off: its cap is 0).
+  void RestartFromReplies(double reply_ns) {
+    delay_.Restart(reply_ns - rtt_ns_, DelayCapNs());
+  }
+
+  void set_retries(int retries) { retries_ = retries; }
+  int retries() const { return retries_; }
+  double rtt_ns() const { return rtt_ns_; }
+  double delay_ns() const { return delay_.ns(); }
+
+ private:
+  double rtt_ns_ = 0;  // EWMA of READ round trips.
+  FetchDelay delay_;
+  const double shrink_;  // FetchDelay::ShrinkFor(miss_target).
+  const double max_delay_ns_;
+  int retries_;
+  const bool adaptive_delay_;
+  const bool busy_wait_;
+};
+
+}  // namespace internal
+}  // namespace rfrpc
+
+#endif  // RFRPC_RPC_FETCH_TIMING_H_
