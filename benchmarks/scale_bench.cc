@@ -243,6 +243,26 @@ int CountFds(const std::string& pid) {
   return n;
 }
 
+// Memory mappings of a process: each counts against vm.max_map_count.
+int CountMaps(const std::string& pid) {
+  int n = 0;
+  if (FILE* f = std::fopen(absl::StrCat("/proc/", pid, "/maps").c_str(), "r")) {
+    for (int c; (c = std::fgetc(f)) != EOF;) n += c == '\n';
+    std::fclose(f);
+  }
+  return n;
+}
+
+// vm.max_map_count (-1 if unreadable).
+long MaxMapCount() {
+  long n = -1;
+  if (FILE* f = std::fopen("/proc/sys/vm/max_map_count", "r")) {
+    if (std::fscanf(f, "%ld", &n) != 1) n = -1;
+    std::fclose(f);
+  }
+  return n;
+}
+
 // VmRSS in KiB.
 long RssKib(int pid) {
   long kib = -1;
@@ -378,6 +398,7 @@ struct Point {
   int m = 0;
   double connects_per_s = 0;
   double server_fds_per_conn = 0, client_fds_per_conn = 0;
+  double server_maps_per_conn = 0, client_maps_per_conn = 0;
   double server_rss_kib_per_conn = 0;
   double idle_core_share = 0;  // Per worker.
   double first_call_us = 0;
@@ -446,16 +467,20 @@ int ClientMain() {
   const int server_fds0 = CountFds(std::to_string(spid));
   const long server_rss0 = RssKib(spid);
   const int client_fds0 = CountFds(self);
+  const int server_maps0 = CountMaps(std::to_string(spid));
+  const int client_maps0 = CountMaps(self);
   std::printf("# scale_bench provider=%s workers=%d threads=%d seconds=%.1f "
-              "fd_limit=%ld rt_priority=%d load=%.2f (same-host figures on "
-              "shm)\n",
+              "fd_limit=%ld max_map_count=%ld rt_priority=%d load=%.2f "
+              "(same-host figures on shm)\n",
               FLAGS_provider.c_str(), FLAGS_workers, FLAGS_threads,
-              FLAGS_seconds, fd_limit, FLAGS_rt_priority, bench::LoadAverage1());
+              FLAGS_seconds, fd_limit, MaxMapCount(), FLAGS_rt_priority,
+              bench::LoadAverage1());
   if (FLAGS_csv) {
     std::printf("m,connects_per_s,server_fds_per_conn,client_fds_per_conn,"
                 "server_rss_kib_per_conn,idle_core_share,first_call_us,"
                 "floor_us,one_calls_per_s,one_p50_us,one_p99_us,rr_calls_per_s,rr_p50_us,"
-                "shared_calls_per_s,shared_p50_us,failed,loadavg\n");
+                "shared_calls_per_s,shared_p50_us,failed,loadavg,"
+                "server_maps_per_conn,client_maps_per_conn\n");
   }
   std::fflush(stdout);
 
@@ -488,6 +513,10 @@ int ClientMain() {
     p.server_fds_per_conn =
         static_cast<double>(CountFds(std::to_string(spid)) - server_fds0) / m;
     p.client_fds_per_conn = static_cast<double>(CountFds(self) - client_fds0) / m;
+    p.server_maps_per_conn =
+        static_cast<double>(CountMaps(std::to_string(spid)) - server_maps0) / m;
+    p.client_maps_per_conn =
+        static_cast<double>(CountMaps(self) - client_maps0) / m;
     // Idle: nobody calls.
     absl::SleepFor(absl::Milliseconds(50));
     const uint64_t cpu0 = CpuNs(spid);
@@ -544,21 +573,24 @@ int ClientMain() {
     }
     if (FLAGS_csv) {
       std::printf("%d,%.0f,%.2f,%.2f,%.1f,%.4f,%.1f,%.1f,%.0f,%.2f,%.2f,%.0f,"
-                  "%.2f,%.0f,%.2f,%llu,%.2f\n",
+                  "%.2f,%.0f,%.2f,%llu,%.2f,%.2f,%.2f\n",
                   m, p.connects_per_s, p.server_fds_per_conn,
                   p.client_fds_per_conn, p.server_rss_kib_per_conn,
                   p.idle_core_share, p.first_call_us, p.floor_us,
                   p.one.calls_per_s, p.one.p50_us, p.one.p99_us, p.rr.calls_per_s, p.rr.p50_us,
                   p.shared.calls_per_s, p.shared.p50_us,
-                  static_cast<unsigned long long>(failed), bench::LoadAverage1());
+                  static_cast<unsigned long long>(failed), bench::LoadAverage1(),
+                  p.server_maps_per_conn, p.client_maps_per_conn);
     } else {
       std::printf(
-          "M=%-6d connect %7.0f/s  fds/conn server %.2f client %.2f  rss/conn "
+          "M=%-6d connect %7.0f/s  fds/conn server %.2f client %.2f  maps/conn "
+          "server %.2f client %.2f  rss/conn "
           "%7.1f KiB  idle %5.2f%% core, first call %7.1f us (floor %.1f)\n"
           "         one active %9.0f calls/s p50 %6.2f p99 %8.2f us | round "
           "robin %9.0f calls/s p50 %6.2f p99 %8.2f | %d threads %9.0f calls/s "
           "p50 %6.2f p99 %8.2f  failed %llu load %.2f\n",
           m, p.connects_per_s, p.server_fds_per_conn, p.client_fds_per_conn,
+          p.server_maps_per_conn, p.client_maps_per_conn,
           p.server_rss_kib_per_conn, 100 * p.idle_core_share, p.first_call_us,
           p.floor_us, p.one.calls_per_s, p.one.p50_us, p.one.p99_us, p.rr.calls_per_s,
           p.rr.p50_us, p.rr.p99_us, FLAGS_threads, p.shared.calls_per_s,

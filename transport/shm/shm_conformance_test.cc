@@ -14,7 +14,10 @@
 #include <map>
 #include <vector>
 
+#include <cstring>
+#include <fstream>
 #include <memory>
+#include <string>
 #include <thread>
 
 #include "gtest/gtest.h"
@@ -264,6 +267,78 @@ TEST(ShmProviderTest, HalfOpenHandshakesAreCapped) {
   t.join();
   ASSERT_TRUE(server.ok()) << server.status();
   ASSERT_TRUE(client.ok()) << client.status();
+}
+
+// memfd mappings in this process (/proc/self/maps).
+int ShmMappings() {
+  std::ifstream maps("/proc/self/maps");
+  int n = 0;
+  for (std::string line; std::getline(maps, line);) {
+    if (line.find("memfd:rfrpc-shm") != std::string::npos) ++n;
+  }
+  return n;
+}
+
+// A server exposes to each connection its own region plus two small ranges
+// of one region all connections share, as rpc/ does with a worker's bell
+// words and summary bytes. The client process maps that segment once for
+// all its connections, not twice per connection (once per region): WRITEs
+// through it land, each in the range its connection was granted, and the
+// mapping goes with the last connection.
+TEST(ShmProviderTest, ASegmentSharedByConnectionsIsMappedOnce) {
+  constexpr int kConnections = 8;
+  auto p = *Provider::Open("shm", {});
+  auto l = *p->Listen("");
+  auto cq = *p->CreateCompletionQueue({});
+  auto shared = *p->AllocateMemory(64 * 1024);
+  auto src = *p->AllocateMemory(64);
+  std::vector<std::unique_ptr<MemoryRegion>> own;
+  std::vector<std::unique_ptr<Connection>> clients, servers;
+  const int before = ShmMappings();
+  for (int i = 0; i < kConnections; ++i) {
+    own.push_back(*p->AllocateMemory(4096));  // The server's, per connection.
+    own.push_back(*p->AllocateMemory(4096));  // The client's.
+    ConnectionSetup srv;
+    srv.cq = cq.get();
+    srv.exposed.push_back(ExposedRegion{own[own.size() - 2].get()});
+    srv.exposed.push_back(
+        ExposedRegion{shared.get(), 8 * static_cast<uint64_t>(i), 8, true, false});
+    srv.exposed.push_back(
+        ExposedRegion{shared.get(), 32 * 1024 + static_cast<uint64_t>(i), 1, true, false});
+    ConnectionSetup cli;
+    cli.cq = cq.get();
+    cli.exposed.push_back(ExposedRegion{own.back().get()});
+    std::thread t([&] { clients.push_back(*p->Connect(l->address(), cli)); });
+    servers.push_back(*(*l->Next(absl::Seconds(10)))->Accept(srv));
+    t.join();
+  }
+  // Allocated: 2 per connection. Mapped as peers: each side's own region of
+  // each connection, and the shared one once (three times per connection
+  // without the sharing).
+  EXPECT_EQ(ShmMappings() - before, 2 * kConnections + 2 * kConnections + 1);
+
+  std::memset(src->data(), 0, 64);
+  for (int i = 0; i < kConnections; ++i) {
+    src->data()[i] = static_cast<char>(0x10 + i);
+    src->data()[8 + i] = static_cast<char>(0x50 + i);
+    const std::vector<RemoteRegion>& r = clients[i]->peer().regions;
+    ASSERT_EQ(r.size(), 3u);
+    std::vector<WorkRequest> wrs = {
+        WorkRequest::Write(1, src.get(), 0, 8, r[1], 0),
+        WorkRequest::Write(2, src.get(), static_cast<uint64_t>(8 + i), 1, r[2], 0)};
+    wrs[1].signaled = true;
+    ASSERT_TRUE(clients[i]->Post(wrs).ok());
+    Completion c;
+    ASSERT_TRUE(cq->Wait(&c, absl::Seconds(10)).ok());
+    EXPECT_TRUE(c.ok()) << c.ToStatus();
+  }
+  for (int i = 0; i < kConnections; ++i) {
+    EXPECT_EQ(shared->data()[8 * i + i], static_cast<char>(0x10 + i));
+    EXPECT_EQ(shared->data()[32 * 1024 + i], static_cast<char>(0x50 + i));
+  }
+  clients.clear();
+  servers.clear();
+  EXPECT_EQ(ShmMappings() - before, 2 * kConnections);
 }
 
 }  // namespace

@@ -74,10 +74,12 @@ struct PeerRegion {
 
 // The peer's segments mapped into this process, and the regions in them.
 struct PeerMemory {
-  std::vector<Mapping> mappings;
+  // Shared with other connections that map the same segments
+  // (MapPeerSegmentShared).
+  std::vector<std::shared_ptr<const Mapping>> mappings;
   std::vector<PeerRegion> regions;
   // The peer's completion-queue wake word (Hello.wake), or null.
-  Mapping wake_mapping;
+  std::shared_ptr<const Mapping> wake_mapping;
   std::atomic<uint32_t>* wake_word = nullptr;
 };
 

@@ -283,11 +283,11 @@ absl::StatusOr<PeerMemory> MapPeer(const Hello& hello,
                                         "passed no fd for it");
     }
     RFRPC_ASSIGN_OR_RETURN(mem.wake_mapping,
-                           Mapping::MapPeerSegment(fds.back().get(),
-                                                   kWakeSegmentBytes,
-                                                   /*writable=*/true));
+                           MapPeerSegmentShared(fds.back().get(),
+                                                kWakeSegmentBytes,
+                                                /*writable=*/true));
     mem.wake_word =
-        reinterpret_cast<std::atomic<uint32_t>*>(mem.wake_mapping.data());
+        reinterpret_cast<std::atomic<uint32_t>*>(mem.wake_mapping->data());
     fds.pop_back();
   }
   std::vector<int> map_index(fds.size(), -1);
@@ -311,13 +311,13 @@ absl::StatusOr<PeerMemory> MapPeer(const Hello& hello,
     int& idx = map_index[d.segment()];
     if (idx < 0) {
       RFRPC_ASSIGN_OR_RETURN(
-          Mapping m, Mapping::MapPeerSegment(fds[d.segment()].get(),
-                                             d.segment_size(),
-                                             writable[d.segment()]));
+          std::shared_ptr<const Mapping> m,
+          MapPeerSegmentShared(fds[d.segment()].get(), d.segment_size(),
+                               writable[d.segment()]));
       idx = static_cast<int>(mem.mappings.size());
       mem.mappings.push_back(std::move(m));
     }
-    const Mapping& m = mem.mappings[static_cast<size_t>(idx)];
+    const Mapping& m = *mem.mappings[static_cast<size_t>(idx)];
     if (m.size() != d.segment_size()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "region descriptors disagree on the size of segment ", d.segment()));

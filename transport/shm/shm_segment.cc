@@ -9,6 +9,9 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <map>
+#include <mutex>  // NOLINT: std::mutex, as in the rest of transport/shm.
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -61,6 +64,66 @@ absl::StatusOr<Mapping> Mapping::MapPeerSegment(int fd, size_t size,
   }
   return Mapping(p, size);
 }
+
+namespace {
+
+class SharedPeerMappings {
+ public:
+  absl::StatusOr<std::shared_ptr<const Mapping>> Map(int fd, size_t size,
+                                                     bool writable) {
+    struct stat st;
+    if (::fstat(fd, &st) != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("fstat of peer segment: ", strerror(errno)));
+    }
+    const Key key{st.st_dev, st.st_ino, size, writable};
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = mappings_.find(key);
+    if (it != mappings_.end()) {
+      if (std::shared_ptr<const Mapping> m = it->second.lock()) return m;
+    }
+    absl::StatusOr<Mapping> m = Mapping::MapPeerSegment(fd, size, writable);
+    if (!m.ok()) return m.status();
+    auto shared = std::make_shared<const Mapping>(*std::move(m));
+    mappings_[key] = shared;
+    // Forget unmapped segments once the table has doubled since the last
+    // sweep: amortized O(1) per mapping.
+    if (mappings_.size() >= 2 * swept_size_ + 64) {
+      for (auto i = mappings_.begin(); i != mappings_.end();) {
+        i = i->second.expired() ? mappings_.erase(i) : std::next(i);
+      }
+      swept_size_ = mappings_.size();
+    }
+    return shared;
+  }
+
+  size_t Live() {
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t n = 0;
+    for (const auto& [key, m] : mappings_) n += m.expired() ? 0 : 1;
+    return n;
+  }
+
+ private:
+  using Key = std::tuple<dev_t, ino_t, size_t, bool>;
+  std::mutex mu_;
+  std::map<Key, std::weak_ptr<const Mapping>> mappings_;
+  size_t swept_size_ = 0;
+};
+
+SharedPeerMappings& PeerMappings() {
+  static auto* mappings = new SharedPeerMappings;
+  return *mappings;
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const Mapping>> MapPeerSegmentShared(
+    int fd, size_t size, bool writable) {
+  return PeerMappings().Map(fd, size, writable);
+}
+
+size_t LiveSharedPeerMappings() { return PeerMappings().Live(); }
 
 absl::StatusOr<std::unique_ptr<Segment>> Segment::Create(size_t size) {
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));

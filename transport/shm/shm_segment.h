@@ -45,6 +45,20 @@ class Mapping {
   size_t size_ = 0;
 };
 
+// Maps a peer's segment as Mapping::MapPeerSegment does, once per process:
+// while one mapping of the segment (same inode, size and writability) is
+// alive, later calls return it. Connections to one server worker share its
+// bells and wake segments, so their doorbell WRITEs go through one mapping
+// (one set of TLB entries for all of them, not one per connection), and a
+// connection costs fewer mappings of the process's vm.max_map_count. An
+// inode cannot be reused while a mapping of it exists, so the key is never
+// stale. Thread-safe.
+absl::StatusOr<std::shared_ptr<const Mapping>> MapPeerSegmentShared(
+    int fd, size_t size, bool writable);
+
+// Peer segments MapPeerSegmentShared holds mapped now (for tests).
+size_t LiveSharedPeerMappings();
+
 // A memfd segment and its owner-side mapping.
 struct Segment {
   ScopedFd fd;
