@@ -526,6 +526,7 @@ int ClientMain() {
     p.idle_core_share =
         static_cast<double>(CpuNs(spid) - cpu0) / idle_ns / FLAGS_workers;
     {
+      // From this thread, unpinned, as a user's first call would be.
       const bench::TickClock& ticks = bench::ProcessTicks();
       const uint64_t t0 = ticks.Now();
       absl::Status s = stubs[0]->Ping(nullptr, req, &resp);

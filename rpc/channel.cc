@@ -3,10 +3,7 @@
 // Channel set-up, call routing, the progress thread for async calls, and
 // reconnection after a lost server.
 
-#include "base/cpu_relax.h"
 #include "rpc/channel.h"
-
-#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -26,6 +23,7 @@
 #include "base/status_macros.h"
 #include "rpc/method_counters.h"
 #include "rpc/stats_registry.h"
+#include "rpc/waiter.h"
 #include "rpc/wire_format.h"
 #include "base/mutex.h"
 
@@ -34,63 +32,8 @@ namespace {
 
 using internal::ClientConnection;
 using internal::PendingCall;
+using internal::Waiter;
 
-// Spin rounds with a pause before a waiting thread starts yielding the CPU.
-constexpr int kSpinRounds = 256;
-// How a thread waits for calls: spin briefly after anything happened, then
-// yield (so a server or another poller on the same core can run), and once
-// the wait for a call has lasted internal::kLongWaitNs, sleep a share of it
-// between polls: a call that takes T > 1 ms finishes at most about T / 16
-// (plus the kernel's timer slack) later, and its waiting thread wakes a few
-// dozen times instead of spinning. The wait is for a call, not for the next
-// event: fetch READs that come back empty are events, but the caller still
-// waits.
-class Waiter {
- public:
-  explicit Waiter(bool busy) : busy_(busy) {}
-
-  // Something happened (a READ completed, a request went out): the next
-  // wait spins first again, unless the wait is long enough to sleep (then
-  // the events are the call's sparse fetches: no spinning between them; on
-  // a slow host, e.g. under qemu, 256 polls after each would be
-  // milliseconds of CPU).
-  void Reset() {
-    if (!sleeping_) idle_ = 0;
-  }
-  // A call finished: the wait for the next one starts now.
-  void Restart() {
-    idle_ = 0;
-    wait_start_ns_ = 0;
-    sleeping_ = false;
-  }
-
-  void Wait() {
-    if (++idle_ < kSpinRounds) {
-      CpuRelax();
-      return;
-    }
-    if (busy_) {
-      sched_yield();
-      return;
-    }
-    const int64_t now = internal::UnixNanos();
-    if (wait_start_ns_ == 0) wait_start_ns_ = now;
-    const int64_t waited = now - wait_start_ns_;
-    if (waited < internal::kLongWaitNs) {
-      sched_yield();
-      return;
-    }
-    sleeping_ = true;
-    absl::SleepFor(absl::Nanoseconds(std::min(
-        waited / internal::kLongWaitShare, internal::kMaxLongWaitPauseNs)));
-  }
-
- private:
-  const bool busy_;
-  int idle_ = 0;
-  int64_t wait_start_ns_ = 0;  // 0: not yet past the spin.
-  bool sleeping_ = false;
-};
 // Auto sizing reads the clock before every this many callbacks of a round
 // (see RunCallbacks).
 constexpr size_t kClockEvery = 8;
