@@ -9,12 +9,13 @@
 //    (FetchDelay; 0 when ChannelOptions::adaptive_fetch_delay is off).
 //  - A READ that finds no result is repeated at once while the call is
 //    within R fetches. Past R the call is slow (the hybrid policy counts it)
-//    and the pauses between READs double from the READ round trip, capped
-//    at kMaxBackoffNs, or kMaxNotifiedBackoffNs if the request woke a parked
-//    worker. Once the call has waited kLongWaitNs a pause may grow to
-//    1/kLongWaitShare of the wait so far (at most kMaxLongWaitPauseNs), so a
-//    100 ms result costs ~150 READs (not ~5 000) and arrives at most ~1/16
-//    late; ChannelOptions::busy_wait keeps the short caps.
+//    and the pauses between READs start at twice the READ round trip and
+//    double, capped at kMaxBackoffNs, or kMaxNotifiedBackoffNs if the
+//    request woke a parked worker. Once the call has waited kLongWaitNs a
+//    pause may grow to 1/kLongWaitShare of the wait so far (at most
+//    kMaxLongWaitPauseNs), so a 100 ms result costs ~150 READs (not ~5 000)
+//    and arrives at most ~1/16 late; ChannelOptions::busy_wait keeps the
+//    short caps.
 //  - The READ round trip is tracked near its lower envelope: an asymmetric
 //    EWMA that follows drops quickly and rises slowly, so a descheduled
 //    poller (a sample of milliseconds) barely moves R * rtt.

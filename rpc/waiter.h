@@ -73,7 +73,8 @@ class Waiter {
   }
 
   void Wait() {
-    if (++idle_ < kSpinRounds && ++spun_ < kMaxSpinRounds) {
+    if (spun_ < kMaxSpinRounds && ++idle_ < kSpinRounds) {
+      ++spun_;
       ops_.relax();
       return;
     }

@@ -2,6 +2,7 @@
 
 #include "rpc/tuner/calibrator.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -135,10 +136,17 @@ TEST(CalibratorTest, ShortCalibrationOverShm) {
   EXPECT_GT(lines, 10);
   ASSERT_EQ(pr.read_curve_size(), 11);  // 8 .. 8192, powers of two.
   for (const SizePoint& pt : pr.read_curve()) EXPECT_GT(pt.ops_per_sec(), 0);
-  // Monotonic-ish, robust to a loaded 2-core host: 8 KiB READs move more
-  // bytes/s than 8 B ones (1024x the size).
-  EXPECT_GT(pr.read_curve(10).ops_per_sec() * 8192,
-            pr.read_curve(0).ops_per_sec() * 8 * 4);
+  // Monotonic-ish: large READs (2-8 KiB) move more bytes/s than 8 B ones
+  // (256-1024x the size). Each point is measured for 30 ms, which one stall
+  // of a loaded 2-core host can fill (a CI run saw the 8 KiB point at 42 K
+  // READs/s, one per 24 us): the best of the three large points decides.
+  double large_bytes_per_sec = 0;
+  for (int i = 8; i <= 10; ++i) {
+    large_bytes_per_sec =
+        std::max(large_bytes_per_sec, pr.read_curve(i).ops_per_sec() *
+                                          static_cast<double>(8u << i));
+  }
+  EXPECT_GT(large_bytes_per_sec, pr.read_curve(0).ops_per_sec() * 8 * 4);
   EXPECT_LE(p->low_size(), p->high_size());
   EXPECT_GE(p->low_size(), kMinFetchSize);
   EXPECT_LE(p->high_size(), 8192u);

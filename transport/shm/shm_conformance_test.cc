@@ -289,7 +289,12 @@ TEST(ShmProviderTest, ASegmentSharedByConnectionsIsMappedOnce) {
   constexpr int kConnections = 8;
   auto p = *Provider::Open("shm", {});
   auto l = *p->Listen("");
-  auto cq = *p->CreateCompletionQueue({});
+  auto cli_cq = *p->CreateCompletionQueue({});
+  // The worker's queue can be woken by its peers: each client maps its
+  // wake word too, once for all its connections.
+  CompletionQueueOptions wake;
+  wake.remote_wake = true;
+  auto srv_cq = *p->CreateCompletionQueue(wake);
   auto shared = *p->AllocateMemory(64 * 1024);
   auto src = *p->AllocateMemory(64);
   std::vector<std::unique_ptr<MemoryRegion>> own;
@@ -299,23 +304,23 @@ TEST(ShmProviderTest, ASegmentSharedByConnectionsIsMappedOnce) {
     own.push_back(*p->AllocateMemory(4096));  // The server's, per connection.
     own.push_back(*p->AllocateMemory(4096));  // The client's.
     ConnectionSetup srv;
-    srv.cq = cq.get();
+    srv.cq = srv_cq.get();
     srv.exposed.push_back(ExposedRegion{own[own.size() - 2].get()});
     srv.exposed.push_back(
         ExposedRegion{shared.get(), 8 * static_cast<uint64_t>(i), 8, true, false});
     srv.exposed.push_back(
         ExposedRegion{shared.get(), 32 * 1024 + static_cast<uint64_t>(i), 1, true, false});
     ConnectionSetup cli;
-    cli.cq = cq.get();
+    cli.cq = cli_cq.get();
     cli.exposed.push_back(ExposedRegion{own.back().get()});
     std::thread t([&] { clients.push_back(*p->Connect(l->address(), cli)); });
     servers.push_back(*(*l->Next(absl::Seconds(10)))->Accept(srv));
     t.join();
   }
   // Allocated: 2 per connection. Mapped as peers: each side's own region of
-  // each connection, and the shared one once (three times per connection
-  // without the sharing).
-  EXPECT_EQ(ShmMappings() - before, 2 * kConnections + 2 * kConnections + 1);
+  // each connection, the shared region once and the wake word once (without
+  // the sharing: 2 + 1 per connection, 56 in all).
+  EXPECT_EQ(ShmMappings() - before, 2 * kConnections + 2 * kConnections + 2);
 
   std::memset(src->data(), 0, 64);
   for (int i = 0; i < kConnections; ++i) {
@@ -329,7 +334,7 @@ TEST(ShmProviderTest, ASegmentSharedByConnectionsIsMappedOnce) {
     wrs[1].signaled = true;
     ASSERT_TRUE(clients[i]->Post(wrs).ok());
     Completion c;
-    ASSERT_TRUE(cq->Wait(&c, absl::Seconds(10)).ok());
+    ASSERT_TRUE(cli_cq->Wait(&c, absl::Seconds(10)).ok());
     EXPECT_TRUE(c.ok()) << c.ToStatus();
   }
   for (int i = 0; i < kConnections; ++i) {

@@ -80,7 +80,16 @@ class SharedPeerMappings {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = mappings_.find(key);
     if (it != mappings_.end()) {
-      if (std::shared_ptr<const Mapping> m = it->second.lock()) return m;
+      if (std::shared_ptr<const Mapping> m = it->second.lock()) {
+        // What mmap would check: a writable mapping needs a writable fd.
+        const int flags = ::fcntl(fd, F_GETFL);
+        if (writable && (flags < 0 || (flags & O_ACCMODE) != O_RDWR)) {
+          return absl::InvalidArgumentError(
+              "peer segment fd is not writable, but a region of it grants "
+              "remote WRITE");
+        }
+        return m;
+      }
     }
     absl::StatusOr<Mapping> m = Mapping::MapPeerSegment(fd, size, writable);
     if (!m.ok()) return m.status();
@@ -95,13 +104,6 @@ class SharedPeerMappings {
       swept_size_ = mappings_.size();
     }
     return shared;
-  }
-
-  size_t Live() {
-    std::lock_guard<std::mutex> lock(mu_);
-    size_t n = 0;
-    for (const auto& [key, m] : mappings_) n += m.expired() ? 0 : 1;
-    return n;
   }
 
  private:
@@ -122,8 +124,6 @@ absl::StatusOr<std::shared_ptr<const Mapping>> MapPeerSegmentShared(
     int fd, size_t size, bool writable) {
   return PeerMappings().Map(fd, size, writable);
 }
-
-size_t LiveSharedPeerMappings() { return PeerMappings().Live(); }
 
 absl::StatusOr<std::unique_ptr<Segment>> Segment::Create(size_t size) {
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));

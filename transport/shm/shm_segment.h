@@ -50,14 +50,13 @@ class Mapping {
 // alive, later calls return it. Connections to one server worker share its
 // bells and wake segments, so their doorbell WRITEs go through one mapping
 // (one set of TLB entries for all of them, not one per connection), and a
-// connection costs fewer mappings of the process's vm.max_map_count. An
-// inode cannot be reused while a mapping of it exists, so the key is never
-// stale. Thread-safe.
+// connection costs fewer mappings of the process's vm.max_map_count. The
+// key is never stale: a mapping keeps its memfd's inode alive, and since
+// Linux 5.9 memfd inode numbers are 64-bit and never repeat (before, a
+// 32-bit counter could repeat after 2^32 memfds). Thread-safe; calls are
+// serialized (an mmap each, at connection set-up).
 absl::StatusOr<std::shared_ptr<const Mapping>> MapPeerSegmentShared(
     int fd, size_t size, bool writable);
-
-// Peer segments MapPeerSegmentShared holds mapped now (for tests).
-size_t LiveSharedPeerMappings();
 
 // A memfd segment and its owner-side mapping.
 struct Segment {
