@@ -991,14 +991,10 @@ void ClientConnection::Complete(uint32_t s, const char* payload,
   }
   if (slot.timed && slot.part_offset == 0) {
     // The batcher's turnaround (publish to first result), tracked near its
-    // lower envelope as the READ round trip is: how long a batch in flight is worth
-    // waiting for (FlushPolicy::WhenIdle).
-    const double t = static_cast<double>(NowNs() - slot.posted_ns);
-    if (turnaround_ns_ == 0 || t < turnaround_ns_) {
-      turnaround_ns_ += turnaround_ns_ == 0 ? t : 0.2 * (t - turnaround_ns_);
-    } else {
-      turnaround_ns_ += 0.01 * (std::min(t, 4 * turnaround_ns_) - turnaround_ns_);
-    }
+    // lower envelope as the READ round trip is: how long a batch in flight
+    // is worth waiting for (FlushPolicy::WhenIdle).
+    TrackLowerEnvelope(&turnaround_ns_,
+                       static_cast<double>(NowNs() - slot.posted_ns));
   }
   if (slot.batch) {
     CompletePart(s, payload, view, via, finished);

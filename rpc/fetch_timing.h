@@ -42,6 +42,21 @@ inline constexpr int64_t kLongWaitNs = 1000 * 1000;
 inline constexpr int64_t kLongWaitShare = 16;
 inline constexpr int64_t kMaxLongWaitPauseNs = 2 * 1000 * 1000;
 
+// Moves `*ewma` towards `sample` near the samples' lower envelope: it
+// follows a drop at once (a fifth of the way) and a rise slowly (1/100 of
+// it, at most 4x the current value), so one descheduled measurement of
+// milliseconds barely moves it. 0 means "no sample yet": the first one is
+// taken as it is.
+inline void TrackLowerEnvelope(double* ewma, double sample) {
+  if (*ewma == 0) {
+    *ewma = sample;
+  } else if (sample < *ewma) {
+    *ewma += 0.2 * (sample - *ewma);
+  } else {
+    *ewma += 0.01 * (std::min(sample, 4 * *ewma) - *ewma);
+  }
+}
+
 class FetchTiming {
  public:
   struct Params {
@@ -76,15 +91,7 @@ class FetchTiming {
   }
 
   // A header READ came back `rtt_ns` after it was posted.
-  void OnRoundTrip(double rtt_ns) {
-    if (rtt_ns_ == 0) {
-      rtt_ns_ = rtt_ns;
-    } else if (rtt_ns < rtt_ns_) {
-      rtt_ns_ += 0.2 * (rtt_ns - rtt_ns_);
-    } else {
-      rtt_ns_ += 0.01 * (std::min(rtt_ns, 4 * rtt_ns_) - rtt_ns_);
-    }
-  }
+  void OnRoundTrip(double rtt_ns) { TrackLowerEnvelope(&rtt_ns_, rtt_ns); }
 
   // A call's result was found by its READ number `fetches` (1: the first).
   // Only calls that fetched their first result part by themselves teach the
