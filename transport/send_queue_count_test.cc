@@ -47,6 +47,25 @@ TEST(SendQueueCountTest, ARepeatedWrIdRetiresTheOldestFirst) {
   EXPECT_EQ(sq.in_use(), 0u);
 }
 
+TEST(SendQueueCountTest, MarksKeepTheirOrderWhenTheRingWrapsAndGrows) {
+  SendQueueCount sq;
+  for (uint64_t id = 0; id < 10; ++id) sq.Posted(id, true);
+  sq.Completed(5);  // Retires 0..5; the ring's oldest is now in the middle.
+  EXPECT_EQ(sq.in_use(), 4u);
+  // 20 more: the ring wraps past its end, then has to grow, while 6..9 are
+  // still outstanding.
+  for (uint64_t id = 10; id < 30; ++id) sq.Posted(id, true);
+  EXPECT_EQ(sq.in_use(), 24u);
+  // Each completion retires exactly the marks up to its own, in post order.
+  for (uint64_t id = 6; id < 30; ++id) {
+    sq.Completed(id);
+    EXPECT_EQ(sq.in_use(), 29 - id) << "after the completion of " << id;
+  }
+  EXPECT_FALSE(sq.awaiting_completion());
+  sq.Completed(7);  // Long retired: nothing changes.
+  EXPECT_EQ(sq.in_use(), 0u);
+}
+
 }  // namespace
 }  // namespace transport
 }  // namespace rfrpc
