@@ -71,20 +71,36 @@ void WorkerMethodCounters::AddTo(std::vector<MethodStats>* out) const {
 // ---------------------------------------------------------------------------
 // ClientMethodCounters
 
+// A thread's block of one ClientMethodCounters.
+struct ClientThreadBlock {
+  // Changes only on the owning thread, under Shared::mu; the owner reads it
+  // without the lock, other threads only under it.
+  absl::flat_hash_map<uint32_t, std::unique_ptr<MethodCounters>> methods;
+  // Owner only: the method of the last call (threads past the owners).
+  uint32_t last_id = 0;
+  MethodCounters* last = nullptr;
+};
+
 struct ClientMethodCounters::Shared {
   explicit Shared(uint64_t s) : serial(s) {}
 
-  // The first kOwners threads to finish calls on the channel each own one
-  // of these for as long as they live: a thread finds its block by its id
-  // in this one line (read-mostly: written only when a thread claims or
-  // leaves an owner), whichever other channels it uses in between. Threads
-  // beyond them go through their thread cache. `block` is written under mu
-  // and read without it only by the thread whose id `thread` holds.
+  // The first kOwners threads to finish calls on the channel each own a
+  // block for as long as they live: a thread finds its slot by its id in
+  // this one line, whichever other channels it uses in between, and in the
+  // same line the counters of the method of its last call, so a call on a
+  // channel its thread cycles through with thousands of others misses only
+  // this line and the counters'. Threads beyond them go through their
+  // thread cache. `block`, `last` and `last_id` are written under mu when a
+  // slot is claimed or left, and otherwise only by the thread whose id
+  // `thread` holds, which alone reads them without mu.
   struct alignas(64) Owners {
     std::atomic<uint64_t> thread[kOwners] = {};
-    ClientThreadBlock* block[kOwners] = {};
+    MethodCounters* last[kOwners] = {};
+    uint32_t last_id[kOwners] = {};
   };
+  static_assert(sizeof(Owners) == 64, "the owners' slots take one line");
   Owners owners;
+  ClientThreadBlock* owner_block[kOwners] = {};
 
   // Never reused, unlike the object's address: names it in thread caches.
   const uint64_t serial;
@@ -160,9 +176,10 @@ void LeaveOwner(const ThreadCache::Owned& e) {
   ClientMethodCounters::Shared* s = e.shared.get();
   const size_t i = e.slot;
   MutexLock lock(&s->mu);
-  ClientThreadBlock* b = s->owners.block[i];
-  b->last = nullptr;
-  b->last_id = 0;
+  s->owners.last[i] = nullptr;
+  s->owners.last_id[i] = 0;
+  s->owner_block[i]->last = nullptr;  // Set by the call that claimed it.
+  s->owner_block[i]->last_id = 0;
   // The block stays in its slot, counts and all, for the next owner.
   s->owners.thread[i].store(0, std::memory_order_relaxed);
 }
@@ -211,12 +228,14 @@ ClientThreadBlock* ClaimOwner(ThreadCache& cache, const SharedPtr& shared,
       if (s->owners.thread[slot].load(std::memory_order_relaxed) == 0) break;
     }
     if (slot == ClientMethodCounters::kOwners) return nullptr;
-    if (s->owners.block[slot] == nullptr) {
-      s->owners.block[slot] = TakeFreeBlockLocked(s);
+    if (s->owner_block[slot] == nullptr) {
+      s->owner_block[slot] = TakeFreeBlockLocked(s);
     } else {
       s->claims.fetch_add(1, std::memory_order_relaxed);
     }
-    block = s->owners.block[slot];
+    block = s->owner_block[slot];
+    s->owners.last[slot] = nullptr;
+    s->owners.last_id[slot] = 0;
     s->owners.thread[slot].store(me, std::memory_order_relaxed);
   }
   if (cache.owned.size() >= 2 * std::max<size_t>(cache.owned_after_sweep, 32)) {
@@ -227,18 +246,22 @@ ClientThreadBlock* ClaimOwner(ThreadCache& cache, const SharedPtr& shared,
   return block;
 }
 
-}  // namespace
+// The owner's slow path: method `id`'s counters in `block`, added under
+// the lock if new.
+MethodCounters* FindOrAddMethod(ClientMethodCounters::Shared* shared,
+                                ClientThreadBlock* block, uint32_t id) {
+  auto it = block->methods.find(id);
+  if (it != block->methods.end()) return it->second.get();
+  MutexLock lock(&shared->mu);
+  auto& slot = block->methods[id];
+  if (slot == nullptr) slot = std::make_unique<MethodCounters>();
+  return slot.get();
+}
 
-ClientThreadBlock* ThreadBlockOf(const SharedPtr& shared) {
-  if (thread_cache_gone) return nullptr;
-  const uint64_t me = ThisThreadId();
-  ClientMethodCounters::Shared::Owners& owners = shared->owners;
-  bool free_owner = false;
-  for (size_t i = 0; i < ClientMethodCounters::kOwners; ++i) {
-    const uint64_t t = owners.thread[i].load(std::memory_order_relaxed);
-    if (t == me) return owners.block[i];
-    free_owner |= t == 0;
-  }
+// The calling thread's block of `shared` when it owns none of its slots
+// (claiming one if free); null while the thread-locals are being destroyed.
+ClientThreadBlock* CachedBlockOf(const SharedPtr& shared, uint64_t me,
+                                 bool free_owner) {
   ThreadCache& cache = thread_cache;
   const uint64_t serial = shared->serial;
   for (const ThreadCache::Entry& e : cache.entries) {
@@ -263,12 +286,34 @@ ClientThreadBlock* ThreadBlockOf(const SharedPtr& shared) {
   return block;
 }
 
-MethodCounters* AddMethod(ClientMethodCounters::Shared* shared,
-                          ClientThreadBlock* block, uint32_t id) {
-  MutexLock lock(&shared->mu);
-  auto& slot = block->methods[id];
-  if (slot == nullptr) slot = std::make_unique<MethodCounters>();
-  return slot.get();
+}  // namespace
+
+MethodCounters* CountersOf(const SharedPtr& shared, uint32_t id) {
+  if (thread_cache_gone) return nullptr;
+  const uint64_t me = ThisThreadId();
+  ClientMethodCounters::Shared::Owners& owners = shared->owners;
+  bool free_owner = false;
+  for (size_t i = 0; i < ClientMethodCounters::kOwners; ++i) {
+    const uint64_t t = owners.thread[i].load(std::memory_order_relaxed);
+    if (t == me) {
+      MethodCounters* m = owners.last[i];
+      if (m == nullptr || owners.last_id[i] != id) {
+        m = FindOrAddMethod(shared.get(), shared->owner_block[i], id);
+        owners.last[i] = m;
+        owners.last_id[i] = id;
+      }
+      return m;
+    }
+    free_owner |= t == 0;
+  }
+  ClientThreadBlock* b = CachedBlockOf(shared, me, free_owner);
+  MethodCounters* m = b->last;
+  if (m == nullptr || b->last_id != id) {
+    m = FindOrAddMethod(shared.get(), b, id);
+    b->last_id = id;
+    b->last = m;
+  }
+  return m;
 }
 
 void RecordLocked(ClientMethodCounters::Shared* shared, uint32_t id,

@@ -178,7 +178,7 @@ class ClientMethodCounters {
   uint64_t block_claims() const;
 
   // Threads that own a block for the channel's life (see Shared::owners).
-  static constexpr size_t kOwners = 4;
+  static constexpr size_t kOwners = 3;
 
   struct Shared;  // The blocks; outlives the object while threads hold some.
 
@@ -190,45 +190,24 @@ class ClientMethodCounters {
   const std::shared_ptr<Shared> shared_;
 };
 
-// A thread's block of one ClientMethodCounters (defined here for the inline
-// path).
-struct ClientThreadBlock {
-  // Changes only on the owning thread, under Shared::mu; the owner reads it
-  // without the lock, other threads only under it.
-  absl::flat_hash_map<uint32_t, std::unique_ptr<MethodCounters>> methods;
-  // Owner only: the method of the last call.
-  uint32_t last_id = 0;
-  MethodCounters* last = nullptr;
-};
-
-// The calling thread's block of `shared`, claimed on first use; null once
-// the thread's thread-locals are being destroyed (then `*shared` takes the
-// update under its lock, see RecordLocked).
-ClientThreadBlock* ThreadBlockOf(const std::shared_ptr<ClientMethodCounters::Shared>& shared);
-// The owner's slow path: adds method `id` to `block` under the lock.
-MethodCounters* AddMethod(ClientMethodCounters::Shared* shared,
-                          ClientThreadBlock* block, uint32_t id);
+// The counters of method `id` for the calling thread in `shared`'s blocks
+// (claimed on first use); null once the thread's thread-locals are being
+// destroyed (then `*shared` takes the update under its lock, RecordLocked).
+MethodCounters* CountersOf(const std::shared_ptr<ClientMethodCounters::Shared>& shared,
+                           uint32_t id);
 // Runs `f` on method `id`'s counters of the shared fallback block, locked.
 void RecordLocked(ClientMethodCounters::Shared* shared, uint32_t id,
                   void (*f)(MethodCounters*, const void*), const void* arg);
 
 template <typename F>
 void ClientMethodCounters::ForThisThread(uint32_t method_id, F f) {
-  ClientThreadBlock* b = ThreadBlockOf(shared_);
-  if (b == nullptr) {
+  MethodCounters* m = CountersOf(shared_, method_id);
+  if (m == nullptr) {
     RecordLocked(
         shared_.get(), method_id,
         [](MethodCounters* m, const void* arg) { (*static_cast<const F*>(arg))(m); },
         &f);
     return;
-  }
-  MethodCounters* m = b->last;
-  if (m == nullptr || b->last_id != method_id) {
-    auto it = b->methods.find(method_id);
-    m = it != b->methods.end() ? it->second.get()
-                               : AddMethod(shared_.get(), b, method_id);
-    b->last_id = method_id;
-    b->last = m;
   }
   f(m);
 }

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/random/random.h"
 #include "absl/status/status.h"
 #include <mutex>  // NOLINT: see shm_internal.h on std::mutex.
@@ -155,7 +156,8 @@ class ShmConnection final : public Connection {
 
  private:
   // The peer's regions as the datapath checks them: bounds precomputed,
-  // copied into this object (no pointer chase through the shared state).
+  // copied into this object (no pointer chase through the shared state or
+  // to a heap block: a server exposes 3 regions to a client, a client 1).
   struct Target {
     uint64_t addr = 0;
     uint64_t end = 0;  // addr + length.
@@ -187,7 +189,7 @@ class ShmConnection final : public Connection {
   ShmCompletionQueue* const cq_;
   const uint32_t max_inline_;
   const uint32_t max_outstanding_;
-  const std::vector<Target> targets_;
+  const absl::InlinedVector<Target, 3> targets_;
   // The peer queue's wake word (null: the peer cannot be woken).
   std::atomic<uint32_t>* const peer_wake_;
 

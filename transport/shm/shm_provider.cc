@@ -807,7 +807,7 @@ ShmConnection::ShmConnection(uint64_t id, ConnectionInfo info,
       max_inline_(max_inline),
       max_outstanding_(max_outstanding),
       targets_([this] {
-        std::vector<Target> t;
+        absl::InlinedVector<Target, 3> t;
         for (const PeerRegion& r : state_->peer().regions) {
           t.push_back(Target{r.addr, r.addr + r.length, r.base, r.rkey,
                              r.remote_write, r.remote_read});
