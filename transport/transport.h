@@ -341,31 +341,35 @@ class Connection {
   // less (verbs: the queue pair's max_inline_data).
   virtual uint32_t max_inline() const = 0;
 
-  const ConnectionInfo& peer() const { return peer_; }
+  const ConnectionInfo& peer() const { return *peer_; }
   uint64_t id() const { return id_; }
 
+  // Those a call bumps first: with the object's vtable pointer they fill
+  // one cache line.
   struct Counters {
+    std::atomic<uint64_t> post_lists{0};  // Doorbells.
     std::atomic<uint64_t> writes{0};
     std::atomic<uint64_t> reads{0};
-    std::atomic<uint64_t> inline_writes{0};
     std::atomic<uint64_t> signaled{0};
     std::atomic<uint64_t> completions{0};
-    std::atomic<uint64_t> errors{0};
     std::atomic<uint64_t> bytes_written{0};
     std::atomic<uint64_t> bytes_read{0};
-    std::atomic<uint64_t> post_lists{0};  // Doorbells.
-    std::atomic<uint64_t> notifies{0};    // WRITEs with notify.
+    std::atomic<uint64_t> inline_writes{0};
+    std::atomic<uint64_t> errors{0};
+    std::atomic<uint64_t> notifies{0};  // WRITEs with notify.
   };
   const Counters& counters() const { return counters_; }
 
  protected:
   Connection(uint64_t id, ConnectionInfo peer)
-      : id_(id), peer_(std::move(peer)) {}
+      : id_(id), peer_(std::make_unique<const ConnectionInfo>(std::move(peer))) {}
   Counters counters_;
 
  private:
   const uint64_t id_;
-  const ConnectionInfo peer_;
+  // Behind a pointer, so a provider's datapath fields follow the counters
+  // closely (the datapath never reads it).
+  const std::unique_ptr<const ConnectionInfo> peer_;
 };
 
 // A connection request that arrived at a Listener, before this side has

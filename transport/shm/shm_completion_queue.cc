@@ -52,14 +52,16 @@ uint64_t PowerOfTwoMask(uint64_t n) { return (n & (n - 1)) == 0 ? n - 1 : 0; }
 ShmCompletionQueue::ShmCompletionQueue(const CompletionQueueOptions& options,
                                        std::unique_ptr<Segment> wake_segment)
     : options_(options),
+      cells_owner_(new Cell[static_cast<uint64_t>(options.depth)]),
       wake_segment_(std::move(wake_segment)),
+      cells_(cells_owner_.get()),
+      cap_(static_cast<uint64_t>(options.depth)),
+      mask_(PowerOfTwoMask(cap_)),
       wake_(wake_segment_ != nullptr
                 ? reinterpret_cast<std::atomic<uint32_t>*>(
                       wake_segment_->mapping.data())
                 : &local_wake_),
-      cap_(static_cast<uint64_t>(options.depth)),
-      mask_(PowerOfTwoMask(cap_)),
-      cells_(new Cell[cap_]) {
+      max_poll_wc_(options.max_poll_wc) {
   for (uint64_t i = 0; i < cap_; ++i) {
     cells_[i].seq.store(i, std::memory_order_relaxed);
   }
@@ -129,7 +131,7 @@ bool ShmCompletionQueue::HeadReady(std::memory_order order) {
 int ShmCompletionQueue::PollRound(absl::Span<Completion> out) {
   Bump(polls_);
   const size_t want =
-      std::min(out.size(), static_cast<size_t>(options_.max_poll_wc));
+      std::min(out.size(), static_cast<size_t>(max_poll_wc_));
   size_t n = 0;
   while (n < want) {
     Cell& x = cell(head_);
@@ -152,7 +154,7 @@ int ShmCompletionQueue::Poll(absl::Span<Completion> out) {
   for (;;) {
     const int n = PollRound(out.subspan(static_cast<size_t>(total)));
     total += n;
-    if (n < options_.max_poll_wc || static_cast<size_t>(total) == out.size()) {
+    if (n < max_poll_wc_ || static_cast<size_t>(total) == out.size()) {
       return total;
     }
   }

@@ -112,7 +112,8 @@ class ShmCompletionQueue final : public CompletionQueue {
   int depth() const { return options_.depth; }
 
  private:
-  struct Cell {
+  // One line each: a publish or a poll touches one line, not two.
+  struct alignas(64) Cell {
     // == ticket: free for the producer of `ticket`; == ticket + 1: holds
     // that ticket's entry. The consumer sets ticket + depth when it is done.
     std::atomic<uint64_t> seq{0};
@@ -147,25 +148,32 @@ class ShmCompletionQueue final : public CompletionQueue {
   void BlockUntil(absl::Time deadline);
 
   const CompletionQueueOptions options_;
-  // The wake word: in wake_segment_ (remote_wake) or local_wake_.
+  const std::unique_ptr<Cell[]> cells_owner_;
   const std::unique_ptr<Segment> wake_segment_;
-  std::atomic<uint32_t>* const wake_;
+
+  // Two cache lines, so that producers and the consumer do not falsely
+  // share, each holding all its side touches in a call (a client cycling
+  // through thousands of connections finds every queue cold, and paid a
+  // line for each of the object's constants, claim counter, wake word and
+  // consumer state).
+  //
+  // The producers' line: the claim counter and what a publish reads (the
+  // ring's shape, the wake word and the local wake word; the consumer
+  // writes these only when it arms, is interrupted or drops).
+  alignas(64) std::atomic<uint64_t> tail_{0};
+  Cell* const cells_;
   const uint64_t cap_;
   const uint64_t mask_;  // cap_ - 1 if cap_ is a power of two, else 0.
-  const std::unique_ptr<Cell[]> cells_;
-
-  // Three cache lines, so that producers and the consumer do not falsely
-  // share: the producers' claim counter; the words producers read on every
-  // publish (written rarely); the consumer's own state.
-  alignas(64) std::atomic<uint64_t> tail_{0};
-
-  alignas(64) std::atomic<uint32_t> local_wake_{0};
+  // The wake word: in wake_segment_ (remote_wake) or local_wake_.
+  std::atomic<uint32_t>* const wake_;
+  std::atomic<uint32_t> local_wake_{0};
   std::atomic<bool> interrupted_{false};
   std::atomic<uint64_t> dropped_{0};
 
-  // Consumer only (one poller at a time); the counters are read by stats()
-  // from any thread.
+  // The consumer's line (one poller at a time); the counters are read by
+  // stats() from any thread.
   alignas(64) uint64_t head_ = 0;
+  const int max_poll_wc_;  // options_.max_poll_wc.
   std::atomic<uint64_t> polls_{0};
   std::atomic<uint64_t> empty_polls_{0};
   std::atomic<uint64_t> completions_{0};

@@ -802,10 +802,10 @@ ShmConnection::ShmConnection(uint64_t id, ConnectionInfo info,
                              uint32_t max_outstanding)
     : Connection(id, std::move(info)),
       core_(std::move(core)),
-      state_(std::move(state)),
       cq_(cq),
       max_inline_(max_inline),
       max_outstanding_(max_outstanding),
+      state_(std::move(state)),
       targets_([this] {
         absl::InlinedVector<Target, 3> t;
         for (const PeerRegion& r : state_->peer().regions) {
