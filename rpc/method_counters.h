@@ -10,11 +10,12 @@
 //     registered method plus one for unknown ids; only that worker writes.
 //   * ClientMethodCounters: a channel's, kept per calling thread: each thread
 //     that finishes calls claims a block of its own on first use (a mutex,
-//     once per thread and channel). The first four threads find theirs
-//     again by their thread id in one line of the channel's, so a thread
-//     cycling through thousands of channels pays one read-mostly line per
-//     call, not a claim; later threads through a thread-local cache of 64
-//     channels. A block goes back to the channel when its thread exits and
+//     once per thread and channel). The first three threads find theirs
+//     again by their thread id in one line of the channel's, which also
+//     holds the counters of each one's last method, so a thread cycling
+//     through thousands of channels pays that line and the counters' per
+//     call, not a claim; later threads go through a thread-local cache of
+//     64 channels. A block goes back to the channel when its thread exits and
 //     keeps its counts for the next thread.
 //
 // Snapshots sum the blocks on the reader's thread, off the call path.
