@@ -92,8 +92,15 @@ inline size_t PutBatchEntry(char* p, uint32_t size, uint32_t method_id) {
 inline size_t PutResultEntry(char* p, uint32_t size, uint16_t status_code) {
   const ResultEntryHeader h{size, status_code, 0};
   std::memcpy(p, &h, sizeof(h));
-  const size_t pad = Align8(size) - size;
-  if (pad > 0) std::memset(p + kEntryHeaderBytes + size, 0, pad);
+  if ((size & 7) != 0) {
+    // Zero the padding: keep the low (first, little-endian) size % 8 bytes
+    // of the last word, which the entry's Align8 footprint holds whole.
+    char* last = p + kEntryHeaderBytes + (size & ~uint32_t{7});
+    uint64_t w;
+    std::memcpy(&w, last, 8);
+    w &= (uint64_t{1} << (8 * (size & 7))) - 1;
+    std::memcpy(last, &w, 8);
+  }
   return EntryBytes(size);
 }
 

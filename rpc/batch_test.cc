@@ -163,6 +163,23 @@ TEST(BatchFormatTest, ResultEntriesRoundTrip) {
   EXPECT_TRUE(r.error().ok());
 }
 
+TEST(BatchFormatTest, ResultEntryPaddingIsZeroedAndPayloadKept) {
+  for (uint32_t size = 0; size <= 17; ++size) {
+    // Stale bytes everywhere, as a reused response buffer holds.
+    std::string part(EntryBytes(size) + 8, '\xab');
+    for (uint32_t i = 0; i < size; ++i) part[8 + i] = static_cast<char>('a' + i);
+    EXPECT_EQ(PutResultEntry(&part[0], size, 0), EntryBytes(size));
+    for (uint32_t i = 0; i < size; ++i) {
+      EXPECT_EQ(part[8 + i], static_cast<char>('a' + i)) << "size " << size;
+    }
+    for (size_t i = 8 + size; i < EntryBytes(size); ++i) {
+      EXPECT_EQ(part[i], '\0') << "size " << size << ", padding byte " << i;
+    }
+    // Nothing past the entry is touched.
+    EXPECT_EQ(part[EntryBytes(size)], '\xab') << "size " << size;
+  }
+}
+
 TEST(FlushPolicyTest, EachTriggerFires) {
   FlushPolicy p(/*max_entries=*/4, /*max_bytes=*/100, absl::Microseconds(50));
   // N.

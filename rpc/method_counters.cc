@@ -13,14 +13,6 @@
 namespace rfrpc {
 namespace internal {
 
-void MethodCounters::Finish(int code, int64_t latency) {
-  calls.Add(1);
-  if (code != 0) {
-    failures[code > 0 && code < kStatusCodes ? code : 2].Add(1);
-  }
-  latency_ns.Record(static_cast<uint64_t>(std::max<int64_t>(latency, 0)));
-}
-
 void MethodCounters::Served(int code, int64_t handler_ns, uint64_t bytes) {
   Finish(code, handler_ns);
   if (code == 0) result_bytes.Record(bytes);

@@ -107,8 +107,14 @@ struct MethodCounters {
   SingleWriterCounter failures[kStatusCodes];
   BytesHistogram result_bytes;
 
-  // A call that finished with `code` after `latency_ns`.
-  void Finish(int code, int64_t latency_ns);
+  // A call that finished with `code` after `latency` ns.
+  void Finish(int code, int64_t latency) {
+    calls.Add(1);
+    if (code != 0) {
+      failures[code > 0 && code < kStatusCodes ? code : 2].Add(1);
+    }
+    latency_ns.Record(static_cast<uint64_t>(std::max<int64_t>(latency, 0)));
+  }
   // A server call: as Finish, and an OK result's size.
   void Served(int code, int64_t handler_ns, uint64_t result_bytes);
   // Adds the counts to `*out` (not null).

@@ -4,8 +4,6 @@
 
 #include <cstring>
 
-#include "rpc/batch_format.h"
-#include "rpc/wire_format.h"
 #include "transport/transport.h"
 
 namespace rfrpc {
@@ -29,55 +27,29 @@ bool ResultPartWriter::Fits(uint32_t entries, size_t buf_bytes) {
          buf_bytes;
 }
 
-char* ResultPartWriter::NextPayload(size_t* cap) const {
-  const uint32_t remaining_after = entries_ - committed_ - 1;
-  // Where this entry's result goes if it stays in the current part, and
-  // what must stay free for the rest (each in a part of its own, plus a
-  // possible move of this one into a new part).
+bool ResultPartWriter::CommitClosing(uint32_t len, uint16_t status_code,
+                                     Part* closed) {
   char* out = buf_ + part_ + wire::kHeaderBytes + part_size_;
-  const size_t used = part_ + wire::kHeaderBytes + part_size_ +
-                      wire::kEntryHeaderBytes + wire::kTailBytes;
-  const size_t reserve =
-      size_t{remaining_after} * (kPartOverhead + wire::kEntryHeaderBytes) +
-      kPartOverhead + 8;
-  size_t c = buf_bytes_ > used + reserve ? buf_bytes_ - used - reserve : 0;
-  *cap = c & ~size_t{7};
-  return out + wire::kEntryHeaderBytes;
-}
-
-bool ResultPartWriter::Commit(uint32_t len, uint16_t status_code,
-                              Part* closed) {
-  char* out = buf_ + part_ + wire::kHeaderBytes + part_size_;
-  const size_t eb = wire::EntryBytes(len);
-  bool closing = false;
-  if (part_entries_ > 0 && (part_entries_ >= max_entries_ ||
-                            part_size_ + eb > part_bytes_limit_)) {
-    // Close the current part and move this result into a new one: the
-    // move is kPartOverhead bytes forward, which NextPayload's reserve kept
-    // free. The result lies where the next part's header goes, so it moves
-    // first and that head word is cleared before the caller publishes the
-    // closed part: a client READs the next part's head as soon as this part
-    // is visible, and raw result bytes there could pass for a header with
-    // the expected seq.
-    const size_t next_part = part_ + wire::FramedBytes(part_size_);
-    char* moved = buf_ + next_part + wire::kHeaderBytes;
-    std::memmove(moved + wire::kEntryHeaderBytes,
-                 out + wire::kEntryHeaderBytes, len);
-    transport::StoreRelease64(buf_ + next_part, 0);
-    closed->offset = part_;
-    closed->size = static_cast<uint32_t>(part_size_);
-    closed->entries = static_cast<uint16_t>(part_entries_);
-    closing = true;
-    part_ = next_part;
-    part_size_ = 0;
-    part_entries_ = 0;
-    out = moved;
-  }
-  wire::PutResultEntry(out, len, status_code);
-  part_size_ += eb;
-  ++part_entries_;
+  // Close the current part and move this result into a new one: the move is
+  // kPartOverhead bytes forward, which NextPayload's reserve kept free. The
+  // result lies where the next part's header goes, so it moves first and
+  // that head word is cleared before the caller publishes the closed part: a
+  // client READs the next part's head as soon as this part is visible, and
+  // raw result bytes there could pass for a header with the expected seq.
+  const size_t next_part = part_ + wire::FramedBytes(part_size_);
+  char* moved = buf_ + next_part + wire::kHeaderBytes;
+  std::memmove(moved + wire::kEntryHeaderBytes, out + wire::kEntryHeaderBytes,
+               len);
+  transport::StoreRelease64(buf_ + next_part, 0);
+  closed->offset = part_;
+  closed->size = static_cast<uint32_t>(part_size_);
+  closed->entries = static_cast<uint16_t>(part_entries_);
+  part_ = next_part;
+  wire::PutResultEntry(moved, len, status_code);
+  part_size_ = wire::EntryBytes(len);
+  part_entries_ = 1;
   ++committed_;
-  return closing;
+  return true;
 }
 
 bool ResultPartWriter::Close(Part* closed) {

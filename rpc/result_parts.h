@@ -27,6 +27,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "rpc/batch_format.h"
+#include "rpc/wire_format.h"
+
 namespace rfrpc {
 namespace internal {
 
@@ -55,14 +58,40 @@ class ResultPartWriter {
 
   // Where the next result's payload goes, and (in `*cap`, a multiple of 8)
   // how many bytes it may take. REQUIRES: !done().
-  char* NextPayload(size_t* cap) const;
+  char* NextPayload(size_t* cap) const {
+    const uint32_t remaining_after = entries_ - committed_ - 1;
+    // Where this entry's result goes if it stays in the current part, and
+    // what must stay free for the rest (each in a part of its own, plus a
+    // possible move of this one into a new part).
+    char* out = buf_ + part_ + wire::kHeaderBytes + part_size_;
+    const size_t used = part_ + wire::kHeaderBytes + part_size_ +
+                        wire::kEntryHeaderBytes + wire::kTailBytes;
+    const size_t reserve =
+        size_t{remaining_after} * (kPartOverhead + wire::kEntryHeaderBytes) +
+        kPartOverhead + 8;
+    const size_t c = buf_bytes_ > used + reserve ? buf_bytes_ - used - reserve : 0;
+    *cap = c & ~size_t{7};
+    return out + wire::kEntryHeaderBytes;
+  }
 
   // Commits the next result: `len` bytes at NextPayload() with status
   // `status_code` (non-zero: the bytes are the error message). REQUIRES:
   // len <= NextPayload's cap. If the result closed the current part, returns
   // true with that part in `*closed` (publish it before the next Commit:
   // the writer never writes into a closed part).
-  bool Commit(uint32_t len, uint16_t status_code, Part* closed);
+  bool Commit(uint32_t len, uint16_t status_code, Part* closed) {
+    const size_t eb = wire::EntryBytes(len);
+    if (part_entries_ > 0 && (part_entries_ >= max_entries_ ||
+                              part_size_ + eb > part_bytes_limit_)) {
+      return CommitClosing(len, status_code, closed);
+    }
+    wire::PutResultEntry(buf_ + part_ + wire::kHeaderBytes + part_size_, len,
+                         status_code);
+    part_size_ += eb;
+    ++part_entries_;
+    ++committed_;
+    return false;
+  }
 
   // Closes the current part early, if it holds results (the next result
   // must wait: a client should not wait for those before it). Returns true
@@ -79,6 +108,10 @@ class ResultPartWriter {
   size_t part_offset() const { return part_; }
 
  private:
+  // Commit's slow path: the result closes the current part and moves into
+  // a new one.
+  bool CommitClosing(uint32_t len, uint16_t status_code, Part* closed);
+
   char* buf_ = nullptr;
   size_t buf_bytes_ = 0;
   uint32_t entries_ = 0;

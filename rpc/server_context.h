@@ -53,7 +53,7 @@ class ServerContext {
   int worker() const { return worker_; }
   // When the call arrived at this worker (for a call in a request batch:
   // when the worker took the batch, the same for all its calls).
-  absl::Time arrival() const { return arrival_; }
+  absl::Time arrival() const { return absl::FromUnixNanos(arrival_ns_); }
 
   // The caller's deadline: arrival() plus the budget the client had left
   // when it sent the request (ClientContext::set_timeout or set_deadline, or
@@ -73,20 +73,27 @@ class ServerContext {
   // slot's cancel word) and, with a deadline, a clock read. Thread-safe.
   bool IsCancelled() const;
 
-  // Internal: set by the server before each call. `deadline_ns` is Unix ns
-  // (INT64_MAX: none). `cancel_word`, if not null, is the slot's cancel word
+  // Internal: set by the server before each call. `arrival_ns` and
+  // `deadline_ns` are Unix ns (deadline INT64_MAX: none). `cancel_word`, if not null, is the slot's cancel word
   // (wire::CancelWord), read by IsCancelled; `seq` is the request's seq.
   void Reset(absl::string_view method, absl::string_view peer, int worker,
-             absl::Time arrival, int64_t deadline_ns = INT64_MAX,
+             int64_t arrival_ns, int64_t deadline_ns = INT64_MAX,
              const void* cancel_word = nullptr, uint32_t seq = 0) {
     method_ = method;
     peer_ = peer;
     worker_ = worker;
-    arrival_ = arrival;
+    arrival_ns_ = arrival_ns;
     deadline_ns_ = deadline_ns;
     cancel_word_ = cancel_word;
     seq_ = seq;
     cancelled_.store(false, std::memory_order_relaxed);
+  }
+  // The same with the arrival as an absl::Time (handler tests use it).
+  void Reset(absl::string_view method, absl::string_view peer, int worker,
+             absl::Time arrival, int64_t deadline_ns = INT64_MAX,
+             const void* cancel_word = nullptr, uint32_t seq = 0) {
+    Reset(method, peer, worker, absl::ToUnixNanos(arrival), deadline_ns,
+          cancel_word, seq);
   }
   // Internal: the server no longer wants the result (see IsCancelled).
   void MarkCancelled() { cancelled_.store(true, std::memory_order_release); }
@@ -96,7 +103,7 @@ class ServerContext {
   absl::string_view method_;
   absl::string_view peer_;
   int worker_ = 0;
-  absl::Time arrival_;
+  int64_t arrival_ns_ = 0;  // Unix ns; converted only when asked for.
   int64_t deadline_ns_ = INT64_MAX;
   const void* cancel_word_ = nullptr;
   uint32_t seq_ = 0;

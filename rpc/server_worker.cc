@@ -14,6 +14,7 @@
 #include <cstring>
 #include <exception>
 
+#include "absl/base/attributes.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
@@ -450,7 +451,8 @@ const MethodEntry* ServerWorker::FindMethod(uint32_t id) {
   return it->second;
 }
 
-absl::Status ServerWorker::RunHandler(ServerConnection* c,
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline absl::Status ServerWorker::RunHandler(
+                                      ServerConnection* c,
                                       const MethodEntry* m, uint32_t method_id,
                                       absl::string_view request,
                                       int64_t start_ns, int64_t deadline_ns,
@@ -464,7 +466,7 @@ absl::Status ServerWorker::RunHandler(ServerConnection* c,
     return absl::UnimplementedError(absl::StrFormat(
         "no method with id 0x%08x on this server", method_id));
   }
-  ctx_.Reset(m->full_name, c->peer, index_, absl::FromUnixNanos(start_ns),
+  ctx_.Reset(m->full_name, c->peer, index_, start_ns,
              deadline_ns, c->region->data() + c->layout.CancelOffset(s), seq);
   absl::Status status;
   try {
@@ -634,22 +636,13 @@ void ServerWorker::ServeBatch(ServerConnection* c, uint32_t s,
   FlushMethodStats();
 }
 
-void ServerWorker::CommitResult(ServerConnection* c, uint32_t s, uint32_t seq,
-                                uint16_t hot, ResultPartWriter* w,
-                                int64_t* part_start, const absl::Status& st,
-                                size_t len) {
-  if (!st.ok()) {
-    counters_->calls_failed.fetch_add(1, std::memory_order_relaxed);
-    size_t cap;
-    char* out = w->NextPayload(&cap);
-    len = std::min(st.message().size(), cap);
-    std::memcpy(out, st.message().data(), len);
-  }
-  ResultPartWriter::Part closed;
-  if (w->Commit(static_cast<uint32_t>(len),
-                st.ok() ? 0 : static_cast<uint16_t>(st.code()), &closed)) {
-    PublishPart(c, s, seq, hot, closed, part_start);
-  }
+size_t ServerWorker::PlaceError(ResultPartWriter* w, const absl::Status& st) {
+  counters_->calls_failed.fetch_add(1, std::memory_order_relaxed);
+  size_t cap;
+  char* out = w->NextPayload(&cap);
+  const size_t len = std::min(st.message().size(), cap);
+  std::memcpy(out, st.message().data(), len);
+  return len;
 }
 
 void ServerWorker::PublishPart(ServerConnection* c, uint32_t s, uint32_t seq,

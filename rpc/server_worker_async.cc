@@ -68,7 +68,7 @@ ServerCall* ServerWorker::NewCall(ServerConnection* c, uint32_t s, uint32_t seq,
   // The call holds the peer's name only if it outlives its handler (Launch).
   call->peer.reset();
   call->context()->Reset(m->full_name, *c->shared_peer, index_,
-                         absl::FromUnixNanos(start_ns), deadline_ns);
+                         start_ns, deadline_ns);
   return call;
 }
 

@@ -67,26 +67,15 @@ void MethodHandler::Invoke(internal::ServerCall*, ServerDone done) {
 
 namespace internal {
 
-absl::Status ParseRequest(absl::string_view request,
-                          google::protobuf::MessageLite* msg) {
-  if (!msg->ParseFromArray(request.data(), static_cast<int>(request.size()))) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "request of ", request.size(), " bytes does not parse as ",
-        msg->GetTypeName()));
-  }
-  return absl::OkStatus();
+absl::Status RequestDoesNotParse(size_t size,
+                                 const google::protobuf::MessageLite& msg) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "request of ", size, " bytes does not parse as ", msg.GetTypeName()));
 }
 
-absl::Status SerializeResponse(const google::protobuf::MessageLite& msg,
-                               char* buf, size_t cap, size_t* len) {
-  const size_t size = msg.ByteSizeLong();
-  *len = size;
-  if (size > cap) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("response of ", size, " bytes exceeds ", cap));
-  }
-  msg.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(buf));
-  return absl::OkStatus();
+absl::Status ResponseTooLarge(size_t size, size_t cap) {
+  return absl::ResourceExhaustedError(
+      absl::StrCat("response of ", size, " bytes exceeds ", cap));
 }
 
 absl::Status HandlerThrew(const ServerContext* ctx, const char* what) {
