@@ -236,8 +236,14 @@ absl::StatusOr<std::unique_ptr<ClientConnection>> ClientConnection::Connect(
   c->bell_summary_region_ = regions[2];
   c->hot_half_window_ns_ = static_cast<int64_t>(
       std::min<uint64_t>(welcome.hot_window_ns(), uint64_t{1} << 40) / 2);
-  c->notify_gap_ns_ = static_cast<int64_t>(
-      std::min<uint64_t>(welcome.park_after_ns(), uint64_t{1} << 40) / 2);
+  // 0: the worker never parks (no notifies); a worker that parks at once
+  // (1 ns) is notified on every ring.
+  c->notify_gap_ns_ =
+      welcome.park_after_ns() == 0
+          ? 0
+          : std::max<int64_t>(1, static_cast<int64_t>(std::min<uint64_t>(
+                                     welcome.park_after_ns(), uint64_t{1} << 40) /
+                                 2));
   c->worker_last_post_ =
       WorkerPostClock(address, welcome.server_epoch(), welcome.worker());
   c->bell_src_offset_ = c->mode_word_offset_ + 8;

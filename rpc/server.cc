@@ -397,11 +397,12 @@ class Server::Impl final : public internal::ServerStatsSource {
     welcome.set_hot_window_ns(static_cast<uint64_t>(
         std::max<int64_t>(0, absl::ToInt64Nanoseconds(options_.hot_window))));
     welcome.set_server_epoch(epoch_);
+    // 0 means "never parks", so a worker that parks at once says 1 ns.
     welcome.set_park_after_ns(
         options_.idle_park_after == absl::InfiniteDuration()
             ? 0
             : static_cast<uint64_t>(std::max<int64_t>(
-                  0, absl::ToInt64Nanoseconds(options_.idle_park_after))));
+                  1, absl::ToInt64Nanoseconds(options_.idle_park_after))));
 
     transport::ConnectionSetup setup;
     setup.cq = w->cq();

@@ -92,6 +92,28 @@ TEST_F(DiscoveryTest, AParkedWorkerIsWokenByTheFirstCall) {
   EXPECT_GE(server_->stats().park_notifies, 5u);
 }
 
+// A worker told to park at once (idle_park_after 0) is still woken by each
+// call's notify. The handshake once sent its park_after as 0, which meant
+// "never parks" to the client: it sent no notify and each call waited for a
+// re-ring (1 ms by default; never here) or the worker's own 100 ms check.
+TEST_F(DiscoveryTest, AWorkerThatParksAtOnceIsNotifiedByEveryCall) {
+  ServerOptions so;
+  so.idle_park_after = absl::ZeroDuration();
+  StartServer(so);
+  ChannelOptions co;
+  co.rering_after = absl::Seconds(30);
+  std::unique_ptr<Channel> ch = Connect(co);
+  ASSERT_NE(ch, nullptr);
+  for (int i = 0; i < 5; ++i) {
+    Echo(ch.get(), i);
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  const ChannelStats st = ch->stats();
+  EXPECT_GE(st.notifies, 5u) << "every ring notifies a worker that parks at once";
+  EXPECT_EQ(st.rerings, 0u);
+  EXPECT_GE(server_->stats().park_notifies, 1u);
+}
+
 // A client calling round robin over several connections to one worker
 // notifies only when the worker may have parked: the "last request to this
 // worker" clock is the process's, not each connection's. Here each
