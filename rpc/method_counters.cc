@@ -82,9 +82,9 @@ struct ClientMethodCounters::Shared {
   // same line the counters of the method of its last call, so a call on a
   // channel its thread cycles through with thousands of others misses only
   // this line and the counters'. Threads beyond them go through their
-  // thread cache. `block`, `last` and `last_id` are written under mu when a
-  // slot is claimed or left, and otherwise only by the thread whose id
-  // `thread` holds, which alone reads them without mu.
+  // thread cache. owner_block[i], last[i] and last_id[i] are written under
+  // mu when slot i is claimed or left, and otherwise only by the thread whose
+  // id thread[i] holds, which alone reads them without mu.
   struct alignas(64) Owners {
     std::atomic<uint64_t> thread[kOwners] = {};
     MethodCounters* last[kOwners] = {};

@@ -74,8 +74,9 @@ class ServerContext {
   bool IsCancelled() const;
 
   // Internal: set by the server before each call. `arrival_ns` and
-  // `deadline_ns` are Unix ns (deadline INT64_MAX: none). `cancel_word`, if not null, is the slot's cancel word
-  // (wire::CancelWord), read by IsCancelled; `seq` is the request's seq.
+  // `deadline_ns` are Unix ns (deadline INT64_MAX: none). `cancel_word`, if
+  // not null, is the slot's cancel word (wire::CancelWord), read by
+  // IsCancelled; `seq` is the request's seq.
   void Reset(absl::string_view method, absl::string_view peer, int worker,
              int64_t arrival_ns, int64_t deadline_ns = INT64_MAX,
              const void* cancel_word = nullptr, uint32_t seq = 0) {

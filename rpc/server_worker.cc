@@ -452,12 +452,9 @@ const MethodEntry* ServerWorker::FindMethod(uint32_t id) {
 }
 
 ABSL_ATTRIBUTE_ALWAYS_INLINE inline absl::Status ServerWorker::RunHandler(
-                                      ServerConnection* c,
-                                      const MethodEntry* m, uint32_t method_id,
-                                      absl::string_view request,
-                                      int64_t start_ns, int64_t deadline_ns,
-                                      uint32_t s, uint32_t seq, char* out,
-                                      size_t cap, size_t* len) {
+    ServerConnection* c, const MethodEntry* m, uint32_t method_id,
+    absl::string_view request, int64_t start_ns, int64_t deadline_ns,
+    uint32_t s, uint32_t seq, char* out, size_t cap, size_t* len) {
   if (m == nullptr) {
     if (method_counters_ != nullptr) {
       method_counters_->unknown()->Served(
