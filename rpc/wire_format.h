@@ -128,8 +128,14 @@ constexpr int64_t DecodeBudgetUs(uint16_t code) {
 // INT64_MAX for none, saturating.
 constexpr int64_t DeadlineFromBudget(uint16_t code, int64_t start_ns) {
   const int64_t us = DecodeBudgetUs(code);
-  if (us == INT64_MAX || us > (INT64_MAX - start_ns) / 1000) return INT64_MAX;
-  return start_ns + us * 1000;
+  int64_t ns = 0, deadline = 0;
+  // Overflow checks instead of a division: this runs for every request and
+  // every batch entry.
+  if (us == INT64_MAX || __builtin_mul_overflow(us, int64_t{1000}, &ns) ||
+      __builtin_add_overflow(start_ns, ns, &deadline)) {
+    return INT64_MAX;
+  }
+  return deadline;
 }
 
 // Response flags.
