@@ -1082,7 +1082,10 @@ TEST_F(BatchMechanismTest, AdaptivePublishLandsTheHeadWordLast) {
 // The client never posts more work requests than its send queue holds. The
 // faulty provider keeps verbs' send-queue rule (an entry is held until a
 // completion at or after it has been polled) and delays completions
-// 0.2-1 ms, as a NIC slow to see acknowledgements. In server-reply mode
+// 3-6 ms, as a NIC slow to see acknowledgements (long enough that a client
+// slowed by a sanitizer still fills the queue first: at 0.2-1 ms a TSan
+// build filled it in only ~3 runs of 4, and the waits this test asserts
+// never came in the others). In server-reply mode
 // results arrive without any completion, so 2000 async calls under
 // adaptive batching (a group WRITE per call) would run past
 // max_outstanding and the connection would fail with "send queue full";
@@ -1092,7 +1095,7 @@ TEST_F(BatchMechanismTest, TheSendQueueIsNeverOverfilled) {
   FaultKnobs* knobs = FaultKnobs::Named("sq");
   knobs->Reset();
   knobs->set_emulate_send_queue(true);
-  knobs->set_completion_delay(absl::Microseconds(200), absl::Microseconds(1000));
+  knobs->set_completion_delay(absl::Milliseconds(3), absl::Milliseconds(6));
   ChannelOptions opts;
   opts.provider = absl::StrCat("faulty@sq:", Provider());
   opts.batch = BatchMode::kAdaptive;
