@@ -158,8 +158,10 @@ class ShmCompletionQueue final : public CompletionQueue {
   // consumer state).
   //
   // The producers' line: the claim counter and what a publish reads (the
-  // ring's shape, the wake word and the local wake word; the consumer
-  // writes these only when it arms, is interrupted or drops).
+  // ring's shape and the wake words), with the rarely written flags: the
+  // local wake word (the consumer arms it), interrupted_ and dropped_ (a
+  // producer that found no room). cells_ repeats cells_owner_.get() here so
+  // that a publish reads nothing outside this line.
   alignas(64) std::atomic<uint64_t> tail_{0};
   Cell* const cells_;
   const uint64_t cap_;
