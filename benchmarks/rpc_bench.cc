@@ -93,6 +93,9 @@ DEFINE_double(warmup_seconds, 0.3, "Unmeasured warm-up per point.");
 DEFINE_bool(pin, true, "Pin server worker i to CPU i and client j to the next.");
 DEFINE_bool(adaptive_fetch_delay, true,
             "Delay a call's first fetch by the learned result time.");
+DEFINE_double(fetch_miss_target, rfrpc::ChannelOptions().fetch_delay_miss_target,
+              "adaptive_fetch_delay: share of first fetches the learned delay "
+              "lets come too early (ChannelOptions::fetch_delay_miss_target).");
 DEFINE_int32(repeats, 1,
              "Measure each point this many times and keep the best by ops/s "
              "(other work on a shared machine only slows runs down).");
@@ -151,6 +154,7 @@ Point Run(const std::string& address, RpcMode mode, int size, int server_us,
       opts.switch_after = FLAGS_rfrpc_switch_after;
       opts.connections = FLAGS_connections;
       opts.adaptive_fetch_delay = FLAGS_adaptive_fetch_delay;
+      opts.fetch_delay_miss_target = FLAGS_fetch_miss_target;
       opts.max_inline = FLAGS_rfrpc_max_inline;
       opts.signal_every = FLAGS_rfrpc_signal_every;
       opts.post_lists = FLAGS_post_lists;
