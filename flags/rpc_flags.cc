@@ -68,6 +68,10 @@ DEFINE_int64(rfrpc_max_fetch_delay_us,
              absl::ToInt64Microseconds(kChannelDefaults.max_fetch_delay),
              "fetch_policy=adaptive: upper bound of the first fetch's delay "
              "(with R * the measured fetch time).");
+DEFINE_double(rfrpc_fetch_miss_target, kChannelDefaults.fetch_delay_miss_target,
+              "fetch_policy=adaptive: share of calls whose first fetch comes "
+              "one fetch too early; the delay settles at the (1 - this) "
+              "percentile of result times. In (0, 0.5].");
 DEFINE_string(rfrpc_sizer_rule,
               std::string(rfrpc::SizerRuleName(kChannelDefaults)),
               "batch=auto: how the sizer changes N after a window: "
@@ -205,6 +209,7 @@ absl::Status ApplyChannelFlags(ChannelOptions* o) {
   (void)SetFetchPolicy(FLAGS_rfrpc_fetch_policy, &next);  // Checked above.
   (void)SetSizerRule(FLAGS_rfrpc_sizer_rule, &next);
   next.max_fetch_delay = absl::Microseconds(FLAGS_rfrpc_max_fetch_delay_us);
+  next.fetch_delay_miss_target = FLAGS_rfrpc_fetch_miss_target;
   next.sizer_window = FLAGS_rfrpc_sizer_window;
   if (next.sizer_proportional_steps) {
     next.sizer_peak_guard = FLAGS_rfrpc_sizer_peak_guard;

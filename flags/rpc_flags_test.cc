@@ -25,6 +25,7 @@ TEST(RpcFlagsTest, DefaultsAreTheLibraryDefaults) {
   EXPECT_EQ(c.default_timeout, dc.default_timeout);
   EXPECT_EQ(c.adaptive_fetch_delay, dc.adaptive_fetch_delay);
   EXPECT_EQ(c.max_fetch_delay, dc.max_fetch_delay);
+  EXPECT_EQ(c.fetch_delay_miss_target, dc.fetch_delay_miss_target);
   EXPECT_EQ(c.sizer_proportional_steps, dc.sizer_proportional_steps);
   EXPECT_EQ(c.sizer_holdoff_windows, dc.sizer_holdoff_windows);
   EXPECT_EQ(c.sizer_shrink_windows, dc.sizer_shrink_windows);
@@ -62,6 +63,7 @@ TEST(RpcFlagsTest, MapsFlagsOntoOptions) {
   gflags::SetCommandLineOption("rfrpc_sizer_rule", "paper");
   gflags::SetCommandLineOption("rfrpc_sizer_window", "100");
   gflags::SetCommandLineOption("rfrpc_max_fetch_delay_us", "7");
+  gflags::SetCommandLineOption("rfrpc_fetch_miss_target", "0.25");
   gflags::SetCommandLineOption("rfrpc_max_inline", "64");
   gflags::SetCommandLineOption("rfrpc_signal_every", "8");
   ChannelOptions c;
@@ -84,6 +86,7 @@ TEST(RpcFlagsTest, MapsFlagsOntoOptions) {
   EXPECT_FALSE(c.sizer_peak_guard);  // The paper's rule has none.
   EXPECT_EQ(c.sizer_window, 100);
   EXPECT_EQ(c.max_fetch_delay, absl::Microseconds(7));
+  EXPECT_EQ(c.fetch_delay_miss_target, 0.25);
   EXPECT_EQ(c.max_inline, 64u);
   EXPECT_EQ(c.signal_every, 8);
   ServerOptions s;
@@ -172,6 +175,11 @@ TEST(RpcFlagsTest, RejectsBadValuesNamingTheFlag) {
   EXPECT_EQ(s.message(),
             "--rfrpc_max_inline: max_inline 4096 is outside [0, 1024]");
   gflags::SetCommandLineOption("rfrpc_max_inline", "128");
+  gflags::SetCommandLineOption("rfrpc_fetch_miss_target", "0.7");
+  s = ApplyChannelFlags(&c);
+  EXPECT_EQ(s.message(), "--rfrpc_fetch_miss_target: fetch_delay_miss_target "
+                         "0.7 is outside (0, 0.5]");
+  gflags::SetCommandLineOption("rfrpc_fetch_miss_target", "0.05");
   ServerOptions so;
   gflags::SetCommandLineOption("rfrpc_idle_spin_rounds", "-3");
   s = ApplyServerFlags(&so);

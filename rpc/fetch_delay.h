@@ -13,10 +13,11 @@
 //     kStepNs so it can leave 0;
 //   - a far miss (found only after several fetches) grows it by kGrowFar
 //     only. That is mostly a descheduled server or client, which no delay
-//     under the cap would have caught: at the default target such outliers
-//     move the delay only when they are more than ~11% of calls (a server
-//     that really got slower), instead of driving it to its cap on a busy
-//     host and with it every call's latency.
+//     under the cap would have caught: such outliers move the delay only
+//     when they are more than a share p of calls with p * kGrowFar =
+//     (1 - p) * shrink (~46% at the default target, ~11% at 1/129): a
+//     server that really got slower, not a busy host, drives it to its cap
+//     and with it every call's latency.
 // It settles where near misses are a fraction t of calls with
 // (1 - t) * shrink = t * kGrowNear: ShrinkFor(t). Being multiplicative it
 // recovers from a burst in a few thousand calls at any scale.
@@ -39,7 +40,7 @@ class FetchDelay {
 
   // The shrink per hit that makes near misses a fraction `miss_target`
   // (ChannelOptions::fetch_delay_miss_target, in (0, 1)) of calls; the
-  // default 1/129 gives 1/2048.
+  // default 1/20 gives 1/304, the former default 1/129 gives 1/2048.
   static constexpr double ShrinkFor(double miss_target) {
     return kGrowNear * miss_target / (1.0 - miss_target);
   }

@@ -63,7 +63,7 @@ class FetchTiming {
     int retries = 5;                 // R.
     bool adaptive_delay = true;      // ChannelOptions::adaptive_fetch_delay.
     double max_delay_ns = 2000;      // ChannelOptions::max_fetch_delay.
-    double miss_target = 1.0 / 129;  // ChannelOptions::fetch_delay_miss_target.
+    double miss_target = 1.0 / 20;   // ChannelOptions::fetch_delay_miss_target.
     bool busy_wait = false;          // ChannelOptions::busy_wait.
   };
 

@@ -232,8 +232,13 @@ struct ChannelOptions {
   // the slowest results (about 1 + this READs per call, but every call
   // waits that long); higher, it sits nearer the typical result (more
   // READs, lower latency when result times spread, e.g. a store whose
-  // lookups sometimes miss the cache). In (0, 0.5]. Default: 1/129 (~0.8%).
-  double fetch_delay_miss_target = 1.0 / 129;
+  // lookups sometimes miss the cache). In (0, 0.5]. Default: 1/20 (5%).
+  // Where result times have a slow mode of a few percent (a host moving its
+  // vCPUs: cross-core transfers of ~100 or ~500 ns), a target under that
+  // share makes every call wait for the slow mode: on shm, 1/129 (the
+  // default until 2026-11-26) gave a p50 of 1.17 us against 0.68 us at
+  // 1/20, for 1.04 against 1.12 READs a call (benchmarks/RESULTS.md).
+  double fetch_delay_miss_target = 1.0 / 20;
 
   // How a thread waits for its calls (a sync caller, the progress thread):
   // false spins briefly, yields, and once a wait has lasted 1 ms sleeps a

@@ -52,11 +52,11 @@ namespace rfrpc {
 namespace kvstore {
 
 // The first-fetch miss target of Jakiro's channels (ChannelOptions::
-// fetch_delay_miss_target; rfrpc's default is 1/129). A Get's result time
+// fetch_delay_miss_target; rfrpc's default is 1/20). A Get's result time
 // spreads more than an echo's: a cold key misses the cache at its bucket and
 // again at its item, a hot one does not. rfrpc's default settles the
-// first-fetch delay near the 99th percentile of result times, so every Get
-// would wait about as long as the coldest. Jakiro lets its first fetch come
+// first-fetch delay near the 95th percentile of result times, so every Get
+// would wait about as long as the coldest twentieth. Jakiro lets its first fetch come
 // early for this share of calls instead, which costs that share about one
 // READ more per call (benchmarks/RESULTS.md has the measurements).
 inline constexpr double kJakiroFetchMissTarget = 0.2;
