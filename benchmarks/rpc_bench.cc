@@ -93,7 +93,8 @@ DEFINE_double(warmup_seconds, 0.3, "Unmeasured warm-up per point.");
 DEFINE_bool(pin, true, "Pin server worker i to CPU i and client j to the next.");
 DEFINE_bool(adaptive_fetch_delay, true,
             "Delay a call's first fetch by the learned result time.");
-DEFINE_double(fetch_miss_target, rfrpc::ChannelOptions().fetch_delay_miss_target,
+DEFINE_double(fetch_miss_target,
+              rfrpc::ChannelOptions().fetch_delay_miss_target,
               "adaptive_fetch_delay: share of first fetches the learned delay "
               "lets come too early (ChannelOptions::fetch_delay_miss_target).");
 DEFINE_int32(repeats, 1,

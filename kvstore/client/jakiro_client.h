@@ -56,9 +56,9 @@ namespace kvstore {
 // spreads more than an echo's: a cold key misses the cache at its bucket and
 // again at its item, a hot one does not. rfrpc's default settles the
 // first-fetch delay near the 95th percentile of result times, so every Get
-// would wait about as long as the coldest twentieth. Jakiro lets its first fetch come
-// early for this share of calls instead, which costs that share about one
-// READ more per call (benchmarks/RESULTS.md has the measurements).
+// would wait about as long as the coldest twentieth. Jakiro lets its first
+// fetch come early for this share of calls instead, which costs that share
+// about one READ more per call (benchmarks/RESULTS.md has the measurements).
 inline constexpr double kJakiroFetchMissTarget = 0.2;
 
 struct JakiroClientOptions {
