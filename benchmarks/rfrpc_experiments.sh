@@ -126,10 +126,10 @@ echo "$SEC $ESIZES $REP" > "$OUT/logs/exp6_params"
 step "exp9 (Fig. 10): datapath breakdown: basic, +inline, +unsignaled, +post lists (rf, 32 B, 1 and 2 threads)"
 rm -f "$OUT/exp9_fig10_datapath.csv"
 exp9_steps=(
-  "basic --rfrpc_max_inline=0 --rfrpc_signal_every=1 --post_lists=false"
-  "inline --rfrpc_max_inline=128 --rfrpc_signal_every=1 --post_lists=false"
-  "unsignaled --rfrpc_max_inline=128 --rfrpc_signal_every=16 --post_lists=false"
-  "post_lists --rfrpc_max_inline=128 --rfrpc_signal_every=16 --post_lists=true"
+  "basic --rfrpc_max_inline=0 --rfrpc_signal_every=1 --rfrpc_post_lists=false"
+  "inline --rfrpc_max_inline=128 --rfrpc_signal_every=1 --rfrpc_post_lists=false"
+  "unsignaled --rfrpc_max_inline=128 --rfrpc_signal_every=16 --rfrpc_post_lists=false"
+  "post_lists --rfrpc_max_inline=128 --rfrpc_signal_every=16 --rfrpc_post_lists=true"
 )
 for t in 1 2; do
   for s in "${exp9_steps[@]}"; do

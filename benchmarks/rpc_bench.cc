@@ -62,6 +62,7 @@
 #include "rpc/metrics_endpoint.h"
 #include "rpc/server.h"
 #include "tests/test_service.h"
+#include "flags/channel_flags.h"
 #include "flags/metrics_flags.h"
 
 DEFINE_string(provider, "shm", "Transport provider: shm, verbs or auto.");
@@ -78,25 +79,9 @@ DEFINE_string(label, "", "Free-form tag copied into every CSV row.");
 DEFINE_string(cdf_csv, "",
               "If set, append each point's latency CDF to this file "
               "(label,latency_us,fraction; label = mode/size/server_us).");
-DEFINE_int32(rfrpc_retries, 5, "R: fetches before a call counts as slow.");
-DEFINE_int32(rfrpc_fetch_size, 256, "F: bytes of the first READ.");
-DEFINE_int32(rfrpc_switch_after, 2, "K: slow calls before server-reply.");
-DEFINE_uint32(rfrpc_max_inline, 128,
-              "WRITEs of up to this many bytes go inline (0: none).");
-DEFINE_int32(rfrpc_signal_every, 16,
-             "A post list is signaled once this many WRITEs went unsignaled.");
-DEFINE_bool(post_lists, true,
-            "Post work requests that go together as one post list (one "
-            "doorbell); false: each on its own.");
 DEFINE_double(seconds, 2.0, "Measured seconds per point.");
 DEFINE_double(warmup_seconds, 0.3, "Unmeasured warm-up per point.");
 DEFINE_bool(pin, true, "Pin server worker i to CPU i and client j to the next.");
-DEFINE_bool(adaptive_fetch_delay, true,
-            "Delay a call's first fetch by the learned result time.");
-DEFINE_double(fetch_miss_target,
-              rfrpc::ChannelOptions().fetch_delay_miss_target,
-              "adaptive_fetch_delay: share of first fetches the learned delay "
-              "lets come too early (ChannelOptions::fetch_delay_miss_target).");
 DEFINE_int32(repeats, 1,
              "Measure each point this many times and keep the best by ops/s "
              "(other work on a shared machine only slows runs down).");
@@ -136,6 +121,17 @@ struct Point {
   std::vector<double> sorted_us;  // Every measured latency, ascending.
 };
 
+// The channel's options: rpc_bench's own, then every --rfrpc_* flag given
+// (flags/channel_flags.h), checked once at start. --modes and --metrics
+// set the mode and method_stats of each point.
+ChannelOptions ClientOptions() {
+  ChannelOptions o;
+  o.provider = FLAGS_provider;
+  o.connections = FLAGS_connections;
+  bench::OkOrExit(tools::ApplyChannelFlags(&o), "flags");
+  return o;
+}
+
 Point Run(const std::string& address, RpcMode mode, int size, int server_us,
           bool method_stats) {
   std::atomic<bool> measure{false}, stop{false};
@@ -147,18 +143,8 @@ Point Run(const std::string& address, RpcMode mode, int size, int server_us,
   for (int t = 0; t < FLAGS_threads; ++t) {
     threads.emplace_back([&, t] {
       if (FLAGS_pin) PinSelf(FLAGS_workers + t);
-      ChannelOptions opts;
-      opts.provider = FLAGS_provider;
+      ChannelOptions opts = ClientOptions();
       opts.mode = mode;
-      opts.retries = FLAGS_rfrpc_retries;
-      opts.fetch_size = static_cast<uint32_t>(FLAGS_rfrpc_fetch_size);
-      opts.switch_after = FLAGS_rfrpc_switch_after;
-      opts.connections = FLAGS_connections;
-      opts.adaptive_fetch_delay = FLAGS_adaptive_fetch_delay;
-      opts.fetch_delay_miss_target = FLAGS_fetch_miss_target;
-      opts.max_inline = FLAGS_rfrpc_max_inline;
-      opts.signal_every = FLAGS_rfrpc_signal_every;
-      opts.post_lists = FLAGS_post_lists;
       opts.method_stats = method_stats;
       opts.max_request_bytes = std::max(4096, size + 64);
       opts.max_response_bytes = std::max(64 * 1024, size + 64);
@@ -460,12 +446,16 @@ int Main() {
       bench::StartServer(BenchServerOptions(on), {&service});
   std::unique_ptr<Scraper> scraper;
   if (on) scraper = std::make_unique<Scraper>(m.get());
-  std::printf("# rpc_bench provider=%s workers=%d client_threads=%d R=%d F=%d K=%d "
-              "max_inline=%u signal_every=%d post_lists=%d latency clock=%s%s\n",
+  const ChannelOptions client = ClientOptions();
+  std::printf("# rpc_bench provider=%s workers=%d client_threads=%d R=%d F=%u K=%d "
+              "max_inline=%u signal_every=%d post_lists=%d fetch_policy=%s "
+              "fetch_miss_target=%g latency clock=%s%s\n",
               FLAGS_provider.c_str(), FLAGS_workers, FLAGS_threads,
-              FLAGS_rfrpc_retries, FLAGS_rfrpc_fetch_size,
-              FLAGS_rfrpc_switch_after, FLAGS_rfrpc_max_inline,
-              FLAGS_rfrpc_signal_every, FLAGS_post_lists ? 1 : 0,
+              client.retries, client.fetch_size, client.switch_after,
+              client.max_inline, client.signal_every,
+              client.post_lists ? 1 : 0,
+              std::string(FetchPolicyName(client)).c_str(),
+              client.fetch_delay_miss_target,
               bench::ProcessTicks().source(),
               FLAGS_provider == "shm" ? " (same-host shm figures)" : "");
   if (FLAGS_csv) {

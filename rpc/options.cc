@@ -141,21 +141,6 @@ class Checker {
 
 }  // namespace
 
-std::string ChannelOptionKnob(absl::string_view field) {
-  static constexpr std::pair<absl::string_view, absl::string_view> kKnobs[] = {
-      {"slots_per_connection", "slots"},
-      {"batch_timeout", "batch_timeout_us"},
-      {"latency_limit", "latency_limit_us"},
-      {"max_fetch_delay", "max_fetch_delay_us"},
-      {"default_timeout", "timeout_ms"},
-      {"fetch_delay_miss_target", "fetch_miss_target"},
-  };
-  for (const auto& [name, knob] : kKnobs) {
-    if (field == name) return std::string(knob);
-  }
-  return std::string(field);
-}
-
 absl::Status ValidateChannelOptions(const ChannelOptions& o,
                                     std::string* field) {
   Checker c(field);

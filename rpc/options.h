@@ -68,15 +68,9 @@ absl::string_view SizerRuleName(const ChannelOptions& options);
 // fields too when batching is off). On INVALID_ARGUMENT the
 // message starts with the field's name ("fetch_size 8 is below ...") and,
 // if `field` is not null, *field is set to it, so an entry point can name
-// its own knob for it.
+// its own knob for it (FindChannelKnobOfField, rpc/option_knobs.h).
 absl::Status ValidateChannelOptions(const ChannelOptions& options,
                                     std::string* field = nullptr);
-
-// The short name under which binaries and drivers take ChannelOptions field
-// `field` (after their prefix: --rfrpc_<name>, -p jakiro.<name>): the field
-// name, with its unit where the knob takes a number of them
-// ("batch_timeout_us", "timeout_ms") and a few shortened ("slots").
-std::string ChannelOptionKnob(absl::string_view field);
 
 struct ChannelOptions {
   // Transport provider: "shm", "verbs" or "auto". Default: "shm".

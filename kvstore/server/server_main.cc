@@ -38,7 +38,7 @@
 #include "kvstore/server/message_limits.h"
 #include "rpc/server.h"
 #include "flags/metrics_flags.h"
-#include "flags/rpc_flags.h"
+#include "flags/server_flags.h"
 
 DEFINE_string(provider, "shm", "Transport provider: shm, verbs or auto.");
 DEFINE_string(address, "",

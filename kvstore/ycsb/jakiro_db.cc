@@ -3,6 +3,7 @@
 #include "kvstore/ycsb/jakiro_db.h"
 
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <string>
 #include <utility>
@@ -17,6 +18,7 @@
 #include "absl/time/clock.h"
 #include "kvstore/ycsb/basic_db.h"
 #include "kvstore/ycsb/record_codec.h"
+#include "rpc/option_knobs.h"
 #include "rpc/options.h"
 
 namespace rfrpc {
@@ -29,24 +31,22 @@ absl::Status BadProperty(const Properties::Entry& e, absl::string_view key,
       e.origin, ": ", key, ": expected ", expected, ", got \"", e.value, "\""));
 }
 
-constexpr const char* kKnown[] = {
+// The driver's own properties; every other jakiro.<name> is the
+// ChannelOptions knob <name> (rpc/option_knobs.h).
+constexpr const char* kDriverProperties[] = {
     "jakiro.servers",          "jakiro.provider",
-    "jakiro.mode",             "jakiro.retries",
-    "jakiro.fetch_size",       "jakiro.switch_after",
-    "jakiro.slots",            "jakiro.batch",
-    "jakiro.batch_size",       "jakiro.batch_bytes",
-    "jakiro.batch_timeout_us", "jakiro.max_outstanding",
-    "jakiro.latency_limit_us", "jakiro.latency_alpha",
-    "jakiro.timeout_ms",       "jakiro.auth_token",
     "jakiro.max_value_bytes",  "jakiro.virtual_nodes",
     "jakiro.connect_retry_ms", "jakiro.shared_client",
-    "jakiro.print_stats",      "jakiro.progress_thread",
-    "jakiro.fetch_miss_target", "jakiro.batch_idle_in_flight",
-    "jakiro.batch_sync_combine", "jakiro.fetch_policy",
-    "jakiro.sizer_rule",        "jakiro.sizer_window",
-    "jakiro.max_inline",        "jakiro.signal_every",
-    "jakiro.profile",           "jakiro.tuner_interval_ms",
+    "jakiro.print_stats",      "jakiro.profile",
+    "jakiro.tuner_interval_ms",
 };
+
+bool IsDriverProperty(absl::string_view key) {
+  for (const char* k : kDriverProperties) {
+    if (key == k) return true;
+  }
+  return false;
+}
 
 // Reads an integer property in [min, max] into *out if set.
 absl::Status IntProperty(const Properties& p, absl::string_view key,
@@ -83,15 +83,6 @@ SharedClients& Shared() {
   return *s;
 }
 
-// The -p property that sets ChannelOptions field `field`.
-std::string PropertyOfField(absl::string_view field) {
-  const std::string property = absl::StrCat("jakiro.", ChannelOptionKnob(field));
-  for (const char* k : kKnown) {
-    if (property == k) return property;
-  }
-  return absl::StrCat("(ChannelOptions) ", field);  // No property sets it.
-}
-
 absl::StatusOr<std::unique_ptr<kvstore::JakiroClient>> ConnectWithRetry(
     const JakiroDbOptions& o) {
   const absl::Time give_up = absl::Now() + o.connect_retry;
@@ -112,9 +103,9 @@ absl::StatusOr<JakiroDbOptions> JakiroDbOptions::FromProperties(
     const Properties& p) {
   for (const auto& [key, entry] : p.entries()) {
     if (!absl::StartsWith(key, "jakiro.")) continue;
-    bool known = false;
-    for (const char* k : kKnown) known = known || key == k;
-    if (!known) {
+    if (!IsDriverProperty(key) &&
+        FindChannelKnob(absl::string_view(key).substr(strlen("jakiro."))) ==
+            nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(
           entry.origin, ": unknown property \"", key, "\" of the jakiro driver"));
     }
@@ -140,43 +131,12 @@ absl::StatusOr<JakiroDbOptions> JakiroDbOptions::FromProperties(
     }
     c.provider = v;
   }
-  if (const Properties::Entry* e = p.Find("jakiro.mode")) {
-    absl::StatusOr<RpcMode> m = ParseRpcMode(e->value);
-    if (!m.ok()) return BadProperty(*e, "jakiro.mode", "rf, server_reply or hybrid");
-    c.mode = *m;
-  }
-  if (const Properties::Entry* e = p.Find("jakiro.batch")) {
-    absl::StatusOr<BatchMode> m = ParseBatchMode(e->value);
-    if (!m.ok()) {
-      return BadProperty(*e, "jakiro.batch", "off, fixed, auto or adaptive");
-    }
-    c.batch = *m;
-  }
   int64_t v;
   absl::Status s;
-#define JAKIRO_INT(name, min, max, expr)             \
-  v = (expr);                                        \
-  s = IntProperty(p, "jakiro." name, min, max, &v);  \
-  if (!s.ok()) return s;                             \
-  (expr) = v
-  // ChannelOptions fields: read as any int here, checked against the
-  // library's bounds by ValidateChannelOptions below (one message for a bad
-  // value, whichever way it came in).
-  constexpr int64_t kAnyInt = int64_t{1} << 30;
-  JAKIRO_INT("retries", -kAnyInt, kAnyInt, c.retries);
-  JAKIRO_INT("switch_after", -kAnyInt, kAnyInt, c.switch_after);
-  JAKIRO_INT("slots", -kAnyInt, kAnyInt, c.slots_per_connection);
-  JAKIRO_INT("batch_size", -kAnyInt, kAnyInt, c.batch_size);
-  JAKIRO_INT("max_outstanding", -kAnyInt, kAnyInt, c.max_outstanding);
-  JAKIRO_INT("batch_idle_in_flight", -kAnyInt, kAnyInt, c.batch_idle_in_flight);
-  JAKIRO_INT("virtual_nodes", 1, 1 << 16, o.client.virtual_nodes);
-  JAKIRO_INT("sizer_window", -kAnyInt, kAnyInt, c.sizer_window);
-  JAKIRO_INT("signal_every", -kAnyInt, kAnyInt, c.signal_every);
-#undef JAKIRO_INT
-  v = c.max_inline;
-  s = IntProperty(p, "jakiro.max_inline", 0, kAnyInt, &v);
+  v = o.client.virtual_nodes;
+  s = IntProperty(p, "jakiro.virtual_nodes", 1, 1 << 16, &v);
   if (!s.ok()) return s;
-  c.max_inline = static_cast<uint32_t>(v);
+  o.client.virtual_nodes = static_cast<int>(v);
   if (const Properties::Entry* e = p.Find("jakiro.profile")) {
     o.client.profile = e->value;
   }
@@ -184,74 +144,36 @@ absl::StatusOr<JakiroDbOptions> JakiroDbOptions::FromProperties(
   s = IntProperty(p, "jakiro.tuner_interval_ms", 1, int64_t{1} << 30, &v);
   if (!s.ok()) return s;
   o.client.tuner_interval = absl::Milliseconds(v);
-  if (const Properties::Entry* e = p.Find("jakiro.fetch_policy")) {
-    if (!SetFetchPolicy(e->value, &c).ok()) {
-      return BadProperty(*e, "jakiro.fetch_policy", "adaptive or paper");
-    }
-  }
-  if (const Properties::Entry* e = p.Find("jakiro.sizer_rule")) {
-    if (!SetSizerRule(e->value, &c).ok()) {
-      return BadProperty(*e, "jakiro.sizer_rule", "proportional or paper");
-    }
-  }
-  v = c.fetch_size;
-  s = IntProperty(p, "jakiro.fetch_size", 0, kAnyInt, &v);
-  if (!s.ok()) return s;
-  c.fetch_size = static_cast<uint32_t>(v);
-  v = c.batch_bytes;
-  s = IntProperty(p, "jakiro.batch_bytes", 0, kAnyInt, &v);
-  if (!s.ok()) return s;
-  c.batch_bytes = static_cast<uint32_t>(v);
   v = static_cast<int64_t>(o.client.max_value_bytes);
   s = IntProperty(p, "jakiro.max_value_bytes", 1, 1 << 30, &v);
   if (!s.ok()) return s;
   o.client.max_value_bytes = static_cast<size_t>(v);
-  v = absl::ToInt64Microseconds(c.batch_timeout);
-  s = IntProperty(p, "jakiro.batch_timeout_us", 0, int64_t{1} << 40, &v);
-  if (!s.ok()) return s;
-  c.batch_timeout = absl::Microseconds(v);
-  v = absl::ToInt64Microseconds(c.latency_limit);
-  s = IntProperty(p, "jakiro.latency_limit_us", 1, int64_t{1} << 40, &v);
-  if (!s.ok()) return s;
-  c.latency_limit = absl::Microseconds(v);
-  v = absl::ToInt64Milliseconds(c.default_timeout);
-  s = IntProperty(p, "jakiro.timeout_ms", 1, int64_t{1} << 40, &v);
-  if (!s.ok()) return s;
-  c.default_timeout = absl::Milliseconds(v);
   v = 0;
   s = IntProperty(p, "jakiro.connect_retry_ms", 0, int64_t{1} << 40, &v);
   if (!s.ok()) return s;
   o.connect_retry = absl::Milliseconds(v);
-  if (const Properties::Entry* e = p.Find("jakiro.latency_alpha")) {
-    double a;
-    if (!absl::SimpleAtod(e->value, &a)) {
-      return BadProperty(*e, "jakiro.latency_alpha", "a number in (0, 1)");
-    }
-    c.latency_alpha = a;
-  }
-  if (const Properties::Entry* e = p.Find("jakiro.fetch_miss_target")) {
-    double t;
-    if (!absl::SimpleAtod(e->value, &t)) {
-      return BadProperty(*e, "jakiro.fetch_miss_target", "a number in (0, 0.5]");
-    }
-    c.fetch_delay_miss_target = t;
-  }
-  if (const Properties::Entry* e = p.Find("jakiro.auth_token")) {
-    c.auth_token = e->value;
-  }
-  o.shared_client = c.batch != BatchMode::kOff;
-  s = BoolProperty(p, "jakiro.shared_client", &o.shared_client);
-  if (!s.ok()) return s;
-  s = BoolProperty(p, "jakiro.batch_sync_combine", &c.batch_sync_combine);
-  if (!s.ok()) return s;
   s = BoolProperty(p, "jakiro.print_stats", &o.print_stats);
   if (!s.ok()) return s;
-  // Pipelined YCSB threads poll their own calls (DB::Poll) unless asked.
+  // Pipelined YCSB threads poll their own calls (DB::Poll) unless asked:
+  // the default before jakiro.progress_thread (a knob) is applied.
   int64_t outstanding = 1;
   s = IntProperty(p, "outstanding", 1, int64_t{1} << 31, &outstanding);
   if (!s.ok()) return s;
   c.progress_thread = outstanding <= 1;
-  s = BoolProperty(p, "jakiro.progress_thread", &c.progress_thread);
+  // The ChannelOptions knobs, parsed as the --rfrpc_* flags parse them, in
+  // the knobs' order (a rule before the fields it sets).
+  for (const ChannelKnob& k : ChannelKnobs()) {
+    const std::string key = absl::StrCat("jakiro.", k.name);
+    const Properties::Entry* e = p.Find(key);
+    if (e == nullptr) continue;
+    s = k.set(e->value, &c);
+    if (!s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(e->origin, ": ", key, ": ", s.message()));
+    }
+  }
+  o.shared_client = c.batch != BatchMode::kOff;
+  s = BoolProperty(p, "jakiro.shared_client", &o.shared_client);
   if (!s.ok()) return s;
   s = IntProperty(p, "fieldcount", 1, int64_t{1} << 31, &o.fieldcount);
   if (!s.ok()) return s;
@@ -260,8 +182,11 @@ absl::StatusOr<JakiroDbOptions> JakiroDbOptions::FromProperties(
   std::string field;
   s = ValidateChannelOptions(c, &field);
   if (!s.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(PropertyOfField(field), ": ", s.message()));
+    const ChannelKnob* k = FindChannelKnobOfField(field);
+    return absl::InvalidArgumentError(absl::StrCat(
+        k != nullptr ? absl::StrCat("jakiro.", k->name)
+                     : absl::StrCat("(ChannelOptions) ", field),
+        ": ", s.message()));
   }
   return o;
 }

@@ -85,6 +85,17 @@
 //                           `outstanding` property is > 1, else true.
 //   jakiro.print_stats      true: print channel counters (fetches, modes,
 //                           batches) to stderr at the end. Default: false
+//   jakiro.<knob>           every other ChannelOptions knob
+//                           (rpc/option_knobs.h), in the syntax of its
+//                           --rfrpc_<knob> flag: switch_back_ratio,
+//                           connections, max_request_bytes,
+//                           max_response_bytes, rering_after_us,
+//                           connect_timeout_ms, post_lists, batch_group,
+//                           sizer_min_window_ms, sizer_max_window_ms,
+//                           sizer_holdoff_windows, sizer_shrink_windows,
+//                           sizer_peak_guard, max_fetch_delay_us, busy_wait,
+//                           method_stats, device, ib_port, gid_index,
+//                           socket_dir. Default: ChannelOptions'.
 //
 // Thread-safety: one JakiroDb per client thread; a shared JakiroClient is
 // thread-safe.

@@ -17,6 +17,7 @@
 #include "kvstore/ycsb/client.h"
 #include "kvstore/ycsb/db.h"
 #include "kvstore/ycsb/properties.h"
+#include "rpc/option_knobs.h"
 #include "rpc/server.h"
 
 namespace rfrpc {
@@ -105,6 +106,42 @@ TEST(JakiroDbOptionsTest, BadChannelValuesGetTheLibrarysMessage) {
                                       {"jakiro.batch_size", "2000"}}))
                                .status();
   EXPECT_EQ(big.message(), "jakiro.batch_size: batch_size 2000 is above 1024");
+}
+
+// Every ChannelOptions knob is a property, parsed as its --rfrpc_* flag is.
+TEST(JakiroDbOptionsTest, EveryChannelKnobIsAProperty) {
+  const ChannelOptions defaults;
+  std::vector<std::pair<std::string, std::string>> kv = {
+      {"jakiro.servers", "/a"}};
+  for (const ChannelKnob& k : ChannelKnobs()) {
+    kv.emplace_back(absl::StrCat("jakiro.", k.name), k.get(defaults));
+  }
+  absl::StatusOr<JakiroDbOptions> o = JakiroDbOptions::FromProperties(Props(kv));
+  ASSERT_TRUE(o.ok()) << o.status();
+  for (const ChannelKnob& k : ChannelKnobs()) {
+    EXPECT_EQ(k.get(o->client.channel), k.get(defaults)) << k.name;
+  }
+  o = JakiroDbOptions::FromProperties(
+      Props({{"jakiro.servers", "/a"},
+             {"jakiro.post_lists", "false"},
+             {"jakiro.batch_group", "2"},
+             {"jakiro.switch_back_ratio", "0.5"},
+             {"jakiro.rering_after_us", "250"},
+             {"jakiro.sizer_rule", "paper"},
+             {"jakiro.sizer_holdoff_windows", "3"}}));
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_FALSE(o->client.channel.post_lists);
+  EXPECT_EQ(o->client.channel.batch_group, 2);
+  EXPECT_EQ(o->client.channel.switch_back_ratio, 0.5);
+  EXPECT_EQ(o->client.channel.rering_after, absl::Microseconds(250));
+  EXPECT_FALSE(o->client.channel.sizer_proportional_steps);
+  EXPECT_EQ(o->client.channel.sizer_holdoff_windows, 3);  // After the rule.
+  const absl::Status s = JakiroDbOptions::FromProperties(
+                             Props({{"jakiro.servers", "/a"},
+                                    {"jakiro.retries", "x"}}))
+                             .status();
+  EXPECT_EQ(s.message(), "-p: jakiro.retries: expected an integer in "
+                         "[-2147483648, 2147483647], got \"x\"");
 }
 
 TEST(JakiroDbOptionsTest, RejectsBadProperties) {

@@ -1,0 +1,283 @@
+// Copyright 2026 The rfrpc Authors.
+
+#include "rpc/option_knobs.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+
+namespace rfrpc {
+namespace {
+
+absl::Status Expected(absl::string_view what, absl::string_view value) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("expected ", what, ", got \"", value, "\""));
+}
+
+// Reads a decimal integer in [min, max].
+absl::Status ParseInt(absl::string_view value, int64_t min, int64_t max,
+                      int64_t* out) {
+  int64_t v;
+  if (!absl::SimpleAtoi(value, &v) || v < min || v > max) {
+    return Expected(absl::StrCat("an integer in [", min, ", ", max, "]"),
+                    value);
+  }
+  *out = v;
+  return absl::OkStatus();
+}
+
+absl::Status ParseBool(absl::string_view value, bool* out) {
+  const std::string v = absl::AsciiStrToLower(value);
+  if (v == "true" || v == "1") {
+    *out = true;
+  } else if (v == "false" || v == "0") {
+    *out = false;
+  } else {
+    return Expected("true or false", value);
+  }
+  return absl::OkStatus();
+}
+
+template <typename M>
+struct MemberOf;
+template <typename T>
+struct MemberOf<T ChannelOptions::*> {
+  using Type = T;
+};
+
+// A number or boolean field, in its own type.
+template <auto kField>
+absl::Status SetValue(absl::string_view value, ChannelOptions* o) {
+  using T = typename MemberOf<decltype(kField)>::Type;
+  if constexpr (std::is_same_v<T, bool>) {
+    return ParseBool(value, &(o->*kField));
+  } else if constexpr (std::is_floating_point_v<T>) {
+    double v;
+    if (!absl::SimpleAtod(value, &v)) return Expected("a number", value);
+    o->*kField = v;
+    return absl::OkStatus();
+  } else {
+    static_assert(std::is_integral_v<T> && sizeof(T) <= sizeof(int64_t));
+    int64_t v;
+    absl::Status s =
+        ParseInt(value, std::numeric_limits<T>::min(),
+                 static_cast<int64_t>(std::numeric_limits<T>::max()), &v);
+    if (!s.ok()) return s;
+    o->*kField = static_cast<T>(v);
+    return absl::OkStatus();
+  }
+}
+
+template <auto kField>
+std::string GetValue(const ChannelOptions& o) {
+  using T = typename MemberOf<decltype(kField)>::Type;
+  if constexpr (std::is_same_v<T, bool>) {
+    return o.*kField ? "true" : "false";
+  } else if constexpr (std::is_floating_point_v<T>) {
+    // The fewest digits that read back as the same double.
+    char buf[32];
+    for (int digits = 6; digits <= 17; ++digits) {
+      snprintf(buf, sizeof(buf), "%.*g", digits, o.*kField);
+      double back;
+      if (absl::SimpleAtod(buf, &back) && back == o.*kField) break;
+    }
+    return buf;
+  } else {
+    return absl::StrCat(o.*kField);
+  }
+}
+
+// A duration field, as an integer count of kUnitNs nanoseconds.
+template <auto kField, int64_t kUnitNs>
+absl::Status SetDuration(absl::string_view value, ChannelOptions* o) {
+  int64_t v;
+  absl::Status s =
+      ParseInt(value, std::numeric_limits<int64_t>::min() / kUnitNs,
+               std::numeric_limits<int64_t>::max() / kUnitNs, &v);
+  if (!s.ok()) return s;
+  o->*kField = absl::Nanoseconds(v * kUnitNs);
+  return absl::OkStatus();
+}
+
+template <auto kField, int64_t kUnitNs>
+std::string GetDuration(const ChannelOptions& o) {
+  return absl::StrCat(absl::ToInt64Nanoseconds(o.*kField) / kUnitNs);
+}
+
+constexpr int64_t kUs = 1000;
+constexpr int64_t kMs = 1000 * 1000;
+
+absl::Status SetMode(absl::string_view value, ChannelOptions* o) {
+  absl::StatusOr<RpcMode> m = ParseRpcMode(value);
+  if (!m.ok()) return Expected("rf, server_reply or hybrid", value);
+  o->mode = *m;
+  return absl::OkStatus();
+}
+
+absl::Status SetBatch(absl::string_view value, ChannelOptions* o) {
+  absl::StatusOr<BatchMode> m = ParseBatchMode(value);
+  if (!m.ok()) return Expected("off, fixed, auto or adaptive", value);
+  o->batch = *m;
+  return absl::OkStatus();
+}
+
+absl::Status SetFetchPolicyKnob(absl::string_view value, ChannelOptions* o) {
+  ChannelOptions next = *o;
+  if (!SetFetchPolicy(value, &next).ok()) {
+    return Expected("adaptive or paper", value);
+  }
+  *o = std::move(next);
+  return absl::OkStatus();
+}
+
+absl::Status SetSizerRuleKnob(absl::string_view value, ChannelOptions* o) {
+  ChannelOptions next = *o;
+  if (!SetSizerRule(value, &next).ok()) {
+    return Expected("proportional or paper", value);
+  }
+  *o = std::move(next);
+  return absl::OkStatus();
+}
+
+absl::Status SetAuthToken(absl::string_view value, ChannelOptions* o) {
+  o->auth_token = std::string(value);
+  return absl::OkStatus();
+}
+
+absl::Status SetDevice(absl::string_view value, ChannelOptions* o) {
+  o->provider_options.device = std::string(value);
+  return absl::OkStatus();
+}
+
+absl::Status SetSocketDir(absl::string_view value, ChannelOptions* o) {
+  o->provider_options.socket_dir = std::string(value);
+  return absl::OkStatus();
+}
+
+absl::Status SetIbPort(absl::string_view value, ChannelOptions* o) {
+  int64_t v;
+  absl::Status s = ParseInt(value, 0, 255, &v);
+  if (s.ok()) o->provider_options.port = static_cast<int>(v);
+  return s;
+}
+
+absl::Status SetGidIndex(absl::string_view value, ChannelOptions* o) {
+  int64_t v;
+  absl::Status s = ParseInt(value, -1, 1 << 16, &v);
+  if (s.ok()) o->provider_options.gid_index = static_cast<int>(v);
+  return s;
+}
+
+#define RFRPC_VALUE_KNOB(name, field)                \
+  {                                                  \
+    name, #field, &SetValue<&ChannelOptions::field>, \
+        &GetValue<&ChannelOptions::field>            \
+  }
+#define RFRPC_DURATION_KNOB(name, field, unit)                \
+  {                                                           \
+    name, #field, &SetDuration<&ChannelOptions::field, unit>, \
+        &GetDuration<&ChannelOptions::field, unit>            \
+  }
+
+// In the order of ChannelKnobs()'s contract: choices that set several
+// fields before those fields' own knobs.
+const ChannelKnob kKnobs[] = {
+    {"mode", "mode", &SetMode,
+     [](const ChannelOptions& o) { return std::string(RpcModeName(o.mode)); }},
+    RFRPC_VALUE_KNOB("retries", retries),
+    RFRPC_VALUE_KNOB("fetch_size", fetch_size),
+    RFRPC_VALUE_KNOB("switch_after", switch_after),
+    RFRPC_VALUE_KNOB("switch_back_ratio", switch_back_ratio),
+    {"fetch_policy", "adaptive_fetch_delay", &SetFetchPolicyKnob,
+     [](const ChannelOptions& o) { return std::string(FetchPolicyName(o)); }},
+    RFRPC_DURATION_KNOB("max_fetch_delay_us", max_fetch_delay, kUs),
+    RFRPC_VALUE_KNOB("fetch_miss_target", fetch_delay_miss_target),
+    RFRPC_VALUE_KNOB("connections", connections),
+    RFRPC_VALUE_KNOB("slots", slots_per_connection),
+    RFRPC_VALUE_KNOB("max_request_bytes", max_request_bytes),
+    RFRPC_VALUE_KNOB("max_response_bytes", max_response_bytes),
+    RFRPC_DURATION_KNOB("rering_after_us", rering_after, kUs),
+    RFRPC_DURATION_KNOB("timeout_ms", default_timeout, kMs),
+    RFRPC_DURATION_KNOB("connect_timeout_ms", connect_timeout, kMs),
+    {"auth_token", "auth_token", &SetAuthToken,
+     [](const ChannelOptions& o) { return o.auth_token; }},
+    RFRPC_VALUE_KNOB("max_inline", max_inline),
+    RFRPC_VALUE_KNOB("signal_every", signal_every),
+    RFRPC_VALUE_KNOB("post_lists", post_lists),
+    {"batch", "batch", &SetBatch,
+     [](const ChannelOptions& o) {
+       return std::string(BatchModeName(o.batch));
+     }},
+    RFRPC_VALUE_KNOB("batch_size", batch_size),
+    RFRPC_VALUE_KNOB("batch_bytes", batch_bytes),
+    RFRPC_DURATION_KNOB("batch_timeout_us", batch_timeout, kUs),
+    RFRPC_VALUE_KNOB("batch_idle_in_flight", batch_idle_in_flight),
+    RFRPC_VALUE_KNOB("batch_sync_combine", batch_sync_combine),
+    RFRPC_VALUE_KNOB("batch_group", batch_group),
+    RFRPC_VALUE_KNOB("max_outstanding", max_outstanding),
+    RFRPC_DURATION_KNOB("latency_limit_us", latency_limit, kUs),
+    RFRPC_VALUE_KNOB("latency_alpha", latency_alpha),
+    {"sizer_rule", "sizer_proportional_steps", &SetSizerRuleKnob,
+     [](const ChannelOptions& o) { return std::string(SizerRuleName(o)); }},
+    RFRPC_VALUE_KNOB("sizer_window", sizer_window),
+    RFRPC_DURATION_KNOB("sizer_min_window_ms", sizer_min_window, kMs),
+    RFRPC_DURATION_KNOB("sizer_max_window_ms", sizer_max_window, kMs),
+    RFRPC_VALUE_KNOB("sizer_holdoff_windows", sizer_holdoff_windows),
+    RFRPC_VALUE_KNOB("sizer_shrink_windows", sizer_shrink_windows),
+    RFRPC_VALUE_KNOB("sizer_peak_guard", sizer_peak_guard),
+    RFRPC_VALUE_KNOB("busy_wait", busy_wait),
+    RFRPC_VALUE_KNOB("progress_thread", progress_thread),
+    RFRPC_VALUE_KNOB("method_stats", method_stats),
+    {"device", "provider_options.device", &SetDevice,
+     [](const ChannelOptions& o) { return o.provider_options.device; }},
+    {"ib_port", "provider_options.port", &SetIbPort,
+     [](const ChannelOptions& o) {
+       return absl::StrCat(o.provider_options.port);
+     }},
+    {"gid_index", "provider_options.gid_index", &SetGidIndex,
+     [](const ChannelOptions& o) {
+       return absl::StrCat(o.provider_options.gid_index);
+     }},
+    {"socket_dir", "provider_options.socket_dir", &SetSocketDir,
+     [](const ChannelOptions& o) { return o.provider_options.socket_dir; }},
+};
+
+#undef RFRPC_VALUE_KNOB
+#undef RFRPC_DURATION_KNOB
+
+}  // namespace
+
+absl::Span<const ChannelKnob> ChannelKnobs() { return kKnobs; }
+
+const ChannelKnob* FindChannelKnob(absl::string_view name) {
+  for (const ChannelKnob& k : kKnobs) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+const ChannelKnob* FindChannelKnobOfField(absl::string_view field) {
+  for (const ChannelKnob& k : kKnobs) {
+    if (k.field == field) return &k;
+  }
+  return nullptr;
+}
+
+absl::Status SetChannelKnob(absl::string_view name, absl::string_view value,
+                            ChannelOptions* options) {
+  const ChannelKnob* k = FindChannelKnob(name);
+  if (k == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no ChannelOptions knob is named \"", name, "\""));
+  }
+  return k->set(value, options);
+}
+
+}  // namespace rfrpc

@@ -1,0 +1,74 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// The knobs of ChannelOptions: every field a user may set, by one name and
+// one text syntax, so that each way in sets it the same way. A knob named
+// `retries` is the flag --rfrpc_retries (//flags:channel_flags) and the
+// YCSB property -p jakiro.retries (kvstore/ycsb); both parse the value here
+// and check the result with ValidateChannelOptions, so a bad value gets the
+// same message whichever way it came in.
+//
+//   ChannelOptions options;
+//   RFRPC_RETURN_IF_ERROR(SetChannelKnob("batch_timeout_us", "20", &options));
+//   // options.batch_timeout == absl::Microseconds(20)
+//
+// Values: integers and numbers in decimal; booleans true/false (or 1/0);
+// durations as an integer in the unit the name ends with (_us, _ms); named
+// choices by name (mode=rf|server_reply|hybrid, ...). SetChannelKnob checks
+// only the syntax and the field type's range; ValidateChannelOptions the
+// library's bounds.
+//
+// Not knobs: `provider` (each binary has its --provider / jakiro.provider),
+// `provider_options.address_hint` (filled from the address), `first_seq`
+// (tests), `on_result` (a callback). `adaptive_fetch_delay` is set through
+// fetch_policy, `sizer_proportional_steps` through sizer_rule.
+//
+// Thread-safety: the table is immutable; the functions are thread-safe for
+// distinct options structs.
+
+#ifndef RFRPC_RPC_OPTION_KNOBS_H_
+#define RFRPC_RPC_OPTION_KNOBS_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "rpc/options.h"
+
+namespace rfrpc {
+
+struct ChannelKnob {
+  // Flag rfrpc_<name>, property jakiro.<name>.
+  absl::string_view name;
+  // The ChannelOptions field it sets (the main one for a knob that sets
+  // several, as sizer_rule does); "provider_options.<x>" for those.
+  absl::string_view field;
+  // Parses `value` into the field. INVALID_ARGUMENT ("expected ..., got
+  // \"value\"") for a value of the wrong syntax; `*options` is then
+  // unchanged.
+  absl::Status (*set)(absl::string_view value, ChannelOptions* options);
+  // The field's value in the knob's syntax: set(get(o)) leaves o unchanged.
+  std::string (*get)(const ChannelOptions& options);
+};
+
+// Every knob, in the order they are to be applied: a knob that sets several
+// fields (sizer_rule) comes before the knobs of those fields, so that
+// "sizer_rule=paper sizer_window=100" means the paper's rule with windows of
+// 100 calls.
+absl::Span<const ChannelKnob> ChannelKnobs();
+
+// The knob named `name`; null if there is none.
+const ChannelKnob* FindChannelKnob(absl::string_view name);
+
+// The knob that sets ChannelOptions field `field` (as
+// ValidateChannelOptions names it); null if no knob sets it.
+const ChannelKnob* FindChannelKnobOfField(absl::string_view field);
+
+// FindChannelKnob(name)->set(value, options); INVALID_ARGUMENT for an
+// unknown name.
+absl::Status SetChannelKnob(absl::string_view name, absl::string_view value,
+                            ChannelOptions* options);
+
+}  // namespace rfrpc
+
+#endif  // RFRPC_RPC_OPTION_KNOBS_H_
