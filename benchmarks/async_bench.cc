@@ -32,6 +32,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "benchmarks/bench_util.h"
+#include "benchmarks/client_options.h"
 #include "benchmarks/harness.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -39,7 +40,6 @@
 #include "rpc/server.h"
 #include "tests/kinds_service.h"
 
-DEFINE_string(provider, "shm", "Transport provider: shm, verbs or auto.");
 DEFINE_string(address, "", "Listen address (verbs: ip:0).");
 DEFINE_string(mode, "hybrid", "Mode of the measured calls: rf, server_reply, hybrid.");
 DEFINE_string(parts, "offload,echo", "What to run: offload, echo.");
@@ -69,8 +69,7 @@ struct Figures {
 
 std::unique_ptr<Channel> Connect(const std::string& address, RpcMode mode,
                                  bool progress_thread = true) {
-  ChannelOptions opts;
-  opts.provider = FLAGS_provider;
+  ChannelOptions opts = bench::ClientOptions();
   opts.mode = mode;
   opts.progress_thread = progress_thread;
   opts.default_timeout = absl::Seconds(30);

@@ -72,6 +72,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "benchmarks/bench_util.h"
+#include "benchmarks/client_options.h"
 #include "benchmarks/harness.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -80,7 +81,6 @@
 #include "rpc/server.h"
 #include "tests/test_service.h"
 
-DEFINE_string(provider, "shm", "Transport provider: shm, verbs or auto.");
 DEFINE_string(address, "", "Listen address (verbs: ip:0).");
 DEFINE_string(modes, "rf,server_reply", "Modes for the fixed-size sweep.");
 DEFINE_string(batch_sizes, "2,4,8,16,24,32,48,64,96", "Fixed batch sizes N.");
@@ -275,8 +275,7 @@ Point Run(const std::string& address, const Config& cfg) {
   std::vector<std::unique_ptr<Client>> clients;
   const int pool = std::max(FLAGS_depth, FLAGS_pipeline * FLAGS_max_batch);
   for (int t = 0; t < FLAGS_threads; ++t) {
-    ChannelOptions opts;
-    opts.provider = FLAGS_provider;
+    ChannelOptions opts = bench::ClientOptions();
     opts.mode = cfg.mode;
     opts.connections = 1;
     opts.adaptive_fetch_delay = FLAGS_adaptive_fetch_delay;
@@ -474,8 +473,7 @@ std::string SyncName(BatchMode b) {
 SyncPoint RunSync(const std::string& address, int threads, BatchMode batch) {
   const RpcMode mode =
       bench::ValueOrExit(ParseRpcMode(FLAGS_sync_mode), "--sync_mode");
-  ChannelOptions opts;  // Library defaults but for these.
-  opts.provider = FLAGS_provider;
+  ChannelOptions opts = bench::ClientOptions();  // Flags given, then these.
   opts.mode = mode;
   opts.batch = batch;
   opts.batch_size = FLAGS_sync_batch_size;

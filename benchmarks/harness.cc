@@ -13,6 +13,9 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 
+
+DEFINE_string(provider, "shm", "Transport provider: shm, verbs or auto.");
+
 namespace rfrpc {
 namespace bench {
 namespace {

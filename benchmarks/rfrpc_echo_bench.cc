@@ -20,6 +20,7 @@
 
 #include "absl/time/clock.h"
 #include "benchmarks/bench_util.h"
+#include "benchmarks/client_options.h"
 #include "benchmarks/harness.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -27,7 +28,6 @@
 #include "rpc/channel.h"
 #include "rpc/server.h"
 
-DEFINE_string(provider, "shm", "Transport provider: shm, verbs or auto.");
 DEFINE_string(address, "", "Listen address (verbs: ip:0).");
 DEFINE_string(mode, "hybrid", "rf, server_reply or hybrid (the default).");
 DEFINE_int32(threads, 1, "Client threads, one channel each.");
@@ -96,8 +96,7 @@ int Main() {
       for (int t = 0; t < FLAGS_threads; ++t) {
         threads.emplace_back([&, t] {
           if (FLAGS_pin) bench::PinSelf(FLAGS_workers + t);
-          ChannelOptions opts;
-          opts.provider = FLAGS_provider;
+          ChannelOptions opts = bench::ClientOptions();
           opts.mode = mode;
           opts.connections = 1;
           opts.max_request_bytes = std::max(4096, size + 64);

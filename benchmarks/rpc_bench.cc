@@ -54,6 +54,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "benchmarks/bench_util.h"
+#include "benchmarks/client_options.h"
 #include "benchmarks/harness.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -62,10 +63,8 @@
 #include "rpc/metrics_endpoint.h"
 #include "rpc/server.h"
 #include "tests/test_service.h"
-#include "flags/channel_flags.h"
 #include "flags/metrics_flags.h"
 
-DEFINE_string(provider, "shm", "Transport provider: shm, verbs or auto.");
 DEFINE_string(address, "", "Listen address (verbs: ip:0).");
 DEFINE_string(modes, "rf,server_reply,hybrid", "Modes to run.");
 DEFINE_string(sizes, "32", "Payload sizes in bytes (comma separated).");
@@ -121,14 +120,12 @@ struct Point {
   std::vector<double> sorted_us;  // Every measured latency, ascending.
 };
 
-// The channel's options: rpc_bench's own, then every --rfrpc_* flag given
-// (flags/channel_flags.h), checked once at start. --modes and --metrics
-// set the mode and method_stats of each point.
+// The channel's options: bench::ClientOptions() (--provider and every
+// --rfrpc_* flag given) and --connections. --modes and --metrics set the
+// mode and method_stats of each point.
 ChannelOptions ClientOptions() {
-  ChannelOptions o;
-  o.provider = FLAGS_provider;
+  ChannelOptions o = bench::ClientOptions();
   o.connections = FLAGS_connections;
-  bench::OkOrExit(tools::ApplyChannelFlags(&o), "flags");
   return o;
 }
 

@@ -56,6 +56,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "benchmarks/bench_util.h"
+#include "benchmarks/client_options.h"
 #include "benchmarks/harness.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -64,7 +65,6 @@
 #include "rpc/server.h"
 
 DEFINE_string(role, "client", "client (the benchmark) or server (its child).");
-DEFINE_string(provider, "shm", "Transport provider: shm, verbs or auto.");
 DEFINE_string(address, "", "Server listen address (verbs: ip:0).");
 DEFINE_int32(workers, 1, "Server worker threads.");
 DEFINE_int32(max_connections, 0,
@@ -327,8 +327,7 @@ uint64_t CpuNs(int pid) {
 }
 
 ChannelOptions ClientOptions() {
-  ChannelOptions o;
-  o.provider = FLAGS_provider;
+  ChannelOptions o = bench::ClientOptions();
   o.progress_thread = FLAGS_progress_thread;
   if (FLAGS_slots > 0) o.slots_per_connection = FLAGS_slots;
   return o;

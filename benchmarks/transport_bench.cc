@@ -44,7 +44,6 @@
 #include "glog/logging.h"
 #include "transport/transport.h"
 
-DEFINE_string(provider, "shm", "transport provider (shm, verbs, auto)");
 DEFINE_int32(iters, 100000, "operations per measurement");
 DEFINE_string(sizes, "8,64,512,4096,8192", "payload sizes in bytes");
 DEFINE_int32(clients, 8, "client connections for the Fig. 1 comparison");

@@ -22,6 +22,7 @@
 
 #include "absl/time/clock.h"
 #include "benchmarks/bench_util.h"
+#include "benchmarks/client_options.h"
 #include "benchmarks/harness.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -32,7 +33,6 @@
 #include "rpc/tuner/selector.h"
 #include "tests/test_service.h"
 
-DEFINE_string(provider, "shm", "Transport provider: shm, verbs or auto.");
 DEFINE_string(address, "", "Listen address of the in-process server.");
 DEFINE_string(profile, "", "Profile to use; empty calibrates one now.");
 DEFINE_bool(full_calibration, false, "Calibrate in full rather than short mode.");
@@ -64,8 +64,7 @@ struct Point {
 Point Measure(const std::string& address, RpcMode mode, int r, uint32_t f,
               std::function<void(uint32_t, absl::Duration)> observer,
               double seconds) {
-  ChannelOptions co;
-  co.provider = FLAGS_provider;
+  ChannelOptions co = bench::ClientOptions();
   co.mode = mode;
   co.retries = r;
   co.fetch_size = f;
@@ -161,8 +160,7 @@ int Main() {
   tuner::SizeHistogram sizes;
   uint64_t time_ns = 0, samples = 0;
   {
-    ChannelOptions co;
-    co.provider = FLAGS_provider;
+    ChannelOptions co = bench::ClientOptions();
     co.on_result = [&](uint32_t bytes, absl::Duration t) {
       sizes.Add(bytes);
       time_ns += absl::ToInt64Nanoseconds(t);
