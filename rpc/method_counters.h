@@ -73,9 +73,12 @@ class Log2Histogram {
   }
 
   void Record(uint64_t v) {
-    counts_[BucketOf(v)].Add(1);
-    sum_.Add(v);
+    CountBucket(v);
+    AddSum(v);
   }
+  // Record in two halves, for a writer that sums a run of values first.
+  void CountBucket(uint64_t v) { counts_[BucketOf(v)].Add(1); }
+  void AddSum(uint64_t sum) { sum_.Add(sum); }
 
   // Adds the counts to `*out` (not null; its layout set if empty).
   void AddTo(HistogramStats* out) const {

@@ -89,6 +89,12 @@ class ServerContext {
     seq_ = seq;
     cancelled_.store(false, std::memory_order_relaxed);
   }
+  // Internal: the method and deadline of a batch's next call; Reset set the
+  // fields the batch's calls share (peer, arrival, cancel word, seq).
+  void SetCall(absl::string_view method, int64_t deadline_ns) {
+    method_ = method;
+    deadline_ns_ = deadline_ns;
+  }
   // The same with the arrival as an absl::Time (handler tests use it).
   void Reset(absl::string_view method, absl::string_view peer, int worker,
              absl::Time arrival, int64_t deadline_ns = INT64_MAX,

@@ -395,7 +395,8 @@ bool ServerWorker::Serve(ServerConnection* c, uint32_t s) {
           "the call's deadline passed before its handler started");
     } else {
       status = RunHandler(c, m, req.method_id, req.payload, start_ns,
-                          deadline_ns, s, seq, payload, cap, &len);
+                          deadline_ns, s, seq, payload, cap, &len,
+                          /*in_batch=*/false);
     }
   }
   c->expected_seq[s] = wire::NextSeq(seq);
@@ -437,10 +438,7 @@ void ServerWorker::PublishSingle(ServerConnection* c, uint32_t s, uint32_t seq,
   FlushMethodStats();
 }
 
-const MethodEntry* ServerWorker::FindMethod(uint32_t id) {
-  // Batches mostly repeat one method: look it up only when it changes.
-  const MethodEntry* m = last_method_;
-  if (m != nullptr && m->id == id) return m;
+const MethodEntry* ServerWorker::FindOtherMethod(uint32_t id) {
   auto it = methods_->find(id);
   if (it == methods_->end()) return nullptr;
   last_method_ = it->second;
@@ -451,10 +449,26 @@ const MethodEntry* ServerWorker::FindMethod(uint32_t id) {
   return it->second;
 }
 
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline absl::Status ServerWorker::RunCatching(
+    const MethodEntry* m, absl::string_view request, char* out, size_t cap,
+    size_t* len) {
+  // Each branch returns its status in place: no move into a local.
+  try {
+    return m->handler->Run(&ctx_, request, out, cap, len);
+  } catch (const std::exception& e) {
+    return absl::InternalError(
+        absl::StrCat("handler of ", m->full_name, " threw: ", e.what()));
+  } catch (...) {
+    return absl::InternalError(
+        absl::StrCat("handler of ", m->full_name, " threw"));
+  }
+}
+
 ABSL_ATTRIBUTE_ALWAYS_INLINE inline absl::Status ServerWorker::RunHandler(
     ServerConnection* c, const MethodEntry* m, uint32_t method_id,
     absl::string_view request, int64_t start_ns, int64_t deadline_ns,
-    uint32_t s, uint32_t seq, char* out, size_t cap, size_t* len) {
+    uint32_t s, uint32_t seq, char* out, size_t cap, size_t* len,
+    bool in_batch) {
   if (m == nullptr) {
     if (method_counters_ != nullptr) {
       method_counters_->unknown()->Served(
@@ -463,18 +477,14 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline absl::Status ServerWorker::RunHandler(
     return absl::UnimplementedError(absl::StrFormat(
         "no method with id 0x%08x on this server", method_id));
   }
-  ctx_.Reset(m->full_name, c->peer, index_, start_ns,
-             deadline_ns, c->region->data() + c->layout.CancelOffset(s), seq);
-  absl::Status status;
-  try {
-    status = m->handler->Run(&ctx_, request, out, cap, len);
-  } catch (const std::exception& e) {
-    status = absl::InternalError(
-        absl::StrCat("handler of ", m->full_name, " threw: ", e.what()));
-  } catch (...) {
-    status =
-        absl::InternalError(absl::StrCat("handler of ", m->full_name, " threw"));
+  if (in_batch) {
+    // ServeBatch set the fields its calls share.
+    ctx_.SetCall(m->full_name, deadline_ns);
+  } else {
+    ctx_.Reset(m->full_name, c->peer, index_, start_ns, deadline_ns,
+               c->region->data() + c->layout.CancelOffset(s), seq);
   }
+  absl::Status status = RunCatching(m, request, out, cap, len);
   if (!status.ok() && status.code() == absl::StatusCode::kResourceExhausted &&
       *len > cap) {
     status = absl::ResourceExhaustedError(absl::StrCat(
@@ -485,10 +495,9 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline absl::Status ServerWorker::RunHandler(
   if (method_counters_ != nullptr) {
     // A batch's calls share start_ns: each is timed from the previous end.
     const int64_t end = UnixNanos();
-    FlushMethodStats();  // A batch's previous call.
-    pending_served_ = {last_counters_,
-                       status.ok() ? 0 : static_cast<int>(status.code()),
-                       end - std::max(start_ns, last_handler_end_ns_), *len};
+    CountServed(last_counters_,
+                status.ok() ? 0 : static_cast<int>(status.code()),
+                end - std::max(start_ns, last_handler_end_ns_), *len);
     last_handler_end_ns_ = end;
   }
   return status;
@@ -535,6 +544,10 @@ void ServerWorker::ServeBatch(ServerConnection* c, uint32_t s,
   // it until every earlier one is in (request order).
   std::unique_ptr<PendingSlot> p;
 
+  // What the batch's calls share; RunHandler sets each one's method and
+  // deadline.
+  ctx_.Reset(absl::string_view(), c->peer, index_, start_ns, INT64_MAX,
+             c->region->data() + l.CancelOffset(s), seq);
   wire::BatchReader reader(batch.entries);
   uint32_t method_id;
   absl::string_view entry;
@@ -578,7 +591,7 @@ void ServerWorker::ServeBatch(ServerConnection* c, uint32_t s,
         }
       } else {
         st = RunHandler(c, m, method_id, entry, start_ns, deadline_ns, s, seq,
-                        out, cap, &len);
+                        out, cap, &len, /*in_batch=*/true);
       }
       CommitResult(c, s, seq, hot, &w, &part_start, st, len);
       continue;
@@ -609,7 +622,8 @@ void ServerWorker::ServeBatch(ServerConnection* c, uint32_t s,
     } else {
       scratch_.resize(l.ResponsePayloadCapacity());
       st = RunHandler(c, m, method_id, entry, start_ns, deadline_ns, s, seq,
-                      scratch_.data(), scratch_.size(), &len);
+                      scratch_.data(), scratch_.size(), &len,
+                      /*in_batch=*/true);
       if (st.ok()) e.result.assign(scratch_.data(), len);
     }
     e.ready = true;

@@ -49,6 +49,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/base/attributes.h"
+#include "absl/base/optimization.h"
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
@@ -240,15 +242,26 @@ class ServerWorker {
                   const wire::RequestView& req, int64_t start_ns,
                   uint16_t hot_flag);
   // Runs method `m` (FindMethod(method_id), looked up by the caller; null:
-  // no such method, answered UNIMPLEMENTED). Inlined into its callers (all
+  // no such method, answered UNIMPLEMENTED). `in_batch`: ServeBatch has
+  // reset ctx_ for the batch. Inlined into its callers (all
   // in server_worker.cc): as a call with eleven arguments it cost ~50
   // instructions a batch entry in argument passing, prologue and epilogue.
   absl::Status RunHandler(ServerConnection* c, const MethodEntry* m,
                           uint32_t method_id, absl::string_view request,
                           int64_t start_ns, int64_t deadline_ns, uint32_t s,
-                          uint32_t seq, char* out, size_t cap, size_t* len);
-  // The method with `id` (null: none); remembers the last one.
-  const MethodEntry* FindMethod(uint32_t id);
+                          uint32_t seq, char* out, size_t cap, size_t* len,
+                          bool in_batch);
+  // m->handler->Run, a thrown exception made INTERNAL.
+  absl::Status RunCatching(const MethodEntry* m, absl::string_view request,
+                           char* out, size_t cap, size_t* len);
+  // The method with `id` (null: none); remembers the last one. Batches
+  // mostly repeat one method: the check for it is inlined.
+  const MethodEntry* FindMethod(uint32_t id) {
+    const MethodEntry* m = last_method_;
+    if (ABSL_PREDICT_TRUE(m != nullptr && m->id == id)) return m;
+    return FindOtherMethod(id);
+  }
+  const MethodEntry* FindOtherMethod(uint32_t id);
   // Publishes a single call's answer: `len` payload bytes already in the
   // slot's response buffer if `status` is OK, else the status.
   // `end_ns`: when its handler ended, if known (0: read the clock).
@@ -286,9 +299,10 @@ class ServerWorker {
   // Commits the next result of a batch (written at NextPayload) and
   // publishes the part it closed, if any.
   // Inline: it runs once per batch entry.
-  void CommitResult(ServerConnection* c, uint32_t s, uint32_t seq,
-                    uint16_t hot, ResultPartWriter* w, int64_t* part_start,
-                    const absl::Status& st, size_t len) {
+  ABSL_ATTRIBUTE_ALWAYS_INLINE void CommitResult(
+      ServerConnection* c, uint32_t s, uint32_t seq, uint16_t hot,
+      ResultPartWriter* w, int64_t* part_start, const absl::Status& st,
+      size_t len) {
     if (!st.ok()) len = PlaceError(w, st);
     ResultPartWriter::Part closed;
     if (w->Commit(static_cast<uint32_t>(len),
@@ -359,21 +373,52 @@ class ServerWorker {
   WorkerMethodCounters* const method_counters_;
   MethodCounters* last_counters_ = nullptr;
   int64_t last_handler_end_ns_ = 0;
-  // The last call's figures, recorded once its result is published
-  // (FlushMethodStats), off the reply's path.
-  struct PendingServed {
-    MethodCounters* counters = nullptr;
-    int code = 0;
-    int64_t handler_ns = 0;
-    uint64_t result_bytes = 0;
+  // Served calls' figures not yet added to their method's counters: a run
+  // of OK calls of one method. The last call of the run waits whole until
+  // FlushMethodStats, which runs after the replies are published (off their
+  // path); each earlier call's buckets are counted as the next call joins,
+  // and the run's call count and sums are added once at the flush (a batch
+  // of N calls of one method adds each once, not N times). A failed call
+  // ends the run and is counted at once.
+  struct ServedRun {
+    MethodCounters* counters = nullptr;  // Null: no run.
+    uint64_t calls = 0;
+    uint64_t latency_sum = 0;
+    uint64_t bytes_sum = 0;
+    uint64_t last_latency = 0;
+    uint64_t last_bytes = 0;
   };
-  PendingServed pending_served_;
+  ServedRun served_;
+  void CountServed(MethodCounters* m, int code, int64_t latency_ns,
+                   uint64_t bytes) {
+    if (ABSL_PREDICT_FALSE(code != 0)) {
+      FlushMethodStats();
+      m->Served(code, latency_ns, bytes);
+      return;
+    }
+    const uint64_t ns = latency_ns > 0 ? static_cast<uint64_t>(latency_ns) : 0;
+    if (served_.counters == m) {
+      m->latency_ns.CountBucket(served_.last_latency);
+      m->result_bytes.CountBucket(served_.last_bytes);
+    } else {
+      FlushMethodStats();
+      served_.counters = m;
+    }
+    ++served_.calls;
+    served_.latency_sum += ns;
+    served_.bytes_sum += bytes;
+    served_.last_latency = ns;
+    served_.last_bytes = bytes;
+  }
   void FlushMethodStats() {
-    if (pending_served_.counters == nullptr) return;
-    pending_served_.counters->Served(pending_served_.code,
-                                     pending_served_.handler_ns,
-                                     pending_served_.result_bytes);
-    pending_served_.counters = nullptr;
+    MethodCounters* m = served_.counters;
+    if (m == nullptr) return;
+    m->latency_ns.CountBucket(served_.last_latency);
+    m->result_bytes.CountBucket(served_.last_bytes);
+    m->calls.Add(served_.calls);
+    m->latency_ns.AddSum(served_.latency_sum);
+    m->result_bytes.AddSum(served_.bytes_sum);
+    served_ = ServedRun();
   }
   // Signaled WRITEs (pushes) posted on any connection, less completions
   // taken (never below 0); the loop polls the completion queue only while

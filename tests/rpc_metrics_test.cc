@@ -257,6 +257,7 @@ TEST_F(RpcMetricsTest, BatchedCallsAreCountedPerCall) {
   std::atomic<int> done{0};
   std::vector<TestResponse> resps(kCalls);
   TestRequest req;
+  req.set_payload("twelve bytes");
   for (int i = 0; i < kCalls; ++i) {
     ch->CallAsync(echo_id_, req, &resps[i], nullptr, [&done](absl::Status s) {
       EXPECT_TRUE(s.ok()) << s;
@@ -271,6 +272,13 @@ TEST_F(RpcMetricsTest, BatchedCallsAreCountedPerCall) {
   EXPECT_EQ(ms[1].calls, 0u);
   EXPECT_EQ(ms[0].calls, uint64_t{kCalls});
   EXPECT_EQ(ms[0].latency_ns.count(), uint64_t{kCalls});
+  EXPECT_GT(ms[0].latency_ns.sum, 0u);
+  // A batch's run of calls adds its count and sums once (ServerWorker's
+  // ServedRun): every call's bucket and bytes are still in.
+  EXPECT_EQ(ms[0].result_bytes.count(), uint64_t{kCalls});
+  uint64_t result_bytes = 0;
+  for (const TestResponse& r : resps) result_bytes += r.ByteSizeLong();
+  EXPECT_EQ(ms[0].result_bytes.sum, result_bytes);
   EXPECT_GT(server_->stats().batches, 0u);
   EXPECT_EQ(ch->method_stats()[0].calls, uint64_t{kCalls});
 }
