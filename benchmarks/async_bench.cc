@@ -32,7 +32,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "benchmarks/bench_util.h"
-#include "benchmarks/client_options.h"
+#include "benchmarks/rpc_options.h"
 #include "benchmarks/harness.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -213,7 +213,7 @@ int Main() {
   so.pin_first_cpu = FLAGS_pin ? 0 : -1;
   so.blocking_threads = FLAGS_blocking_threads;
   KindsService service(/*finishers=*/1);
-  std::unique_ptr<Server> server = bench::StartServer(so, {&service});
+  std::unique_ptr<Server> server = bench::StartServer(bench::WithServerFlags(so), {&service});
   const RpcMode mode = bench::ValueOrExit(ParseRpcMode(FLAGS_mode), "--mode");
   if (FLAGS_pin) bench::PinSelf(1);
   std::printf("# async_bench provider=%s%s mode=%s workers=1 blocking_threads=%d "

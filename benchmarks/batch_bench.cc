@@ -72,7 +72,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "benchmarks/bench_util.h"
-#include "benchmarks/client_options.h"
+#include "benchmarks/rpc_options.h"
 #include "benchmarks/harness.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -716,7 +716,7 @@ int Main() {
   so.pin_first_cpu = FLAGS_pin ? 0 : -1;
   so.max_request_bytes = 1 << 20;
   testing::TestService service;
-  std::unique_ptr<Server> server = bench::StartServer(so, {&service});
+  std::unique_ptr<Server> server = bench::StartServer(bench::WithServerFlags(so), {&service});
   if (!FLAGS_sync_threads.empty()) SyncMode(server->address());
   if (!FLAGS_sweep) {
     server->Shutdown();

@@ -54,7 +54,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "benchmarks/bench_util.h"
-#include "benchmarks/client_options.h"
+#include "benchmarks/rpc_options.h"
 #include "benchmarks/harness.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -306,7 +306,7 @@ Point RunFresh(metrics::RpcMetrics* m, bool on, RpcMode mode, int size,
     so.address = absl::StrCat("@rpc_bench-", getpid());
   }
   testing::TestService service;
-  std::unique_ptr<Server> server = bench::StartServer(so, {&service});
+  std::unique_ptr<Server> server = bench::StartServer(bench::WithServerFlags(so), {&service});
   std::unique_ptr<Scraper> scraper;
   if (on) scraper = std::make_unique<Scraper>(m);
   Point p = Run(server->address(), mode, size, server_us, on);
@@ -440,7 +440,7 @@ int Main() {
   const bool on = FLAGS_metrics == "on";
   testing::TestService service;
   std::unique_ptr<Server> server =
-      bench::StartServer(BenchServerOptions(on), {&service});
+      bench::StartServer(bench::WithServerFlags(BenchServerOptions(on)), {&service});
   std::unique_ptr<Scraper> scraper;
   if (on) scraper = std::make_unique<Scraper>(m.get());
   const ChannelOptions client = ClientOptions();

@@ -52,11 +52,12 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "benchmarks/bench_util.h"
-#include "benchmarks/client_options.h"
+#include "benchmarks/rpc_options.h"
 #include "benchmarks/harness.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -143,6 +144,7 @@ int ServerMain() {
   if (FLAGS_hot_window_us >= 0) {
     so.hot_window = absl::Microseconds(FLAGS_hot_window_us);
   }
+  so = bench::WithServerFlags(so);
   PingImpl impl;  // Outlives the server.
   Server server(so);
   absl::Status s = server.RegisterService(&impl);
@@ -189,6 +191,14 @@ class ServerProcess {
           absl::StrCat("--pin=", FLAGS_pin ? "true" : "false"),
           absl::StrCat("--server_park=", FLAGS_server_park ? "true" : "false"),
           absl::StrCat("--hot_window_us=", FLAGS_hot_window_us)};
+      // The --rfrpc_* flags given: the server child applies its side's.
+      std::vector<gflags::CommandLineFlagInfo> flags;
+      gflags::GetAllFlags(&flags);
+      for (const gflags::CommandLineFlagInfo& f : flags) {
+        if (absl::StartsWith(f.name, "rfrpc_") && !f.is_default) {
+          args.push_back(absl::StrCat("--", f.name, "=", f.current_value));
+        }
+      }
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);

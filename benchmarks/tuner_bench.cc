@@ -22,7 +22,7 @@
 
 #include "absl/time/clock.h"
 #include "benchmarks/bench_util.h"
-#include "benchmarks/client_options.h"
+#include "benchmarks/rpc_options.h"
 #include "benchmarks/harness.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -125,7 +125,7 @@ int Main() {
   so.address = FLAGS_address;
   so.workers = 1;
   testing::TestService service;
-  std::unique_ptr<Server> server = bench::StartServer(so, {&service});
+  std::unique_ptr<Server> server = bench::StartServer(bench::WithServerFlags(so), {&service});
   const RpcMode mode = bench::ValueOrExit(ParseRpcMode(FLAGS_mode), "--mode");
 
   absl::StatusOr<tuner::Profile> profile =

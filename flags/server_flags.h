@@ -34,8 +34,10 @@
 namespace rfrpc {
 namespace tools {
 
-// Overwrites the fields of `*options` (not null, not kept) that have a flag
-// with the flags' values. INVALID_ARGUMENT naming the flag for a bad value;
+// Sets each field of `*options` (not null, not kept) whose flag was given on
+// the command line (or by gflags::SetCommandLineOption); fields whose flag
+// was not given keep their value, so a binary's own defaults stand unless
+// the user overrides them. INVALID_ARGUMENT naming the flag for a bad value;
 // then `*options` is unchanged.
 absl::Status ApplyServerFlags(ServerOptions* options);
 

@@ -34,6 +34,23 @@ TEST(ServerFlagsTest, DefaultsAreTheLibraryDefaults) {
   EXPECT_EQ(s.provider_options.gid_index, d.provider_options.gid_index);
 }
 
+// With no flag given, the options keep what the binary set.
+TEST(ServerFlagsTest, FlagsNotGivenLeaveTheOptionsAlone) {
+  gflags::FlagSaver saver;
+  ServerOptions s;
+  s.idle_spin_rounds = 100;
+  s.hot_window = absl::ZeroDuration();
+  s.max_request_bytes = 1 << 20;
+  ASSERT_TRUE(ApplyServerFlags(&s).ok());
+  EXPECT_EQ(s.idle_spin_rounds, 100);
+  EXPECT_EQ(s.hot_window, absl::ZeroDuration());
+  EXPECT_EQ(s.max_request_bytes, 1u << 20);
+  gflags::SetCommandLineOption("rfrpc_idle_spin_rounds", "7");
+  ASSERT_TRUE(ApplyServerFlags(&s).ok());
+  EXPECT_EQ(s.idle_spin_rounds, 7);
+  EXPECT_EQ(s.hot_window, absl::ZeroDuration());
+}
+
 TEST(ServerFlagsTest, MapsFlagsOntoOptions) {
   gflags::FlagSaver saver;
   gflags::SetCommandLineOption("rfrpc_pin_first_cpu", "1");

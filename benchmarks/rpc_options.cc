@@ -1,9 +1,10 @@
 // Copyright 2026 The rfrpc Authors.
 
-#include "benchmarks/client_options.h"
+#include "benchmarks/rpc_options.h"
 
 #include "benchmarks/harness.h"
 #include "flags/channel_flags.h"
+#include "flags/server_flags.h"
 
 namespace rfrpc {
 namespace bench {
@@ -13,6 +14,11 @@ ChannelOptions ClientOptions() {
   o.provider = FLAGS_provider;
   OkOrExit(tools::ApplyChannelFlags(&o), "flags");
   return o;
+}
+
+ServerOptions WithServerFlags(ServerOptions options) {
+  OkOrExit(tools::ApplyServerFlags(&options), "flags");
+  return options;
 }
 
 }  // namespace bench
