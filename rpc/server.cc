@@ -291,9 +291,10 @@ class Server::Impl final : public internal::ServerStatsSource {
     s.calls_cancelled = counters_.calls_cancelled.load();
     s.calls_expired = counters_.calls_expired.load();
     s.results_dropped = counters_.results_dropped.load();
-    // Every push is one signaled WRITE in a post list of its own.
+    // Every push is one signaled WRITE; pushes to one connection in a row
+    // share a post list.
     s.work.wqes = s.rdma_writes;
-    s.work.doorbells = s.rdma_writes;
+    s.work.doorbells = counters_.push_doorbells.load();
     s.work.signaled = s.rdma_writes;
     s.work.inline_writes = counters_.inline_writes.load();
     {

@@ -142,6 +142,7 @@ void ServerWorker::AdoptInbox() {
 }
 
 void ServerWorker::Close(size_t i, const absl::Status& why) {
+  FlushPushes();  // None may name a closed connection.
   ServerConnection* c = conns_[i].get();
   VLOG(1) << "worker " << index_ << ": closing connection from " << c->peer
           << ": " << why;
@@ -296,6 +297,7 @@ void ServerWorker::Loop() {
       served = true;
     }
     if (now >= next_expiry_ns_) ExpirePending(now);
+    FlushPushes();  // This round's last post list.
     // Completions of pushes (signaled WRITEs), and on verbs the receive
     // completions of clients' notifies, which the provider consumes inside
     // Poll and answers with a fresh receive: a queue pair whose receives
@@ -477,6 +479,7 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline absl::Status ServerWorker::RunHandler(
     return absl::UnimplementedError(absl::StrFormat(
         "no method with id 0x%08x on this server", method_id));
   }
+  FlushPushesBeforeHandler();
   if (in_batch) {
     // ServeBatch set the fields its calls share.
     ctx_.SetCall(m->full_name, deadline_ns);
@@ -689,6 +692,14 @@ void ServerWorker::FinishPublish(ServerConnection* c, uint32_t s,
 
 void ServerWorker::Push(ServerConnection* c, uint32_t s, size_t offset,
                         size_t framed) {
+  // Pushes to one connection made back to back go out as one post list
+  // (one doorbell): results of calls finished elsewhere taken in one round
+  // (async and offloaded handlers), the parts of a batch behind one. Another
+  // connection's push, a full list, a handler about to run on this worker
+  // (a result never waits for another call's handler) or the end of the
+  // round (FlushPushes) posts them.
+  if (push_conn_ != c || push_chain_.size() == kMaxPushChain) FlushPushes();
+  push_conn_ = c;
   const wire::ConnectionLayout& l = c->layout;
   transport::WorkRequest wr = transport::WorkRequest::Write(
       PushId(c->bell, s), c->region.get(), l.ResponseSlotOffset(s) + offset,
@@ -703,20 +714,38 @@ void ServerWorker::Push(ServerConnection* c, uint32_t s, size_t offset,
   ++c->pushes;
   ++pushes_in_flight_;
   c->push_posted_ns[s] = UnixNanos();
-  absl::Status st = c->conn->Post(absl::MakeConstSpan(&wr, 1));
+  push_chain_.push_back(wr);
+  push_slots_.push_back(s);
+}
+
+void ServerWorker::FlushPushes() {
+  if (push_chain_.empty()) return;
+  ServerConnection* c = push_conn_;
+  const size_t n = push_chain_.size();
+  absl::Status st = c->conn->Post(absl::MakeConstSpan(push_chain_));
   if (!st.ok()) {
-    --c->push_in_flight[s];
-    --c->pushes;
+    for (uint32_t s : push_slots_) {
+      --c->push_in_flight[s];
+      --c->pushes;
+    }
     // pushes_in_flight_ stays: a provider may still queue a flushed
-    // completion for it (shm does). Over-counting only means polling.
+    // completion for them (shm does). Over-counting only means polling.
     c->conn->Fail(st);  // Liveness check closes it.
-    return;
+  } else {
+    size_t inlined = 0;
+    for (const transport::WorkRequest& wr : push_chain_) {
+      inlined += wr.inline_write ? 1 : 0;
+    }
+    counters_->rdma_writes.fetch_add(n, std::memory_order_relaxed);
+    counters_->push_doorbells.fetch_add(1, std::memory_order_relaxed);
+    if (inlined > 0) {
+      counters_->inline_writes.fetch_add(inlined, std::memory_order_relaxed);
+    }
+    counters_->calls_server_reply.fetch_add(n, std::memory_order_relaxed);
   }
-  counters_->rdma_writes.fetch_add(1, std::memory_order_relaxed);
-  if (wr.inline_write) {
-    counters_->inline_writes.fetch_add(1, std::memory_order_relaxed);
-  }
-  counters_->calls_server_reply.fetch_add(1, std::memory_order_relaxed);
+  push_chain_.clear();
+  push_slots_.clear();
+  push_conn_ = nullptr;
 }
 
 }  // namespace internal

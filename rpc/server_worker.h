@@ -81,6 +81,7 @@ struct ServerCounters {
   std::atomic<uint64_t> bad_requests{0};
   std::atomic<uint64_t> rdma_writes{0};
   std::atomic<uint64_t> inline_writes{0};  // Of rdma_writes.
+  std::atomic<uint64_t> push_doorbells{0};  // Post lists of rdma_writes.
   std::atomic<uint64_t> batches{0};
   std::atomic<uint64_t> rings{0};        // Doorbell rings taken.
   std::atomic<uint64_t> parks{0};        // Times a worker went to sleep.
@@ -426,6 +427,17 @@ class ServerWorker {
   // stay above the truth (then the loop polls every round, as before), never
   // below it.
   uint64_t pushes_in_flight_ = 0;
+  // Pushes to push_conn_ not posted yet, as one post list (Push), and
+  // their slots; FlushPushes posts them before the next handler runs, at
+  // the latest at the end of the round that made them.
+  static constexpr size_t kMaxPushChain = 16;
+  ServerConnection* push_conn_ = nullptr;
+  std::vector<transport::WorkRequest> push_chain_;
+  std::vector<uint32_t> push_slots_;
+  void FlushPushes();
+  void FlushPushesBeforeHandler() {
+    if (ABSL_PREDICT_FALSE(push_conn_ != nullptr)) FlushPushes();
+  }
   // Slots with a pending answer (all connections), the earliest deadline
   // among their calls (a lower bound), calls taken from the mailbox, and
   // where sync entries of a batch behind a pending one put their results.

@@ -82,6 +82,7 @@ bool ServerWorker::Launch(ServerConnection* c, ServerCall* call,
     return false;
   }
   call->PrepareHandle(/*inline_handler=*/true);
+  FlushPushesBeforeHandler();
   ServerCall::SetInlineCall(call);
   m->handler->Invoke(call, ServerDone::Adopt(call));
   ServerCall::SetInlineCall(nullptr);

@@ -75,6 +75,7 @@ absl::Status WaitForCancel(ServerContext* ctx, std::atomic<int>* seen) {
 
 absl::Status KindsService::Fast(ServerContext* ctx, const TestRequest* request,
                                 TestResponse* response) {
+  fast_runs_.fetch_add(1);
   if (request->async_mode() == kUntilCancel) {
     return WaitForCancel(ctx, &cancels_seen_);
   }

@@ -85,6 +85,8 @@ class KindsService final : public Kinds::Service {
   int cancels_seen() const { return cancels_seen_.load(); }
   // Calls whose Slow handler ran.
   int slow_runs() const { return slow_runs_.load(); }
+  // Calls whose Fast handler started.
+  int fast_runs() const { return fast_runs_.load(); }
 
  private:
   struct Job {
@@ -102,6 +104,7 @@ class KindsService final : public Kinds::Service {
   bool stop_ = false;
   std::atomic<int> cancels_seen_{0};
   std::atomic<int> slow_runs_{0};
+  std::atomic<int> fast_runs_{0};
   std::vector<std::thread> finishers_;
 };
 

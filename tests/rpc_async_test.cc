@@ -203,6 +203,66 @@ TEST_F(RpcAsyncTest, ResultsFinishedFromOtherThreadsInRandomOrder) {
   EXPECT_GT(server_->stats().calls_async, 2u * 10 * 16 / 2);
 }
 
+// Results of calls finished elsewhere that the worker takes in one round go
+// back (server-reply) in one post list, one doorbell: 16 held async calls
+// are finished while the only worker sleeps in another call's handler (a
+// second, on the worker: a sync handler must not do that, this one does
+// it to hold the worker), so it finds all 16 at once.
+TEST_F(RpcAsyncTest, ResultsTakenTogetherArePushedInOnePostList) {
+  StartServer();  // One worker.
+  ChannelOptions opts;
+  opts.slots_per_connection = 16;
+  std::unique_ptr<Channel> ch = Connect(RpcMode::kServerReply, opts);
+  std::unique_ptr<Channel> other = Connect(RpcMode::kRemoteFetch);
+  ASSERT_NE(ch, nullptr);
+  ASSERT_NE(other, nullptr);
+  Kinds::Stub stub(ch.get());
+  constexpr int kCalls = 16;
+  std::vector<TestRequest> reqs(kCalls);
+  std::vector<TestResponse> resps(kCalls);
+  std::vector<absl::Status> statuses(kCalls);
+  std::atomic<int> done{0};
+  for (int i = 0; i < kCalls; ++i) {
+    reqs[i] = Request(i + 1, kHold);
+    stub.LaterAsync(nullptr, reqs[i], &resps[i], [&, i](absl::Status s) {
+      statuses[i] = s;
+      done.fetch_add(1, std::memory_order_release);
+    });
+  }
+  ASSERT_TRUE(service_.WaitHeld(kCalls));
+  std::vector<KindsService::Held> held = service_.TakeHeld();
+  const ServerStats before = server_->stats();
+  const int fast_before = service_.fast_runs();
+  std::thread sleeper([&other] {
+    Kinds::Stub s(other.get());
+    TestRequest req = Request(100, kInline);
+    req.set_sleep_ms(1000);
+    TestResponse resp;
+    EXPECT_TRUE(s.Fast(nullptr, req, &resp).ok());
+  });
+  // The worker is in Fast, asleep for a second.
+  ASSERT_TRUE(Eventually([&] { return service_.fast_runs() > fast_before; }));
+  for (KindsService::Held& h : held) {
+    h.done(KindsService::Answer(h.ctx, *h.request, h.response));
+  }
+  ASSERT_TRUE(Await(done, kCalls));
+  sleeper.join();
+  for (int i = 0; i < kCalls; ++i) {
+    ASSERT_TRUE(statuses[i].ok()) << statuses[i];
+    ExpectAnswer(reqs[i], resps[i]);
+  }
+  const ServerStats after = server_->stats();
+  const uint64_t pushes = after.work.wqes - before.work.wqes;
+  const uint64_t doorbells = after.work.doorbells - before.work.doorbells;
+  std::printf("%llu pushes in %llu post lists\n",
+              static_cast<unsigned long long>(pushes),
+              static_cast<unsigned long long>(doorbells));
+  EXPECT_GE(pushes, static_cast<uint64_t>(kCalls));
+  // One list (two if a result was taken before the worker went to sleep);
+  // one push a list would make doorbells == pushes.
+  EXPECT_LE(doorbells, 2u);
+}
+
 // A batch [F F F L F F L F] (F sync, L held async) with one result per part:
 // the results before the first L arrive while it is held; nothing after it
 // does until it finishes, even when the later L finishes first; then all.
