@@ -14,8 +14,6 @@
 #include "glog/logging.h"
 
 
-DEFINE_string(provider, "shm", "Transport provider: shm, verbs or auto.");
-
 namespace rfrpc {
 namespace bench {
 namespace {

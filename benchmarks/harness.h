@@ -26,12 +26,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "gflags/gflags_declare.h"
+#include "flags/provider_flag.h"
 #include "rpc/server.h"
 #include "rpc/service.h"
-
-// --provider: shm, verbs or auto; every benchmark's transport.
-DECLARE_string(provider);
 
 namespace rfrpc {
 namespace bench {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/time/clock.h"
+#include "flags/provider_flag.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "rpc/channel.h"
@@ -19,7 +20,6 @@
 
 DEFINE_string(role, "server", "server or client");
 DEFINE_string(address, "", "Listen (server) or connect (client) address.");
-DEFINE_string(provider, "shm", "Transport provider.");
 DEFINE_int32(workers, 2,
              "Server workers. Two, so connections made one after another land "
              "on different workers (round robin) and a crash in one handler "

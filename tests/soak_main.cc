@@ -46,6 +46,7 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "flags/provider_flag.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "rpc/channel.h"
@@ -63,7 +64,6 @@ DEFINE_double(warmup_s, 10, "Server RSS baseline is taken after this long.");
 DEFINE_int32(rss_growth_limit_mb, 32,
              "Fail if server RSS grows more than this after warm-up.");
 DEFINE_bool(faults, true, "Inject faults on every third client.");
-DEFINE_string(provider, "shm", "Inner transport provider.");
 
 namespace rfrpc {
 namespace testing {

@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "flags/provider_flag.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "rpc/server.h"
@@ -33,7 +34,6 @@
 
 DEFINE_bool(short, false, "calibrate: quick settings (< 30 s, for smoke runs).");
 DEFINE_string(out, "", "calibrate: where to write the profile.");
-DEFINE_string(provider, "shm", "Transport provider: shm, verbs or auto.");
 DEFINE_string(address, "",
               "calibrate: a server running the calibration service "
               "(rfrpc_tune serve); empty starts one in this process.");

@@ -31,6 +31,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "flags/provider_flag.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "kvstore/server/jakiro_metrics.h"
@@ -40,7 +41,6 @@
 #include "flags/metrics_flags.h"
 #include "flags/server_flags.h"
 
-DEFINE_string(provider, "shm", "Transport provider: shm, verbs or auto.");
 DEFINE_string(address, "",
               "Where to listen. shm: a Unix socket path (empty picks one); "
               "verbs: host:port (port 0 picks one).");
