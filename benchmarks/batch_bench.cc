@@ -95,7 +95,7 @@ DEFINE_int32(sizer_window, 0,
              "0 keeps the library default.");
 DEFINE_bool(sizer_peak_guard, true,
             "Auto (refined rule): ChannelOptions::sizer_peak_guard (undo a "
-            "grow that did not raise calls/s).");
+            "grow that lowered calls/s).");
 DEFINE_double(sizer_min_window_ms, -1,
               "Auto: ChannelOptions::sizer_min_window in ms (0: windows of "
               "sizer_window calls only); < 0 keeps the library default.");

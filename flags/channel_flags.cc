@@ -98,7 +98,7 @@ DEFINE_string(rfrpc_sizer_rule, std::string(rfrpc::SizerRuleName(kDefaults)),
               "batch=auto: how the sizer changes N after a window: "
               "proportional (to the size the latency quantiles point at, "
               "halving/doubling at most, one window's hold-off, shrinking "
-              "after 2 windows over, undoing a grow that did not raise "
+              "after 2 windows over, undoing a grow that lowered "
               "calls/s) or paper (-1/+1 after every window of "
               "--rfrpc_sizer_window calls). The --rfrpc_sizer_* flags below "
               "refine the rule chosen.");
@@ -115,7 +115,7 @@ DEFINE_int32(rfrpc_sizer_shrink_windows, kDefaults.sizer_shrink_windows,
              "batch=auto: consecutive windows over the bound before N "
              "shrinks.");
 DEFINE_bool(rfrpc_sizer_peak_guard, kDefaults.sizer_peak_guard,
-            "batch=auto: undo a grow of N that did not raise calls/s by 3%, "
+            "batch=auto: undo a grow of N that lowered calls/s by over 3%, "
             "and hold N there for 64 windows.");
 DEFINE_bool(rfrpc_busy_wait, kDefaults.busy_wait,
             "Waiting threads spin and yield for as long as a call takes; "

@@ -144,8 +144,8 @@ bool AutoBatchSizer::RecordNanos(int64_t ns, int64_t now_ns) {
     // went out under the old size.
     --holdoff_left_;
   } else if (grown_from_ > 0 && last_k_ <= options_.alpha &&
-             rate < rate_before_ * (1.0 + kMinGrowthGain)) {
-    // The grow bought no calls per second (and latency does not call for a
+             rate < rate_before_ * (1.0 - kMaxGrowthLoss)) {
+    // The grow cost calls per second (and latency does not call for a
     // shrink): back, and stay there a while.
     next = grown_from_;
     growth_cap_ = grown_from_;

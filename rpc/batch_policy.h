@@ -195,14 +195,18 @@ class FlushPolicy {
 // so they would show the old size's latency and, acted on, push N further
 // the same way (the paper's rule, holdoff_windows = 0, does that).
 //
-// Growth must pay (`peak_guard`, needs timestamps): latency alone lets N
-// grow past the throughput peak (on shm, batches of 117-128 where the best
-// fixed N was 24-64: each call waited longer for no more calls per second).
-// So after a grow from N0, the first acted-on window's calls per second
-// are compared with those of the window that decided the grow; unless they
-// rose by at least kMinGrowthGain, N goes back to N0 and growth stops at
-// N0 for kReprobeWindows windows, after which it may probe again (the load
-// may have changed). Shrinks are never held back.
+// Growth must not cost (`peak_guard`, needs timestamps): latency alone
+// lets N grow past the throughput peak (on shm, batches of 117-128 where
+// the best fixed N was 24-64: each call waited longer for no more calls
+// per second). So after a grow from N0, the first acted-on window's calls
+// per second are compared with those of the window that decided the grow;
+// if they fell by more than kMaxGrowthLoss, N goes back to N0 and growth
+// stops at N0 for kReprobeWindows windows, after which it may probe again
+// (the load may have changed). A grow whose rate stayed within the noise
+// is kept: an earlier rule that undid every grow short of a 3% gain undid
+// about half of them on a busy host, whose 10 ms windows differ by 10-15%,
+// and left auto below the best fixed N (benchmarks/RESULTS.md). Shrinks
+// are never held back.
 //
 // With proportional_steps = false, holdoff_windows = 0, shrink_windows = 1,
 // peak_guard = false, min_window_duration = 0 and max_window_duration = 0
@@ -238,13 +242,14 @@ class AutoBatchSizer {
     // whatever its call count (never before min_window_duration). Zero:
     // windows end on calls only (the paper).
     absl::Duration max_window_duration = absl::ZeroDuration();
-    // Undo a grow that did not raise calls per second (see above). Off
+    // Undo a grow that lowered calls per second (see above). Off
     // when timestamps are not passed (now_ns 0).
     bool peak_guard = false;
   };
 
-  // A grow must raise a window's calls per second by this fraction.
-  static constexpr double kMinGrowthGain = 0.03;
+  // A grow that lowers a window's calls per second by more than this
+  // fraction is undone.
+  static constexpr double kMaxGrowthLoss = 0.03;
   // Windows for which growth stops at the size a grow was undone to.
   static constexpr int kReprobeWindows = 64;
 

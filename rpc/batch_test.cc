@@ -622,6 +622,23 @@ TEST_F(PeakGuardTest, GrowthProbesAgainAfterAWhile) {
   EXPECT_EQ(s.grows_undone(), 1u);
 }
 
+// A rate that stays within the noise (here: flat, +-2% from window to
+// window) does not undo a grow: latency allows it, calls/s did not fall.
+// (The earlier rule, "a grow must gain 3%", undid the first grow here.)
+TEST_F(PeakGuardTest, AGrowWithinTheNoiseIsKept) {
+  AutoBatchSizer s(Guarded(true));
+  for (int w = 0; w < 40; ++w) {
+    const double rate = 1e6 * (w % 2 == 0 ? 0.98 : 1.02);
+    const int64_t gap = static_cast<int64_t>(1e9 / rate);
+    for (int i = 0; i < 100; ++i) {
+      now_ += gap;
+      s.Record(absl::Microseconds(1), now_);
+    }
+  }
+  EXPECT_EQ(s.size(), 128);
+  EXPECT_EQ(s.grows_undone(), 0u);
+}
+
 TEST_F(PeakGuardTest, RisingThroughputIsNeverHeldBack) {
   AutoBatchSizer s(Guarded(true));
   for (int w = 0; w < 12; ++w) Window(&s, /*peak=*/128);

@@ -204,7 +204,7 @@ struct ChannelOptions {
   // limit before N shrinks (the paper: 1): one such window is most often a
   // stall of the host, not N. Default: 2.
   int sizer_shrink_windows = 2;
-  // A grow that did not raise the window's calls per second by 3% is
+  // A grow that lowered the window's calls per second by more than 3% is
   // undone, and growth stops there for 64 windows (AutoBatchSizer's peak
   // guard; the paper: off). Default: true.
   bool sizer_peak_guard = true;
