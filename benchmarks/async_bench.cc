@@ -213,7 +213,8 @@ int Main() {
   so.pin_first_cpu = FLAGS_pin ? 0 : -1;
   so.blocking_threads = FLAGS_blocking_threads;
   KindsService service(/*finishers=*/1);
-  std::unique_ptr<Server> server = bench::StartServer(bench::WithServerFlags(so), {&service});
+  std::unique_ptr<Server> server = bench::StartServer(
+      bench::WithServerFlags(so), {&service});
   const RpcMode mode = bench::ValueOrExit(ParseRpcMode(FLAGS_mode), "--mode");
   if (FLAGS_pin) bench::PinSelf(1);
   std::printf("# async_bench provider=%s%s mode=%s workers=1 blocking_threads=%d "

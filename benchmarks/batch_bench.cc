@@ -716,7 +716,8 @@ int Main() {
   so.pin_first_cpu = FLAGS_pin ? 0 : -1;
   so.max_request_bytes = 1 << 20;
   testing::TestService service;
-  std::unique_ptr<Server> server = bench::StartServer(bench::WithServerFlags(so), {&service});
+  std::unique_ptr<Server> server = bench::StartServer(
+      bench::WithServerFlags(so), {&service});
   if (!FLAGS_sync_threads.empty()) SyncMode(server->address());
   if (!FLAGS_sweep) {
     server->Shutdown();

@@ -74,7 +74,8 @@ int Main() {
   so.workers = FLAGS_workers;
   so.pin_first_cpu = FLAGS_pin ? 0 : -1;
   EchoImpl impl;
-  std::unique_ptr<Server> server = bench::StartServer(bench::WithServerFlags(so), {&impl});
+  std::unique_ptr<Server> server = bench::StartServer(
+      bench::WithServerFlags(so), {&impl});
   if (FLAGS_csv && FLAGS_header) {
     std::printf("system,transport,threads,size,ops_per_s,avg_us,p50_us,p99_us,"
                 "calls,failed,loadavg\n");

@@ -306,7 +306,8 @@ Point RunFresh(metrics::RpcMetrics* m, bool on, RpcMode mode, int size,
     so.address = absl::StrCat("@rpc_bench-", getpid());
   }
   testing::TestService service;
-  std::unique_ptr<Server> server = bench::StartServer(bench::WithServerFlags(so), {&service});
+  std::unique_ptr<Server> server = bench::StartServer(
+      bench::WithServerFlags(so), {&service});
   std::unique_ptr<Scraper> scraper;
   if (on) scraper = std::make_unique<Scraper>(m);
   Point p = Run(server->address(), mode, size, server_us, on);
@@ -439,8 +440,8 @@ int Main() {
   if (FLAGS_metrics == "ab") return MainAb(m.get());
   const bool on = FLAGS_metrics == "on";
   testing::TestService service;
-  std::unique_ptr<Server> server =
-      bench::StartServer(bench::WithServerFlags(BenchServerOptions(on)), {&service});
+  std::unique_ptr<Server> server = bench::StartServer(
+      bench::WithServerFlags(BenchServerOptions(on)), {&service});
   std::unique_ptr<Scraper> scraper;
   if (on) scraper = std::make_unique<Scraper>(m.get());
   const ChannelOptions client = ClientOptions();

@@ -125,7 +125,8 @@ int Main() {
   so.address = FLAGS_address;
   so.workers = 1;
   testing::TestService service;
-  std::unique_ptr<Server> server = bench::StartServer(bench::WithServerFlags(so), {&service});
+  std::unique_ptr<Server> server = bench::StartServer(
+      bench::WithServerFlags(so), {&service});
   const RpcMode mode = bench::ValueOrExit(ParseRpcMode(FLAGS_mode), "--mode");
 
   absl::StatusOr<tuner::Profile> profile =

@@ -67,12 +67,6 @@ absl::Status InRange(absl::string_view flag, int64_t value, int64_t min,
   return BadFlag(flag, absl::StrCat("must be in [", min, ", ", max, "]"));
 }
 
-// The flag was given on the command line (or set by the program).
-bool Given(const char* flag) {
-  gflags::CommandLineFlagInfo info;
-  return gflags::GetCommandLineFlagInfo(flag, &info) && !info.is_default;
-}
-
 }  // namespace
 
 absl::Status ApplyServerFlags(ServerOptions* o) {
@@ -97,58 +91,50 @@ absl::Status ApplyServerFlags(ServerOptions* o) {
   RFRPC_RETURN_IF_ERROR(
       InRange("rfrpc_max_inline", FLAGS_rfrpc_max_inline, 0, 1024));
   ServerOptions next = *o;
-  transport::ProviderOptions provider = next.provider_options;
-  RFRPC_RETURN_IF_ERROR(ApplyProviderFlags(&provider));
-  if (Given("rfrpc_device")) next.provider_options.device = provider.device;
-  if (Given("rfrpc_ib_port")) next.provider_options.port = provider.port;
-  if (Given("rfrpc_gid_index")) {
-    next.provider_options.gid_index = provider.gid_index;
-  }
-  if (Given("rfrpc_socket_dir")) {
-    next.provider_options.socket_dir = provider.socket_dir;
-  }
-  if (Given("rfrpc_max_inline")) next.max_inline = FLAGS_rfrpc_max_inline;
-  if (Given("rfrpc_pin_first_cpu")) {
+  RFRPC_RETURN_IF_ERROR(ApplyProviderFlags(&next.provider_options));
+  if (FlagGiven("rfrpc_max_inline")) next.max_inline = FLAGS_rfrpc_max_inline;
+  if (FlagGiven("rfrpc_pin_first_cpu")) {
     next.pin_first_cpu = FLAGS_rfrpc_pin_first_cpu;
   }
-  if (Given("rfrpc_large_result_bytes")) {
+  if (FlagGiven("rfrpc_large_result_bytes")) {
     next.large_result_bytes = FLAGS_rfrpc_large_result_bytes;
   }
-  if (Given("rfrpc_result_batch_bytes")) {
+  if (FlagGiven("rfrpc_result_batch_bytes")) {
     next.result_batch_bytes = FLAGS_rfrpc_result_batch_bytes;
   }
-  if (Given("rfrpc_max_connections")) {
+  if (FlagGiven("rfrpc_max_connections")) {
     next.max_connections = FLAGS_rfrpc_max_connections;
   }
-  if (Given("rfrpc_max_slots_per_connection")) {
+  if (FlagGiven("rfrpc_max_slots_per_connection")) {
     next.max_slots_per_connection = FLAGS_rfrpc_max_slots_per_connection;
   }
-  if (Given("rfrpc_server_max_request_bytes")) {
+  if (FlagGiven("rfrpc_server_max_request_bytes")) {
     next.max_request_bytes = FLAGS_rfrpc_server_max_request_bytes;
   }
-  if (Given("rfrpc_server_max_response_bytes")) {
+  if (FlagGiven("rfrpc_server_max_response_bytes")) {
     next.max_response_bytes = FLAGS_rfrpc_server_max_response_bytes;
   }
-  if (Given("rfrpc_idle_spin_rounds")) {
+  if (FlagGiven("rfrpc_idle_spin_rounds")) {
     next.idle_spin_rounds = FLAGS_rfrpc_idle_spin_rounds;
   }
-  if (Given("rfrpc_idle_park_after_us")) {
+  if (FlagGiven("rfrpc_idle_park_after_us")) {
     next.idle_park_after =
         FLAGS_rfrpc_idle_park_after_us < 0
             ? absl::InfiniteDuration()
             : absl::Microseconds(FLAGS_rfrpc_idle_park_after_us);
   }
-  if (Given("rfrpc_hot_window_us")) {
+  if (FlagGiven("rfrpc_hot_window_us")) {
     next.hot_window = absl::Microseconds(FLAGS_rfrpc_hot_window_us);
   }
-  if (Given("rfrpc_blocking_threads")) {
+  if (FlagGiven("rfrpc_blocking_threads")) {
     next.blocking_threads = FLAGS_rfrpc_blocking_threads;
   }
-  if (Given("rfrpc_raise_fd_limit")) {
+  if (FlagGiven("rfrpc_raise_fd_limit")) {
     next.raise_fd_limit = FLAGS_rfrpc_raise_fd_limit;
   }
-  if (Given("rfrpc_auth_token")) next.auth_token = FLAGS_rfrpc_auth_token;
-  if (Given("rfrpc_method_stats")) next.method_stats = FLAGS_rfrpc_method_stats;
+  if (FlagGiven("rfrpc_auth_token")) next.auth_token = FLAGS_rfrpc_auth_token;
+  if (FlagGiven("rfrpc_method_stats"))
+    next.method_stats = FLAGS_rfrpc_method_stats;
   *o = std::move(next);
   return absl::OkStatus();
 }

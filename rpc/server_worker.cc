@@ -53,6 +53,10 @@ constexpr absl::Duration kParkedCheck = absl::Milliseconds(100);
 constexpr uint64_t PushId(uint32_t bell, uint32_t slot) {
   return (uint64_t{bell} << 8) | slot;
 }
+constexpr uint64_t PushBell(uint64_t id) { return id >> 8; }
+constexpr uint32_t PushSlot(uint64_t id) {
+  return static_cast<uint32_t>(id & 0xff);
+}
 
 }  // namespace
 
@@ -163,8 +167,8 @@ void ServerWorker::TakeCompletions(
     absl::Span<const transport::Completion> comps) {
   pushes_in_flight_ -= std::min<uint64_t>(pushes_in_flight_, comps.size());
   for (const transport::Completion& wc : comps) {
-    const uint64_t bell = wc.wr_id >> 8;
-    const uint32_t slot = static_cast<uint32_t>(wc.wr_id & 0xff);
+    const uint64_t bell = PushBell(wc.wr_id);
+    const uint32_t slot = PushSlot(wc.wr_id);
     if (bell >= by_bell_.size()) continue;
     ServerConnection* c = by_bell_[bell];
     if (c == nullptr || c->conn->id() != wc.connection_id) continue;  // Gone.
@@ -715,7 +719,6 @@ void ServerWorker::Push(ServerConnection* c, uint32_t s, size_t offset,
   ++pushes_in_flight_;
   c->push_posted_ns[s] = UnixNanos();
   push_chain_.push_back(wr);
-  push_slots_.push_back(s);
 }
 
 void ServerWorker::FlushPushes() {
@@ -724,8 +727,8 @@ void ServerWorker::FlushPushes() {
   const size_t n = push_chain_.size();
   absl::Status st = c->conn->Post(absl::MakeConstSpan(push_chain_));
   if (!st.ok()) {
-    for (uint32_t s : push_slots_) {
-      --c->push_in_flight[s];
+    for (const transport::WorkRequest& wr : push_chain_) {
+      --c->push_in_flight[PushSlot(wr.wr_id)];
       --c->pushes;
     }
     // pushes_in_flight_ stays: a provider may still queue a flushed
@@ -744,7 +747,6 @@ void ServerWorker::FlushPushes() {
     counters_->calls_server_reply.fetch_add(n, std::memory_order_relaxed);
   }
   push_chain_.clear();
-  push_slots_.clear();
   push_conn_ = nullptr;
 }
 

@@ -427,13 +427,12 @@ class ServerWorker {
   // stay above the truth (then the loop polls every round, as before), never
   // below it.
   uint64_t pushes_in_flight_ = 0;
-  // Pushes to push_conn_ not posted yet, as one post list (Push), and
-  // their slots; FlushPushes posts them before the next handler runs, at
-  // the latest at the end of the round that made them.
+  // Pushes to push_conn_ not posted yet, as one post list (Push);
+  // FlushPushes posts them before the next handler runs, at the latest at
+  // the end of the round that made them.
   static constexpr size_t kMaxPushChain = 16;
   ServerConnection* push_conn_ = nullptr;
   std::vector<transport::WorkRequest> push_chain_;
-  std::vector<uint32_t> push_slots_;
   void FlushPushes();
   void FlushPushesBeforeHandler() {
     if (ABSL_PREDICT_FALSE(push_conn_ != nullptr)) FlushPushes();
