@@ -128,21 +128,18 @@ absl::Status SetBatch(absl::string_view value, ChannelOptions* o) {
   return absl::OkStatus();
 }
 
+// SetFetchPolicy and SetSizerRule change nothing for an unknown name.
 absl::Status SetFetchPolicyKnob(absl::string_view value, ChannelOptions* o) {
-  ChannelOptions next = *o;
-  if (!SetFetchPolicy(value, &next).ok()) {
+  if (!SetFetchPolicy(value, o).ok()) {
     return Expected("adaptive or paper", value);
   }
-  *o = std::move(next);
   return absl::OkStatus();
 }
 
 absl::Status SetSizerRuleKnob(absl::string_view value, ChannelOptions* o) {
-  ChannelOptions next = *o;
-  if (!SetSizerRule(value, &next).ok()) {
+  if (!SetSizerRule(value, o).ok()) {
     return Expected("proportional or paper", value);
   }
-  *o = std::move(next);
   return absl::OkStatus();
 }
 
