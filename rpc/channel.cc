@@ -34,6 +34,33 @@ using internal::ClientConnection;
 using internal::PendingCall;
 using internal::Waiter;
 
+// A sync caller's long waits for a call whose push will wake it. The push
+// ends the sleep, so the timeout is only what the caller would otherwise
+// notice late: its deadline (never slept past), a cancellation or a
+// failed connection (up to kMaxPushSleepNs). So it sleeps 8 times the
+// timed pause, 8 times fewer wake-ups.
+class PushSleeper final : public Waiter::Sleeper {
+ public:
+  static constexpr int64_t kStretch = 8;
+  static constexpr int64_t kMaxPushSleepNs = 10 * 1000 * 1000;
+
+  PushSleeper(const PendingCall* call, ClientConnection* conn,
+              std::vector<PendingCall*>* finished)
+      : call_(call), conn_(conn), finished_(finished) {}
+  void Sleep(int64_t ns) override {
+    const int64_t left = call_->deadline_ns - internal::UnixNanos();
+    conn_->SleepForPush(
+        std::clamp<int64_t>(std::min(ns * kStretch, kMaxPushSleepNs), 1000,
+                            std::max<int64_t>(left, 1000)),
+        finished_);
+  }
+
+ private:
+  const PendingCall* const call_;
+  ClientConnection* const conn_;
+  std::vector<PendingCall*>* const finished_;
+};
+
 // Auto sizing reads the clock before every this many callbacks of a round
 // (see RunCallbacks).
 constexpr size_t kClockEvery = 8;
@@ -212,11 +239,13 @@ class ChannelImpl final : public Channel,
       RunCallbacks(conn.get(), &finished);
     }
     waiter.Restart();
+    // A long call's push wakes its caller (PendingCall::notify).
+    PushSleeper push_sleeper(&call, conn.get(), &finished);
     while (!call.finished.load(std::memory_order_acquire)) {
       if (conn->Progress(&finished)) {
         waiter.Reset();
       } else {
-        waiter.Wait();
+        waiter.Wait(call.notify ? &push_sleeper : nullptr);
       }
       RunCallbacks(conn.get(), &finished);
     }
@@ -367,6 +396,7 @@ class ChannelImpl final : public Channel,
     st.rerings = counters_.rerings.load();
     st.notifies = counters_.notifies.load();
     st.hot_posts = counters_.hot_posts.load();
+    st.push_sleeps = counters_.push_sleeps.load();
     st.calls_cancelled = counters_.calls_cancelled.load();
     st.cancel_writes = counters_.cancel_writes.load();
     {

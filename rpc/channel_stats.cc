@@ -37,6 +37,7 @@ void ChannelStats::AddCounters(const ChannelStats& o) {
   rerings += o.rerings;
   notifies += o.notifies;
   hot_posts += o.hot_posts;
+  push_sleeps += o.push_sleeps;
   calls_cancelled += o.calls_cancelled;
   cancel_writes += o.cancel_writes;
   work.Add(o.work);

@@ -77,6 +77,10 @@ struct ChannelStats {
   uint64_t rerings = 0;
   uint64_t notifies = 0;
   uint64_t hot_posts = 0;
+  // Long calls: times a sync caller slept until its call's push woke its
+  // connection's completion queue (PendingCall::notify; docs/rpc.md
+  // "Threads and waiting"), instead of a timed sleep.
+  uint64_t push_sleeps = 0;
 
   // Cancellation: calls finished with CANCELLED by ClientContext::TryCancel,
   // and cancel words WRITTen to the server (one per slot whose calls were

@@ -357,11 +357,19 @@ absl::Status ClientConnection::StartLocked(
   }
   slot.seq = wire::NextSeq(slot.seq);
   const int64_t now = NowNs();
+  slot.bucket = static_cast<uint8_t>(wire::ModeBucket(call->method_id));
+  // A sync caller of a method whose last call was long (it will sleep) in
+  // server-reply: the push wakes it (SleepForPush).
+  call->notify = call->sync && !options_.busy_wait && ServerReply(slot.bucket) &&
+                 ((long_buckets_ >> slot.bucket) & 1) != 0;
+  slot.push_notify = call->notify;
   // The caller's remaining budget travels with the request (aux).
   const uint16_t budget = wire::EncodeBudget(call->deadline_ns, now);
   const size_t framed = wire::FinishRequest(
       buf, static_cast<uint32_t>(size), slot.seq, call->method_id, budget,
-      budget == wire::kNoBudget ? 0 : wire::kRequestFlagDeadline);
+      static_cast<uint16_t>(
+          (budget == wire::kNoBudget ? 0 : wire::kRequestFlagDeadline) |
+          (call->notify ? wire::kRequestFlagNotify : 0)));
 
   WorkRequest wrs[3];
   wrs[0] = WorkRequest::Write(
@@ -398,7 +406,6 @@ absl::Status ClientConnection::StartLocked(
     counters_->batches_plain.fetch_add(1, std::memory_order_relaxed);
     counters_->flushes_idle.fetch_add(1, std::memory_order_relaxed);
   }
-  slot.bucket = static_cast<uint8_t>(wire::ModeBucket(call->method_id));
   if (ServerReply(slot.bucket)) {
     slot.phase = Phase::kWaitReply;
   } else {
@@ -692,6 +699,7 @@ void ClientConnection::PublishLocked(uint32_t s, int64_t now) {
   bool ok;
   // The phase first: the doorbell names the slot only if it is outstanding.
   slot.bucket = static_cast<uint8_t>(wire::kBatchModeBucket);
+  slot.push_notify = false;
   slot.phase = WaitPhase(slot.bucket);
   if (batch_mode_ == BatchMode::kAdaptive) {
     // Entries already sent ahead; now the rest and the tail, then the
@@ -964,6 +972,11 @@ void ClientConnection::Complete(uint32_t s, const char* payload,
   // The 16-bit field saturates at 6.5 ms: a saturated time is "very slow".
   const int64_t policy_server_ns =
       view.server_time == 0xffff ? int64_t{1} << 50 : server_ns;
+  if (!slot.batch) {
+    const uint64_t bit = wire::ModeBit(slot.bucket);
+    long_buckets_ = policy_server_ns >= kLongWaitNs ? (long_buckets_ | bit)
+                                                    : (long_buckets_ & ~bit);
+  }
   if (via == RpcMode::kRemoteFetch) {
     Policy(slot.bucket).OnFetchedCall(slot.fetches);
   } else if (const double reply_ns = static_cast<double>(NowNs() - slot.posted_ns);
@@ -1368,6 +1381,25 @@ void ClientConnection::ExpireCalls(uint32_t s, int64_t now,
   slot.earliest_deadline_ns = earliest;
 }
 
+void ClientConnection::SleepForPush(int64_t ns,
+                                    std::vector<PendingCall*>* finished) {
+  {
+    // Under the lock: polls (other threads' Progress) and the arm do not
+    // overlap (verbs: ibv_req_notify_cq against ibv_poll_cq).
+    MutexLock lock(&mu_);
+    cq_->ArmWake();  // A full fence before the look below.
+  }
+  // A push (and its notify) that came before the arm is found here; one
+  // that comes after it wakes the wait (the server stores, fences, then
+  // loads the armed word: docs/rpc.md "Threads and waiting").
+  if (Progress(finished)) {
+    cq_->Disarm();
+    return;
+  }
+  counters_->push_sleeps.fetch_add(1, std::memory_order_relaxed);
+  (void)cq_->WaitWoken(absl::Nanoseconds(ns));
+}
+
 bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
   MutexLock lock(&mu_);
   if (!status_.ok()) {
@@ -1557,7 +1589,8 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
           slot.suspect_offset = slot.part_offset;
           slot.last_probe_ns = 0;  // Probe now.
         }
-        if ((suspect || mode_option_ != RpcMode::kServerReply) &&
+        if ((suspect ||
+             (mode_option_ != RpcMode::kServerReply && !slot.push_notify)) &&
             !slot.read_outstanding && now - slot.last_probe_ns > kReplyProbeNs) {
           slot.last_probe_ns = now;
           PostHeaderRead(s, now);

@@ -67,6 +67,11 @@ struct PendingCall {
   // Counted in its connection's calls with a context (TrackContext).
   bool ctx_tracked = false;
 
+  // Its result comes by a push that wakes its connection's completion queue
+  // (wire::kRequestFlagNotify): a waiting caller may sleep in
+  // ClientConnection::SleepForPush instead of a timed sleep.
+  bool notify = false;
+
   // Results.
   absl::Status status;
   std::atomic<bool> finished{false};
@@ -97,6 +102,7 @@ struct ChannelCounters {
   std::atomic<uint64_t> rings{0};
   std::atomic<uint64_t> notifies{0};
   std::atomic<uint64_t> hot_posts{0};
+  std::atomic<uint64_t> push_sleeps{0};
   std::atomic<uint64_t> fetch_histogram[16] = {};
   std::atomic<uint64_t> calls_failed{0};
   std::atomic<uint64_t> switches_to_server_reply{0};
@@ -160,6 +166,13 @@ class alignas(64) ClientConnection {
   // appended to `finished` (the caller runs their callbacks outside any
   // lock). Returns true if anything happened.
   bool Progress(std::vector<PendingCall*>* finished);
+
+  // A caller waiting for a call with PendingCall::notify sleeps here
+  // instead of a timed sleep: it arms the completion queue, advances the
+  // connection (whatever landed before the arm is found), and if nothing
+  // happened blocks until the queue is woken (the call's push, any
+  // completion) or `ns` passed. Safe while other threads call Progress.
+  void SleepForPush(int64_t ns, std::vector<PendingCall*>* finished);
 
   // Fails every outstanding call with `status` (e.g. the channel is being
   // destroyed) and the connection with it.
@@ -228,6 +241,9 @@ class alignas(64) ClientConnection {
     bool hot_unconfirmed = false;
     // Its doorbell carried a notify (the worker may have been parked).
     bool notified = false;
+    // The request asked for a notifying push (PendingCall::notify): the
+    // server pushes whatever the mode word says, so no probe READs.
+    bool push_notify = false;
     uint32_t seq = 0;
     int fetches = 0;
     PendingCall* call = nullptr;  // Single call; null when abandoned.
@@ -517,6 +533,10 @@ class alignas(64) ClientConnection {
   int64_t publish_posted_ns_ ABSL_GUARDED_BY(mu_) = 0;
   // Colder: batching's sizer, the other methods' policies, the options.
   double reply_ns_ ABSL_GUARDED_BY(mu_) = 0;        // EWMA of server-reply latency.
+  // Mode buckets whose last result took the server at least kLongWaitNs:
+  // their sync callers will sleep, so their server-reply calls ask for a
+  // notifying push.
+  uint64_t long_buckets_ ABSL_GUARDED_BY(mu_) = 0;
   uint32_t batch_fetch_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<HybridPolicy> policies_ ABSL_GUARDED_BY(mu_);
   uint8_t policy_index_[wire::kModeBuckets] ABSL_GUARDED_BY(mu_);

@@ -156,6 +156,10 @@ absl::StatusOr<std::unique_ptr<ClientConnection>> ClientConnection::Connect(
   transport::CompletionQueueOptions cq_options;
   cq_options.depth = static_cast<int>(4 * slots + 64);
   cq_options.poll_mode = transport::PollMode::kBusy;
+  // A long call's push can wake a caller sleeping on the queue
+  // (SleepForPush); shm keeps the wake word in a segment shared by the
+  // process's queues, so this costs no descriptor or mapping per connection.
+  cq_options.remote_wake = true;
   RFRPC_ASSIGN_OR_RETURN(c->cq_, provider->CreateCompletionQueue(cq_options));
 
   rpc::RpcHello hello;

@@ -200,14 +200,15 @@ struct RpcMetrics::State {
   // Server side.
   std::unique_ptr<CounterFold> s_calls, s_failures, s_accepted, s_rejected,
       s_closed, s_bad, s_batches, s_reply_writes, s_rdma, s_rings, s_parks,
-      s_park_notifies, s_hot_serves, s_work;
+      s_park_notifies, s_hot_serves, s_push_notifies, s_work;
   std::unique_ptr<HistogramFold> s_handler, s_result;
   std::unique_ptr<GaugeFold> s_connections, s_slots;
   // Client side.
   std::unique_ptr<CounterFold> c_calls, c_failures, c_timeouts, c_cancels,
       c_results, c_switches, c_rdma, c_fetches, c_server_time, c_batches,
       c_batched, c_flushes, c_parts, c_delayed, c_adjust, c_queued,
-      c_sq_waits, c_rings, c_rerings, c_notifies, c_hot_posts, c_work;
+      c_sq_waits, c_rings, c_rerings, c_notifies, c_hot_posts, c_push_sleeps,
+      c_work;
   std::unique_ptr<HistogramFold> c_duration, c_fetches_per_call;
   std::unique_ptr<GaugeFold> c_channels, c_connections, c_slots,
       c_fetch_delay, c_fetch_rtt, c_batch_size, c_sizer_k;
@@ -287,6 +288,9 @@ absl::Status RpcMetrics::State::Build() {
   counter(&s_hot_serves, "rfrpc_server_hot_serves_total",
           "Requests answered with the hot flag (the client's next request "
           "needs no doorbell).");
+  counter(&s_push_notifies, "rfrpc_server_push_notifies_total",
+          "Results pushed with a notify that wakes their sleeping caller "
+          "(long calls).");
   counter(&s_work, "rfrpc_server_work_requests_total",
           "Workers' pushed results that went inline (kind=inline), and "
           "their completion-queue polls (cq_polls, cq_empty_polls) and "
@@ -363,6 +367,9 @@ absl::Status RpcMetrics::State::Build() {
           "Rings with a notify to wake a parked worker.");
   counter(&c_hot_posts, "rfrpc_client_hot_posts_total",
           "Requests posted to a hot slot without a doorbell.");
+  counter(&c_push_sleeps, "rfrpc_client_push_sleeps_total",
+          "Times a sync caller of a long call slept until its result's push "
+          "woke it.");
   return status;
 }
 
@@ -401,6 +408,7 @@ void RpcMetrics::State::FoldServers(const std::vector<ServerSnapshot>& servers) 
     s_parks->Set(server, static_cast<double>(st.parks));
     s_park_notifies->Set(server, static_cast<double>(st.park_notifies));
     s_hot_serves->Set(server, static_cast<double>(st.hot_serves));
+    s_push_notifies->Set(server, static_cast<double>(st.push_notifies));
     auto kind = [&](const char* k) {
       return prometheus::Labels{{"server", s.address}, {"kind", k}};
     };
@@ -485,6 +493,7 @@ void RpcMetrics::State::FoldChannels(
     c_rerings->Set(server, static_cast<double>(st.rerings));
     c_notifies->Set(server, static_cast<double>(st.notifies));
     c_hot_posts->Set(server, static_cast<double>(st.hot_posts));
+    c_push_sleeps->Set(server, static_cast<double>(st.push_sleeps));
     if (c.live > 0) {
       c_channels->Set(server, c.live);
       c_connections->Set(with("mode", "remote_fetch"), c.connections_remote_fetch);

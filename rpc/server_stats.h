@@ -31,6 +31,9 @@ struct ServerStats {
   uint64_t parks = 0;
   uint64_t park_notifies = 0;
   uint64_t hot_serves = 0;
+  // Results pushed with a notify that woke their sleeping caller's
+  // completion queue (long calls: wire::kRequestFlagNotify).
+  uint64_t push_notifies = 0;
   // Now: open connections, and the request slots they hold.
   uint64_t connections = 0;
   uint64_t connection_slots = 0;

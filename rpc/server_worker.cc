@@ -422,8 +422,9 @@ void ServerWorker::PublishSingle(ServerConnection* c, uint32_t s, uint32_t seq,
   const wire::ConnectionLayout& l = c->layout;
   // The request's mode bucket, from its header, read before the result is
   // published: from then on the client may reuse the request slot.
-  const uint32_t bucket = wire::RequestModeBucket(c->region->data() +
-                                                  l.RequestSlotOffset(s));
+  const char* request = c->region->data() + l.RequestSlotOffset(s);
+  const uint32_t bucket = wire::RequestModeBucket(request);
+  const bool notify = wire::RequestWantsNotify(request);
   char* resp = c->region->data() + l.ResponseSlotOffset(s);
   uint16_t code = 0;
   if (!status.ok()) {
@@ -440,7 +441,7 @@ void ServerWorker::PublishSingle(ServerConnection* c, uint32_t s, uint32_t seq,
       resp, static_cast<uint32_t>(len), seq, wire::EncodeServerTime(elapsed),
       code, static_cast<uint16_t>((large ? wire::kResponseFlagPushed : 0) | hot));
   counters_->calls.fetch_add(1, std::memory_order_relaxed);
-  FinishPublish(c, s, 0, framed, large, bucket);
+  FinishPublish(c, s, 0, framed, large, bucket, notify);
   FlushMethodStats();
 }
 
@@ -683,19 +684,19 @@ void ServerWorker::PublishPart(ServerConnection* c, uint32_t s, uint32_t seq,
 
 void ServerWorker::FinishPublish(ServerConnection* c, uint32_t s,
                                  size_t offset, size_t framed, bool large,
-                                 uint32_t bucket) {
+                                 uint32_t bucket, bool notify) {
   // The other half of the client's Dekker pair in ClientConnection::SetMode:
   // publish, full fence, then read the mode flag. Either the client's fetch
   // after its flag WRITE sees the result, or we see the flag and WRITE back.
   transport::FullFence();
   const uint64_t mode = transport::LoadAcquire64(c->region->data());
-  if (large || ((mode >> bucket) & 1) != 0) {
-    Push(c, s, offset, framed);
+  if (large || notify || ((mode >> bucket) & 1) != 0) {
+    Push(c, s, offset, framed, notify);
   }
 }
 
 void ServerWorker::Push(ServerConnection* c, uint32_t s, size_t offset,
-                        size_t framed) {
+                        size_t framed, bool notify) {
   // Pushes to one connection made back to back go out as one post list
   // (one doorbell): results of calls finished elsewhere taken in one round
   // (async and offloaded handlers), the parts of a batch behind one. Another
@@ -714,6 +715,9 @@ void ServerWorker::Push(ServerConnection* c, uint32_t s, size_t offset,
   // inline (copied at post time), one DMA read fewer for the NIC.
   wr.signaled = true;
   wr.inline_write = framed <= c->conn->max_inline();
+  // A sleeping caller's queue is woken once the result has landed.
+  wr.notify = notify;
+  if (notify) counters_->push_notifies.fetch_add(1, std::memory_order_relaxed);
   ++c->push_in_flight[s];
   ++c->pushes;
   ++pushes_in_flight_;

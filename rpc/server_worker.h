@@ -82,6 +82,8 @@ struct ServerCounters {
   std::atomic<uint64_t> rdma_writes{0};
   std::atomic<uint64_t> inline_writes{0};  // Of rdma_writes.
   std::atomic<uint64_t> push_doorbells{0};  // Post lists of rdma_writes.
+  // Pushes that woke the client (kRequestFlagNotify).
+  std::atomic<uint64_t> push_notifies{0};
   std::atomic<uint64_t> batches{0};
   std::atomic<uint64_t> rings{0};        // Doorbell rings taken.
   std::atomic<uint64_t> parks{0};        // Times a worker went to sleep.
@@ -333,11 +335,15 @@ class ServerWorker {
   // The connection is going: its pending calls are cancelled and dropped.
   void DropPending(ServerConnection* c);
   // After a result (part) at `offset` of the slot's response buffer is
-  // published: WRITE it back if it is large or the client has the request's
-  // mode bucket (wire::RequestModeBucket) in server-reply.
+  // published: WRITE it back if it is large, the client has the request's
+  // mode bucket (wire::RequestModeBucket) in server-reply, or the request
+  // asked for a notifying push (`notify`: wire::kRequestFlagNotify; the
+  // WRITE then wakes the client's completion queue).
   void FinishPublish(ServerConnection* c, uint32_t slot, size_t offset,
-                     size_t framed, bool large, uint32_t bucket);
-  void Push(ServerConnection* c, uint32_t slot, size_t offset, size_t framed);
+                     size_t framed, bool large, uint32_t bucket,
+                     bool notify = false);
+  void Push(ServerConnection* c, uint32_t slot, size_t offset, size_t framed,
+            bool notify);
   void TakeCompletions(absl::Span<const transport::Completion> comps);
   // Closes conns_[i] (swap-with-last).
   void Close(size_t i, const absl::Status& why);

@@ -36,6 +36,7 @@ void AddCounters(const ServerStats& from, ServerStats* to) {
   to->parks += from.parks;
   to->park_notifies += from.park_notifies;
   to->hot_serves += from.hot_serves;
+  to->push_notifies += from.push_notifies;
   to->work.Add(from.work);
 }
 

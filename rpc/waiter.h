@@ -45,6 +45,17 @@ struct WaiterOps {
 
 class Waiter {
  public:
+  // What a long wait does instead of a timed sleep, when the caller knows
+  // something will wake it (ClientConnection::SleepForPush): sleep at most
+  // `ns`, return early when woken.
+  class Sleeper {
+   public:
+    virtual void Sleep(int64_t ns) = 0;
+
+   protected:
+    ~Sleeper() = default;
+  };
+
   // Spin rounds with a pause before a waiting thread starts yielding.
   static constexpr int kSpinRounds = 256;
   // At most this many spin rounds from Restart to Restart, however many
@@ -72,7 +83,8 @@ class Waiter {
     sleeping_ = false;
   }
 
-  void Wait() {
+  // `sleeper`: if not null, the long wait's sleeps go to it.
+  void Wait(Sleeper* sleeper = nullptr) {
     if (spun_ < kMaxSpinRounds && ++idle_ < kSpinRounds) {
       ++spun_;
       ops_.relax();
@@ -90,7 +102,12 @@ class Waiter {
       return;
     }
     sleeping_ = true;
-    ops_.sleep_ns(std::min(waited / kLongWaitShare, kMaxLongWaitPauseNs));
+    const int64_t pause = std::min(waited / kLongWaitShare, kMaxLongWaitPauseNs);
+    if (sleeper != nullptr) {
+      sleeper->Sleep(pause);
+    } else {
+      ops_.sleep_ns(pause);
+    }
   }
 
  private:

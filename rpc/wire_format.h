@@ -91,8 +91,13 @@ inline constexpr uint16_t kRequestFlagBatch = 1u << 0;  // Payload is a batch.
 // entries, one per entry, with `method_id` = the entries' byte length
 // (rpc/batch_format.h).
 inline constexpr uint16_t kRequestFlagDeadline = 1u << 1;
+// A single call's caller may be asleep when the result is ready (a long
+// call): the server pushes the result (server-reply, whatever the mode word
+// says) and wakes the client's completion queue with it (a notify WRITE:
+// verbs, a WRITE with immediate). Ignored on a batch.
+inline constexpr uint16_t kRequestFlagNotify = 1u << 2;
 inline constexpr uint16_t kRequestFlagsKnown =
-    kRequestFlagBatch | kRequestFlagDeadline;
+    kRequestFlagBatch | kRequestFlagDeadline | kRequestFlagNotify;
 
 // Budget codes: a time budget in microseconds in 16 bits, relative (client and
 // server clocks need not agree), rounded down, with a relative error below
@@ -193,6 +198,15 @@ inline uint32_t RequestModeBucket(const char* slot) {
   std::memcpy(&h, slot, sizeof(h));
   return (h.flags & kRequestFlagBatch) ? kBatchModeBucket
                                        : ModeBucket(h.method_id);
+}
+
+// True if the single call in a request slot asks for a notifying push
+// (kRequestFlagNotify; read like RequestModeBucket).
+inline bool RequestWantsNotify(const char* slot) {
+  RequestHeader h;
+  std::memcpy(&h, slot, sizeof(h));
+  return (h.flags & (kRequestFlagBatch | kRequestFlagNotify)) ==
+         kRequestFlagNotify;
 }
 
 inline constexpr size_t kHeaderBytes = 16;

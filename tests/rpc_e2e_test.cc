@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <future>
@@ -281,6 +282,64 @@ TEST_F(RpcE2eTest, ALongCallDoesNotCostItsCallerACore) {
     // scheduling (generous: a shared 2-core host).
     EXPECT_LT(wall, absl::Milliseconds(100) * 1.5) << wall;
   }
+}
+
+// A sync caller of a long call in server-reply sleeps on its connection's
+// completion queue, and the server's push wakes it (wire::
+// kRequestFlagNotify): the call returns when its result lands, not at the
+// end of a timed sleep (up to 2 ms later). Only calls of a method whose
+// last call was long ask for it: a fast call's push wakes nobody.
+TEST_F(RpcE2eTest, ASleepingCallerIsWokenByItsPush) {
+  StartServer(1);
+  std::unique_ptr<Channel> ch = Connect(RpcMode::kServerReply);
+  ASSERT_NE(ch, nullptr);
+  auto call = [&](uint64_t id, int sleep_ms) -> absl::Duration {
+    TestRequest req;
+    req.set_id(id);
+    req.set_sleep_ms(sleep_ms);
+    TestResponse resp;
+    ClientContext ctx;
+    const absl::Time start = absl::Now();
+    const absl::Status s = CallEcho(ch.get(), &ctx, req, &resp);
+    const absl::Duration wall = absl::Now() - start;
+    EXPECT_TRUE(s.ok()) << s;
+    EXPECT_EQ(resp.id(), id);
+    return wall;
+  };
+  // The server counts a push as it posts it, after the result landed.
+  auto push_notifies = [&](uint64_t at_least) {
+    const absl::Time give_up = absl::Now() + absl::Seconds(10);
+    while (server_->stats().push_notifies < at_least && absl::Now() < give_up) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    return server_->stats().push_notifies;
+  };
+  // The first long call teaches the channel that the method is long.
+  call(1, 20);
+  EXPECT_EQ(push_notifies(0), 0u);
+  constexpr int kLong = 4;
+  const ChannelStats a = ch->stats();
+  std::vector<double> late_us;
+  for (int i = 0; i < kLong; ++i) {
+    late_us.push_back(absl::ToDoubleMicroseconds(call(2 + i, 20)) - 20000.0);
+  }
+  const ChannelStats b = ch->stats();
+  EXPECT_EQ(push_notifies(kLong), static_cast<uint64_t>(kLong));
+  // Each long call slept on the queue at least once (after 1 ms of waiting).
+  EXPECT_GE(b.push_sleeps - a.push_sleeps, static_cast<uint64_t>(kLong));
+  std::sort(late_us.begin(), late_us.end());
+  std::printf("%s: %d calls of 20 ms woken by their push: returned %.0f-%.0f us "
+              "after the handler's 20 ms, %llu sleeps\n",
+              Provider().c_str(), kLong, late_us.front(), late_us.back(),
+              static_cast<unsigned long long>(b.push_sleeps - a.push_sleeps));
+  // A fast call after them still asks (the method's last call was long);
+  // the next ones do not.
+  call(10, 0);
+  const uint64_t after_first_fast = push_notifies(kLong + 1);
+  EXPECT_EQ(after_first_fast, static_cast<uint64_t>(kLong + 1));
+  for (int i = 0; i < 20; ++i) call(11 + i, 0);
+  absl::SleepFor(absl::Milliseconds(20));
+  EXPECT_EQ(server_->stats().push_notifies, after_first_fast);
 }
 
 // The server's pushes (server-reply) go inline when the framed result fits

@@ -412,7 +412,7 @@ TEST_F(FaultScenarioTest, CorruptRequestHeaderIsAnsweredWithASpecificError) {
       {"size beyond the slot", kSizeByte, kSizeMask,
        absl::StatusCode::kInvalidArgument},
       {"method id", 12, 0x01, absl::StatusCode::kUnimplemented},
-      {"unknown flag", 10, 0x04, absl::StatusCode::kInvalidArgument},
+      {"unknown flag", 10, 0x80, absl::StatusCode::kInvalidArgument},
   };
   uint64_t id = 10;
   for (const Case& c : cases) {

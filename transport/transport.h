@@ -273,6 +273,17 @@ class CompletionQueue {
   // nothing.
   virtual absl::StatusOr<int> WaitArmed(absl::Span<Completion> out,
                                         absl::Duration timeout) = 0;
+  // Like WaitArmed, but takes no completions: returns once anything that
+  // would end WaitArmed happened since ArmWake() (a completion, a peer's
+  // notify, an Interrupt()) or at `timeout`, and leaves the completions to
+  // the next Poll(). OK when woken, DEADLINE_EXCEEDED at the timeout (a
+  // spurious early return is possible: the caller checks and waits again).
+  // Unlike WaitArmed it may run while another thread polls the queue, so a
+  // thread can sleep until a peer's push without owning the queue; several
+  // threads may wait at once (each wake-up ends at least one wait; the
+  // others end at their timeouts).
+  // REQUIRES: ArmWake() since the last wait or Disarm().
+  virtual absl::Status WaitWoken(absl::Duration timeout) = 0;
 
   struct Stats {
     uint64_t polls = 0;          // Poll rounds.

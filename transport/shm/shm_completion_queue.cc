@@ -11,8 +11,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/mutex.h"
 #include "base/status_macros.h"
 #include "transport/adaptive_wait.h"
 
@@ -29,6 +32,51 @@ inline void Bump(std::atomic<uint64_t>& c, uint64_t by = 1) {
 
 }  // namespace
 
+namespace {
+
+// The process's wake segments and their free words. Segments are kept for
+// the process's life (64 KiB and one fd per 1 024 queues at the most ever
+// open at once).
+struct WakePool {
+  Mutex mu;
+  std::vector<std::shared_ptr<Segment>> segments ABSL_GUARDED_BY(mu);
+  // Free words: (segment index, word index).
+  std::vector<std::pair<uint32_t, uint32_t>> free ABSL_GUARDED_BY(mu);
+};
+
+WakePool& TheWakePool() {
+  static WakePool* pool = new WakePool;
+  return *pool;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<WakeWordLease>> WakeWordLease::Take() {
+  WakePool& pool = TheWakePool();
+  MutexLock lock(&pool.mu);
+  if (pool.free.empty()) {
+    RFRPC_ASSIGN_OR_RETURN(std::unique_ptr<Segment> seg,
+                           Segment::Create(kWakeSegmentBytes));
+    const uint32_t si = static_cast<uint32_t>(pool.segments.size());
+    pool.segments.push_back(std::move(seg));
+    // Handed out from the segment's start: the last pushed is taken first.
+    for (uint32_t w = kWakeSegmentBytes / kWakeWordStride; w > 0; --w) {
+      pool.free.emplace_back(si, w - 1);
+    }
+  }
+  const auto [si, w] = pool.free.back();
+  pool.free.pop_back();
+  return std::unique_ptr<WakeWordLease>(
+      new WakeWordLease(pool.segments[si], si, w));
+}
+
+WakeWordLease::~WakeWordLease() {
+  word()->store(0, std::memory_order_relaxed);
+  WakePool& pool = TheWakePool();
+  MutexLock lock(&pool.mu);
+  pool.free.emplace_back(segment_index_, index_);
+}
+
 absl::StatusOr<std::unique_ptr<ShmCompletionQueue>> ShmCompletionQueue::Create(
     const CompletionQueueOptions& options) {
   if (options.depth < 1 || options.max_poll_wc < 1 || options.max_retry < 0) {
@@ -37,9 +85,9 @@ absl::StatusOr<std::unique_ptr<ShmCompletionQueue>> ShmCompletionQueue::Create(
         options.max_poll_wc, ", max_retry ", options.max_retry,
         " (need depth >= 1, max_poll_wc >= 1, max_retry >= 0)"));
   }
-  std::unique_ptr<Segment> wake;
+  std::unique_ptr<WakeWordLease> wake;
   if (options.remote_wake) {
-    RFRPC_ASSIGN_OR_RETURN(wake, Segment::Create(kWakeSegmentBytes));
+    RFRPC_ASSIGN_OR_RETURN(wake, WakeWordLease::Take());
   }
   return std::unique_ptr<ShmCompletionQueue>(
       new ShmCompletionQueue(options, std::move(wake)));
@@ -50,17 +98,14 @@ uint64_t PowerOfTwoMask(uint64_t n) { return (n & (n - 1)) == 0 ? n - 1 : 0; }
 }  // namespace
 
 ShmCompletionQueue::ShmCompletionQueue(const CompletionQueueOptions& options,
-                                       std::unique_ptr<Segment> wake_segment)
+                                       std::unique_ptr<WakeWordLease> wake_lease)
     : options_(options),
       cells_owner_(new Cell[static_cast<uint64_t>(options.depth)]),
-      wake_segment_(std::move(wake_segment)),
+      wake_lease_(std::move(wake_lease)),
       cells_(cells_owner_.get()),
       cap_(static_cast<uint64_t>(options.depth)),
       mask_(PowerOfTwoMask(cap_)),
-      wake_(wake_segment_ != nullptr
-                ? reinterpret_cast<std::atomic<uint32_t>*>(
-                      wake_segment_->mapping.data())
-                : &local_wake_),
+      wake_(wake_lease_ != nullptr ? wake_lease_->word() : &local_wake_),
       max_poll_wc_(options.max_poll_wc) {
   for (uint64_t i = 0; i < cap_; ++i) {
     cells_[i].seq.store(i, std::memory_order_relaxed);
@@ -234,6 +279,32 @@ absl::StatusOr<int> ShmCompletionQueue::WaitArmed(absl::Span<Completion> out,
   }
   return absl::DeadlineExceededError(absl::StrCat(
       "no completion or notify within ", absl::FormatDuration(timeout)));
+}
+
+absl::Status ShmCompletionQueue::WaitWoken(absl::Duration timeout) {
+  // Only the wake word is read (not the head cell, which a concurrent
+  // poller moves): a producer that publishes after ArmWake, a notifier and
+  // Interrupt all swap it to 0.
+  const absl::Time deadline = absl::Now() + timeout;
+  bool woken = false;
+  Bump(blocks_);
+  for (;;) {
+    if (wake_->load(std::memory_order_seq_cst) == 0 ||
+        interrupted_.exchange(false, std::memory_order_acq_rel)) {
+      woken = true;
+      break;
+    }
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) break;
+    FutexWait(wake_, 1, left);
+  }
+  wake_->store(0, std::memory_order_seq_cst);
+  if (!woken) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "no completion or notify within ", absl::FormatDuration(timeout)));
+  }
+  Bump(wakeups_);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int> ShmCompletionQueue::Wait(absl::Span<Completion> out,

@@ -34,9 +34,9 @@
 // (the consumer takes cells in ticket order); it publishes within a few
 // instructions of running again and then wakes a sleeping waiter itself.
 //
-// With CompletionQueueOptions::remote_wake the word lives in a one-page
-// memfd segment that the queue's connections hand to their peers, who map
-// it and wake the queue the same way after a notify WRITE
+// With CompletionQueueOptions::remote_wake the word lives in a shared memfd
+// segment that the queue's connections hand to their peers, who map it and
+// wake the queue the same way after a notify WRITE
 // (WorkRequest::notify); ArmWake/WaitArmed let the consumer check its own
 // memory between arming and sleeping. Without it the word is an ordinary
 // member and the queue holds no file descriptor.
@@ -65,9 +65,42 @@ namespace rfrpc {
 namespace transport {
 namespace shm {
 
-// Size of a queue's wake segment (remote_wake): one page, the wake word (a
-// uint32) at offset 0. Peers map exactly this much.
-inline constexpr size_t kWakeSegmentBytes = 4096;
+// Size of a wake segment (remote_wake). The queues of a process that can be
+// woken by peers take their wake words (a uint32 each, one a cache line)
+// from shared segments of this size, kWakeSegmentBytes / 64 words each, so
+// that a peer maps one segment for up to 1 024 of a process's queues (a
+// client holds one queue per connection) instead of one per queue. Peers
+// map exactly this much and are told the word's offset.
+inline constexpr size_t kWakeSegmentBytes = 64 * 1024;
+inline constexpr size_t kWakeWordStride = 64;
+
+// A wake word taken from the process's shared wake segments; given back
+// (zeroed) when destroyed.
+class WakeWordLease {
+ public:
+  static absl::StatusOr<std::unique_ptr<WakeWordLease>> Take();
+  ~WakeWordLease();
+  WakeWordLease(const WakeWordLease&) = delete;
+  WakeWordLease& operator=(const WakeWordLease&) = delete;
+
+  const Segment& segment() const { return *segment_; }
+  size_t offset() const { return size_t{index_} * kWakeWordStride; }
+  std::atomic<uint32_t>* word() const {
+    return reinterpret_cast<std::atomic<uint32_t>*>(
+        segment_->mapping.data() + offset());
+  }
+
+ private:
+  WakeWordLease(std::shared_ptr<Segment> segment, uint32_t segment_index,
+                uint32_t index)
+      : segment_(std::move(segment)),
+        segment_index_(segment_index),
+        index_(index) {}
+
+  const std::shared_ptr<Segment> segment_;
+  const uint32_t segment_index_;  // In the process's list of segments.
+  const uint32_t index_;          // Of the word in the segment.
+};
 
 class ShmCompletionQueue final : public CompletionQueue {
  public:
@@ -85,11 +118,17 @@ class ShmCompletionQueue final : public CompletionQueue {
   void Disarm() override;
   absl::StatusOr<int> WaitArmed(absl::Span<Completion> out,
                                 absl::Duration timeout) override;
+  absl::Status WaitWoken(absl::Duration timeout) override;
   Stats stats() const override;
 
-  // The segment holding the wake word (a uint32 at offset 0), or null
+  // The segment holding the wake word and the word's offset in it, or null
   // without CompletionQueueOptions::remote_wake.
-  const Segment* wake_segment() const { return wake_segment_.get(); }
+  const Segment* wake_segment() const {
+    return wake_lease_ != nullptr ? &wake_lease_->segment() : nullptr;
+  }
+  size_t wake_offset() const {
+    return wake_lease_ != nullptr ? wake_lease_->offset() : 0;
+  }
 
   // Producer side (any thread). Claim(n) takes n consecutive tickets (n
   // cells) for completions the caller will publish; it fails, taking none,
@@ -122,7 +161,7 @@ class ShmCompletionQueue final : public CompletionQueue {
   };
 
   ShmCompletionQueue(const CompletionQueueOptions& options,
-                     std::unique_ptr<Segment> wake_segment);
+                     std::unique_ptr<WakeWordLease> wake_lease);
 
   Cell& cell(uint64_t t) {
     return cells_[mask_ != 0 ? (t & mask_) : (t % cap_)];
@@ -149,7 +188,7 @@ class ShmCompletionQueue final : public CompletionQueue {
 
   const CompletionQueueOptions options_;
   const std::unique_ptr<Cell[]> cells_owner_;
-  const std::unique_ptr<Segment> wake_segment_;
+  const std::unique_ptr<WakeWordLease> wake_lease_;
 
   // Two cache lines, so that producers and the consumer do not falsely
   // share, each holding all its side touches in a call (a client cycling
@@ -166,7 +205,7 @@ class ShmCompletionQueue final : public CompletionQueue {
   Cell* const cells_;
   const uint64_t cap_;
   const uint64_t mask_;  // cap_ - 1 if cap_ is a power of two, else 0.
-  // The wake word: in wake_segment_ (remote_wake) or local_wake_.
+  // The wake word: wake_lease_'s (remote_wake) or local_wake_.
   std::atomic<uint32_t>* const wake_;
   std::atomic<uint32_t> local_wake_{0};
   std::atomic<bool> interrupted_{false};

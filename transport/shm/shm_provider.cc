@@ -264,6 +264,7 @@ absl::Status BuildHello(const ConnectionSetup& setup,
                            cq->wake_segment()->FdForPeer(/*writable=*/true));
     fds->push_back(std::move(fd));
     hello->set_wake(true);
+    hello->set_wake_offset(cq->wake_offset());
   }
   return absl::OkStatus();
 }
@@ -286,8 +287,14 @@ absl::StatusOr<PeerMemory> MapPeer(const Hello& hello,
                            MapPeerSegmentShared(fds.back().get(),
                                                 kWakeSegmentBytes,
                                                 /*writable=*/true));
-    mem.wake_word =
-        reinterpret_cast<std::atomic<uint32_t>*>(mem.wake_mapping->data());
+    if (hello.wake_offset() % kWakeWordStride != 0 ||
+        hello.wake_offset() >= kWakeSegmentBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "hello's wake word offset ", hello.wake_offset(),
+          " is not a word of a ", kWakeSegmentBytes, "-byte wake segment"));
+    }
+    mem.wake_word = reinterpret_cast<std::atomic<uint32_t>*>(
+        mem.wake_mapping->data() + hello.wake_offset());
     fds.pop_back();
   }
   std::vector<int> map_index(fds.size(), -1);

@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -976,6 +977,100 @@ TEST_P(TransportConformanceTest, ArmCheckSleepLosesNoWakeUp) {
   waiter.join();
   EXPECT_FALSE(failed.load());
   EXPECT_EQ(seen.load(), static_cast<uint64_t>(kRounds));
+}
+
+// WaitWoken: the same protocol as above, but the sleeping thread takes no
+// completions and another thread polls the queue all along (as a sync RPC
+// caller sleeps until its push while other callers drive the connection).
+// No wake-up may be lost, and the completions stay for the poller: the
+// waiter's own signaled WRITEs all reach it.
+TEST_P(TransportConformanceTest, WaitWokenLosesNoWakeUpWhileAnotherThreadPolls) {
+  EnvOptions o;
+  o.cq.remote_wake = true;
+  Env env;
+  RFRPC_ASSERT_OK(MakeEnv(GetParam(), o, &env));
+  constexpr int kRounds = 200;
+  std::mutex poll_mu;  // Poll and ArmWake by one thread at a time.
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> polled{0};
+  std::thread poller([&] {
+    Completion c[8];
+    while (!stop.load()) {
+      int n;
+      {
+        std::lock_guard<std::mutex> lock(poll_mu);
+        n = env.server_cq->Poll(absl::MakeSpan(c));
+      }
+      for (int i = 0; i < n; ++i) {
+        EXPECT_TRUE(c[i].ok()) << c[i].ToStatus();
+        polled.fetch_add(1);
+      }
+      std::this_thread::yield();
+    }
+  });
+  std::atomic<uint64_t> seen{0};
+  std::atomic<bool> failed{false};
+  std::thread waiter([&] {
+    for (uint64_t want = 1; want <= kRounds && !failed.load(); ++want) {
+      const absl::Time deadline = absl::Now() + absl::Seconds(5);
+      for (;;) {
+        {
+          std::lock_guard<std::mutex> lock(poll_mu);
+          env.server_cq->ArmWake();
+        }
+        if (LoadAcquire64(env.server_mem->data()) >= want) {
+          env.server_cq->Disarm();
+          break;
+        }
+        if (absl::Now() >= deadline) {
+          ADD_FAILURE() << "round " << want << ": no wake-up within 5 s";
+          failed = true;
+          break;
+        }
+        (void)env.server_cq->WaitWoken(deadline - absl::Now());
+      }
+      seen.store(want);
+    }
+  });
+  absl::BitGen gen;
+  for (uint64_t i = 1; i <= kRounds && !failed.load(); ++i) {
+    std::memcpy(env.client_mem->data(), &i, 8);
+    if (absl::Bernoulli(gen, 0.3)) {
+      absl::SleepFor(absl::Microseconds(absl::Uniform(gen, 0, 300)));
+    }
+    WorkRequest wr = NotifyWrite(env, 0);
+    RFRPC_ASSERT_OK(env.client->Post({&wr, 1}));
+    ASSERT_TRUE(SpinUntil([&] { return seen.load() >= i || failed.load(); },
+                          absl::Seconds(10)))
+        << "round " << i;
+  }
+  waiter.join();
+  EXPECT_FALSE(failed.load());
+  EXPECT_EQ(seen.load(), static_cast<uint64_t>(kRounds));
+  // The queue's own completions wake a WaitWoken and stay for Poll.
+  constexpr uint64_t kMine = 5;
+  const uint64_t before = polled.load();
+  for (uint64_t k = 0; k < kMine; ++k) {
+    {
+      std::lock_guard<std::mutex> lock(poll_mu);
+      env.server_cq->ArmWake();
+    }
+    WorkRequest mine = WorkRequest::Write(/*wr_id=*/100 + k,
+                                          env.server_mem.get(), 0, 8,
+                                          env.client_region(), 0);
+    mine.signaled = true;
+    RFRPC_ASSERT_OK(env.server->Post({&mine, 1}));
+    const absl::Status woken = env.server_cq->WaitWoken(absl::Seconds(10));
+    EXPECT_TRUE(woken.ok()) << woken;
+  }
+  EXPECT_TRUE(SpinUntil([&] { return polled.load() >= before + kMine; },
+                        absl::Seconds(10)));
+  stop = true;
+  poller.join();
+  // Nothing woke it: the timeout.
+  env.server_cq->ArmWake();
+  EXPECT_EQ(env.server_cq->WaitWoken(absl::Milliseconds(50)).code(),
+            absl::StatusCode::kDeadlineExceeded);
 }
 
 // Isolation: wrong key, out of bounds, missing right. Each violation

@@ -233,6 +233,20 @@ class FaultyCompletionQueue final : public CompletionQueue {
     return got.status();
   }
 
+  absl::Status WaitWoken(absl::Duration timeout) override {
+    // Held (delayed) completions are due at known times: wait no longer.
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!held_.empty()) {
+        const absl::Duration until_due =
+            absl::FromUnixNanos(held_.front().first) - absl::Now();
+        if (until_due <= absl::ZeroDuration()) return absl::OkStatus();
+        timeout = std::min(timeout, until_due);
+      }
+    }
+    return inner_->WaitWoken(timeout);
+  }
+
   Stats stats() const override { return inner_->stats(); }
 
   void AddConnection(uint64_t id, Connection* c) {

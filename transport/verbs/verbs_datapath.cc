@@ -429,6 +429,17 @@ absl::StatusOr<int> VerbsCompletionQueue::WaitArmed(absl::Span<Completion> out,
   }
 }
 
+absl::Status VerbsCompletionQueue::WaitWoken(absl::Duration timeout) {
+  // The channel's events and the eventfd only: ibv_poll_cq is left to the
+  // pollers (a notify receive is consumed, and reposted, by the next Poll).
+  if (interrupted_.exchange(false, std::memory_order_acq_rel) ||
+      Block(absl::Now() + timeout)) {
+    return absl::OkStatus();
+  }
+  return absl::DeadlineExceededError(
+      "no completion or notify before the deadline");
+}
+
 absl::StatusOr<int> VerbsCompletionQueue::Wait(absl::Span<Completion> out,
                                                absl::Duration timeout) {
   return AdaptiveWait(this, options_, out, timeout);

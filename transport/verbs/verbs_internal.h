@@ -88,6 +88,7 @@ class VerbsCompletionQueue final : public CompletionQueue {
   void Disarm() override;
   absl::StatusOr<int> WaitArmed(absl::Span<Completion> out,
                                 absl::Duration timeout) override;
+  absl::Status WaitWoken(absl::Duration timeout) override;
   Stats stats() const override;
 
   const Device* device() const { return device_.get(); }
