@@ -254,33 +254,39 @@ TEST_F(RpcE2eTest, ALongCallDoesNotCostItsCallerACore) {
     std::unique_ptr<Channel> ch = Connect(mode);
     ASSERT_NE(ch, nullptr);
     ExpectEcho(ch.get(), 1, 8);
-    TestRequest req;
-    req.set_id(2);
-    req.set_sleep_ms(100);  // The handler sleeps: the server's core is free.
-    TestResponse resp;
-    timespec cpu0, cpu1;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
-    const absl::Time start = absl::Now();
-    ClientContext ctx;
-    ASSERT_TRUE(CallEcho(ch.get(), &ctx, req, &resp).ok());
-    const absl::Duration wall = absl::Now() - start;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);
-    const absl::Duration cpu = absl::DurationFromTimespec(cpu1) -
-                               absl::DurationFromTimespec(cpu0);
-    std::printf("%s: a 100 ms call took %s, its caller's thread %s of CPU\n",
-                std::string(RpcModeName(mode)).c_str(),
-                absl::FormatDuration(wall).c_str(),
-                absl::FormatDuration(cpu).c_str());
-    EXPECT_EQ(resp.id(), 2u);
-    EXPECT_GE(wall, absl::Milliseconds(100));
-    // Under qemu TCG (verbs in the Soft-RoCE VM) every poll costs ~100x
-    // more: each of the ~100 wake-ups of a 100 ms wait took ~0.2 ms there
-    // (rf 17-23 ms in all, server-reply 10-11 ms). Spinning, it is ~100 ms.
-    const double share = Provider() == "shm" ? 0.25 : 0.5;
-    EXPECT_LT(cpu, wall * share) << "caller used " << cpu << " of CPU in " << wall;
-    // Bounded cost: about a sixteenth of the wait, plus timer slack and
-    // scheduling (generous: a shared 2-core host).
-    EXPECT_LT(wall, absl::Milliseconds(100) * 1.5) << wall;
+    // Twice: the second call's method is known to be long, so in
+    // server-reply its push wakes the caller (ASleepingCallerIsWokenByItsPush).
+    for (int round = 0; round < 2; ++round) {
+      TestRequest req;
+      req.set_id(2);
+      req.set_sleep_ms(100);  // The handler sleeps: the server's core is free.
+      TestResponse resp;
+      timespec cpu0, cpu1;
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
+      const absl::Time start = absl::Now();
+      ClientContext ctx;
+      ASSERT_TRUE(CallEcho(ch.get(), &ctx, req, &resp).ok());
+      const absl::Duration wall = absl::Now() - start;
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);
+      const absl::Duration cpu =
+          absl::DurationFromTimespec(cpu1) - absl::DurationFromTimespec(cpu0);
+      std::printf(
+          "%s: a 100 ms call (%s) took %s, its caller's thread %s of CPU\n",
+          std::string(RpcModeName(mode)).c_str(),
+          round == 0 ? "first" : "second", absl::FormatDuration(wall).c_str(),
+          absl::FormatDuration(cpu).c_str());
+      EXPECT_EQ(resp.id(), 2u);
+      EXPECT_GE(wall, absl::Milliseconds(100));
+      // Under qemu TCG (verbs in the Soft-RoCE VM) every poll costs ~100x
+      // more: each of the ~100 wake-ups of a 100 ms wait took ~0.2 ms there
+      // (rf 17-23 ms in all, server-reply 10-11 ms). Spinning, it is ~100 ms.
+      const double share = Provider() == "shm" ? 0.25 : 0.5;
+      EXPECT_LT(cpu, wall * share)
+          << "caller used " << cpu << " of CPU in " << wall;
+      // Bounded cost: about a sixteenth of the wait, plus timer slack and
+      // scheduling (generous: a shared 2-core host).
+      EXPECT_LT(wall, absl::Milliseconds(100) * 1.5) << wall;
+    }
   }
 }
 
