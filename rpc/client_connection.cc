@@ -360,7 +360,8 @@ absl::Status ClientConnection::StartLocked(
   slot.bucket = static_cast<uint8_t>(wire::ModeBucket(call->method_id));
   // A sync caller of a method whose last call was long (it will sleep) in
   // server-reply: the push wakes it (SleepForPush).
-  call->notify = call->sync && !options_.busy_wait && ServerReply(slot.bucket) &&
+  call->notify = call->sync && !options_.busy_wait &&
+                 ServerReply(slot.bucket) &&
                  ((long_buckets_ >> slot.bucket) & 1) != 0;
   slot.push_notify = call->notify;
   // The caller's remaining budget travels with the request (aux).
@@ -1591,7 +1592,8 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
         }
         if ((suspect ||
              (mode_option_ != RpcMode::kServerReply && !slot.push_notify)) &&
-            !slot.read_outstanding && now - slot.last_probe_ns > kReplyProbeNs) {
+            !slot.read_outstanding &&
+            now - slot.last_probe_ns > kReplyProbeNs) {
           slot.last_probe_ns = now;
           PostHeaderRead(s, now);
         }

@@ -206,9 +206,8 @@ struct RpcMetrics::State {
   // Client side.
   std::unique_ptr<CounterFold> c_calls, c_failures, c_timeouts, c_cancels,
       c_results, c_switches, c_rdma, c_fetches, c_server_time, c_batches,
-      c_batched, c_flushes, c_parts, c_delayed, c_adjust, c_queued,
-      c_sq_waits, c_rings, c_rerings, c_notifies, c_hot_posts, c_push_sleeps,
-      c_work;
+      c_batched, c_flushes, c_parts, c_delayed, c_adjust, c_queued, c_sq_waits,
+      c_rings, c_rerings, c_notifies, c_hot_posts, c_push_sleeps, c_work;
   std::unique_ptr<HistogramFold> c_duration, c_fetches_per_call;
   std::unique_ptr<GaugeFold> c_channels, c_connections, c_slots,
       c_fetch_delay, c_fetch_rtt, c_batch_size, c_sizer_k;

@@ -682,9 +682,9 @@ void ServerWorker::PublishPart(ServerConnection* c, uint32_t s, uint32_t seq,
   *part_start = now;
 }
 
-void ServerWorker::FinishPublish(ServerConnection* c, uint32_t s,
-                                 size_t offset, size_t framed, bool large,
-                                 uint32_t bucket, bool notify) {
+void ServerWorker::FinishPublish(ServerConnection* c, uint32_t s, size_t offset,
+                                 size_t framed, bool large, uint32_t bucket,
+                                 bool notify) {
   // The other half of the client's Dekker pair in ClientConnection::SetMode:
   // publish, full fence, then read the mode flag. Either the client's fetch
   // after its flag WRITE sees the result, or we see the flag and WRITE back.

@@ -102,7 +102,8 @@ class Waiter {
       return;
     }
     sleeping_ = true;
-    const int64_t pause = std::min(waited / kLongWaitShare, kMaxLongWaitPauseNs);
+    const int64_t pause =
+        std::min(waited / kLongWaitShare, kMaxLongWaitPauseNs);
     if (sleeper != nullptr) {
       sleeper->Sleep(pause);
     } else {

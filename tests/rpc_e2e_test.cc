@@ -334,10 +334,11 @@ TEST_F(RpcE2eTest, ASleepingCallerIsWokenByItsPush) {
   // Each long call slept on the queue at least once (after 1 ms of waiting).
   EXPECT_GE(b.push_sleeps - a.push_sleeps, static_cast<uint64_t>(kLong));
   std::sort(late_us.begin(), late_us.end());
-  std::printf("%s: %d calls of 20 ms woken by their push: returned %.0f-%.0f us "
-              "after the handler's 20 ms, %llu sleeps\n",
-              Provider().c_str(), kLong, late_us.front(), late_us.back(),
-              static_cast<unsigned long long>(b.push_sleeps - a.push_sleeps));
+  std::printf(
+      "%s: %d calls of 20 ms woken by their push: returned %.0f-%.0f us "
+      "after the handler's 20 ms, %llu sleeps\n",
+      Provider().c_str(), kLong, late_us.front(), late_us.back(),
+      static_cast<unsigned long long>(b.push_sleeps - a.push_sleeps));
   // A fast call after them still asks (the method's last call was long);
   // the next ones do not.
   call(10, 0);

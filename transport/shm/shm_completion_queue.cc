@@ -7,9 +7,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <climits>
-
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -97,8 +96,9 @@ namespace {
 uint64_t PowerOfTwoMask(uint64_t n) { return (n & (n - 1)) == 0 ? n - 1 : 0; }
 }  // namespace
 
-ShmCompletionQueue::ShmCompletionQueue(const CompletionQueueOptions& options,
-                                       std::unique_ptr<WakeWordLease> wake_lease)
+ShmCompletionQueue::ShmCompletionQueue(
+    const CompletionQueueOptions& options,
+    std::unique_ptr<WakeWordLease> wake_lease)
     : options_(options),
       cells_owner_(new Cell[static_cast<uint64_t>(options.depth)]),
       wake_lease_(std::move(wake_lease)),

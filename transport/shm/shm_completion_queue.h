@@ -86,8 +86,8 @@ class WakeWordLease {
   const Segment& segment() const { return *segment_; }
   size_t offset() const { return size_t{index_} * kWakeWordStride; }
   std::atomic<uint32_t>* word() const {
-    return reinterpret_cast<std::atomic<uint32_t>*>(
-        segment_->mapping.data() + offset());
+    return reinterpret_cast<std::atomic<uint32_t>*>(segment_->mapping.data() +
+                                                    offset());
   }
 
  private:

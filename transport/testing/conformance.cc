@@ -984,7 +984,8 @@ TEST_P(TransportConformanceTest, ArmCheckSleepLosesNoWakeUp) {
 // caller sleeps until its push while other callers drive the connection).
 // No wake-up may be lost, and the completions stay for the poller: the
 // waiter's own signaled WRITEs all reach it.
-TEST_P(TransportConformanceTest, WaitWokenLosesNoWakeUpWhileAnotherThreadPolls) {
+TEST_P(TransportConformanceTest,
+       WaitWokenLosesNoWakeUpWhileAnotherThreadPolls) {
   EnvOptions o;
   o.cq.remote_wake = true;
   Env env;
@@ -1055,9 +1056,8 @@ TEST_P(TransportConformanceTest, WaitWokenLosesNoWakeUpWhileAnotherThreadPolls) 
       std::lock_guard<std::mutex> lock(poll_mu);
       env.server_cq->ArmWake();
     }
-    WorkRequest mine = WorkRequest::Write(/*wr_id=*/100 + k,
-                                          env.server_mem.get(), 0, 8,
-                                          env.client_region(), 0);
+    WorkRequest mine = WorkRequest::Write(
+        /*wr_id=*/100 + k, env.server_mem.get(), 0, 8, env.client_region(), 0);
     mine.signaled = true;
     RFRPC_ASSERT_OK(env.server->Post({&mine, 1}));
     const absl::Status woken = env.server_cq->WaitWoken(absl::Seconds(10));
