@@ -240,7 +240,7 @@ TEST(ChannelFlagsTest, RejectsBadValuesNamingTheFlag) {
   gflags::SetCommandLineOption("rfrpc_ib_port", "-1");
   s = ApplyChannelFlags(&c);
   EXPECT_EQ(s.message(),
-            "--rfrpc_ib_port: expected an integer in [0, 255], got \"-1\"");
+            "--rfrpc_ib_port: provider_options.port -1 is outside [0, 255]");
   gflags::SetCommandLineOption("rfrpc_ib_port", "0");
   EXPECT_TRUE(ApplyChannelFlags(&c).ok());
 }

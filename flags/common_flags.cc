@@ -44,17 +44,5 @@ bool FlagGiven(const char* flag) {
   return gflags::GetCommandLineFlagInfo(flag, &info) && !info.is_default;
 }
 
-absl::Status ApplyProviderFlags(transport::ProviderOptions* p) {
-  if (FLAGS_rfrpc_ib_port < 0) return BadFlag("rfrpc_ib_port", "must be >= 0");
-  if (FLAGS_rfrpc_gid_index < -1) {
-    return BadFlag("rfrpc_gid_index", "must be >= -1");
-  }
-  if (FlagGiven("rfrpc_device")) p->device = FLAGS_rfrpc_device;
-  if (FlagGiven("rfrpc_ib_port")) p->port = FLAGS_rfrpc_ib_port;
-  if (FlagGiven("rfrpc_gid_index")) p->gid_index = FLAGS_rfrpc_gid_index;
-  if (FlagGiven("rfrpc_socket_dir")) p->socket_dir = FLAGS_rfrpc_socket_dir;
-  return absl::OkStatus();
-}
-
 }  // namespace tools
 }  // namespace rfrpc

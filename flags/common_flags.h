@@ -28,12 +28,6 @@ absl::Status BadFlag(absl::string_view flag, absl::string_view why);
 // The flag was given on the command line (or set by the program).
 bool FlagGiven(const char* flag);
 
-// Sets the provider fields of `*options` whose flags were given (server
-// side; the client's go through the ChannelOptions knobs).
-// INVALID_ARGUMENT naming the flag for a bad value; then `*options` is
-// unchanged.
-absl::Status ApplyProviderFlags(transport::ProviderOptions* options);
-
 }  // namespace tools
 }  // namespace rfrpc
 

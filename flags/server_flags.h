@@ -18,7 +18,10 @@
 //   take (flags/common_flags.h). The provider, address and worker count are
 //   each binary's own (--provider, --address, --workers).
 //
-// Every flag's default is the ServerOptions field's default.
+// One flag per ServerOptions knob (rpc/option_knobs.h: ServerKnobs()),
+// parsed by the knob and checked by ValidateServerOptions, the check
+// Server::Start makes: a bad value gets the same message either way. Every
+// flag's default is the ServerOptions field's default.
 //
 // Thread-safety: call after flag parsing, before starting threads that read
 // or change flags.

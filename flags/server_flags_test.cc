@@ -2,9 +2,13 @@
 
 #include "flags/server_flags.h"
 
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
+#include "rpc/option_knobs.h"
+#include "rpc/options.h"
 
 namespace rfrpc {
 namespace tools {
@@ -85,12 +89,27 @@ TEST(ServerFlagsTest, RejectsBadValuesNamingTheFlagAndChangesNothing) {
     const char* value;
     const char* message;
   } kCases[] = {
-      {"rfrpc_idle_spin_rounds", "-3", "--rfrpc_idle_spin_rounds: must be >= 0"},
-      {"rfrpc_blocking_threads", "0", "--rfrpc_blocking_threads: must be >= 1"},
-      {"rfrpc_max_inline", "4096", "--rfrpc_max_inline: must be in [0, 1024]"},
+      // ValidateServerOptions' message, as Server::Start gives it.
+      {"rfrpc_idle_spin_rounds", "-3",
+       "--rfrpc_idle_spin_rounds: idle_spin_rounds -3 is below 0"},
+      {"rfrpc_blocking_threads", "0",
+       "--rfrpc_blocking_threads: blocking_threads 0 is outside [1, 65536]"},
+      {"rfrpc_max_inline", "4096",
+       "--rfrpc_max_inline: max_inline 4096 is outside [0, 1024]"},
       {"rfrpc_server_max_request_bytes", "0",
-       "--rfrpc_server_max_request_bytes: must be >= 1"},
-      {"rfrpc_gid_index", "-2", "--rfrpc_gid_index: must be >= -1"},
+       "--rfrpc_server_max_request_bytes: max_request_bytes 0 is below 1"},
+      {"rfrpc_gid_index", "-2",
+       "--rfrpc_gid_index: provider_options.gid_index -2 is outside [-1, "
+       "65535]"},
+      {"rfrpc_ib_port", "256",
+       "--rfrpc_ib_port: provider_options.port 256 is outside [0, 255]"},
+      {"rfrpc_hot_window_us", "-5",
+       "--rfrpc_hot_window_us: hot_window -5us is negative"},
+      {"rfrpc_idle_park_after_us", "-2",
+       "--rfrpc_idle_park_after_us: idle_park_after -2us is negative"},
+      {"rfrpc_max_slots_per_connection", "0",
+       "--rfrpc_max_slots_per_connection: max_slots_per_connection 0 is "
+       "outside [1, 4096]"},
   };
   for (const auto& c : kCases) {
     gflags::FlagSaver saver;
@@ -102,6 +121,35 @@ TEST(ServerFlagsTest, RejectsBadValuesNamingTheFlagAndChangesNothing) {
     EXPECT_EQ(st.message(), c.message);
     EXPECT_EQ(s.pin_first_cpu, ServerOptions().pin_first_cpu) << c.flag;
   }
+}
+
+// Every knob of ServerOptions has its flag, defaulting to the library's
+// value.
+TEST(ServerFlagsTest, EveryKnobHasAFlagWhoseDefaultIsTheLibrarys) {
+  const ServerOptions d;
+  for (const ServerKnob& k : ServerKnobs()) {
+    const std::string flag = absl::StrCat("rfrpc_", k.name);
+    gflags::CommandLineFlagInfo info;
+    ASSERT_TRUE(gflags::GetCommandLineFlagInfo(flag.c_str(), &info)) << flag;
+    // Through the knob, so "1" and "true" compare alike.
+    ServerOptions from_flag;
+    ASSERT_TRUE(k.set(info.default_value, &from_flag).ok()) << flag;
+    EXPECT_EQ(k.get(from_flag), k.get(d)) << flag;
+  }
+}
+
+// Server::Start makes the same check as the flags (ValidateServerOptions):
+// a bad value set in code gets the same message.
+TEST(ServerFlagsTest, TheLibraryGivesTheFlagsMessage) {
+  ServerOptions so;
+  so.idle_spin_rounds = -3;
+  EXPECT_EQ(ValidateServerOptions(so).message(),
+            "idle_spin_rounds -3 is below 0");
+  so = ServerOptions();
+  so.provider_options.port = 256;
+  EXPECT_EQ(ValidateServerOptions(so).message(),
+            "provider_options.port 256 is outside [0, 255]");
+  EXPECT_TRUE(ValidateServerOptions(ServerOptions()).ok());
 }
 
 // A server binary lists only the server's flags (and the common ones).

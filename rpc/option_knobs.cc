@@ -47,14 +47,16 @@ absl::Status ParseBool(absl::string_view value, bool* out) {
 
 template <typename M>
 struct MemberOf;
-template <typename T>
-struct MemberOf<T ChannelOptions::*> {
+template <typename C, typename T>
+struct MemberOf<T C::*> {
+  using Class = C;
   using Type = T;
 };
 
 // A number or boolean field, in its own type.
 template <auto kField>
-absl::Status SetValue(absl::string_view value, ChannelOptions* o) {
+absl::Status SetValue(absl::string_view value,
+                      typename MemberOf<decltype(kField)>::Class* o) {
   using T = typename MemberOf<decltype(kField)>::Type;
   if constexpr (std::is_same_v<T, bool>) {
     return ParseBool(value, &(o->*kField));
@@ -76,7 +78,7 @@ absl::Status SetValue(absl::string_view value, ChannelOptions* o) {
 }
 
 template <auto kField>
-std::string GetValue(const ChannelOptions& o) {
+std::string GetValue(const typename MemberOf<decltype(kField)>::Class& o) {
   using T = typename MemberOf<decltype(kField)>::Type;
   if constexpr (std::is_same_v<T, bool>) {
     return o.*kField ? "true" : "false";
@@ -96,7 +98,8 @@ std::string GetValue(const ChannelOptions& o) {
 
 // A duration field, as an integer count of kUnitNs nanoseconds.
 template <auto kField, int64_t kUnitNs>
-absl::Status SetDuration(absl::string_view value, ChannelOptions* o) {
+absl::Status SetDuration(absl::string_view value,
+                         typename MemberOf<decltype(kField)>::Class* o) {
   int64_t v;
   absl::Status s =
       ParseInt(value, std::numeric_limits<int64_t>::min() / kUnitNs,
@@ -107,7 +110,7 @@ absl::Status SetDuration(absl::string_view value, ChannelOptions* o) {
 }
 
 template <auto kField, int64_t kUnitNs>
-std::string GetDuration(const ChannelOptions& o) {
+std::string GetDuration(const typename MemberOf<decltype(kField)>::Class& o) {
   return absl::StrCat(absl::ToInt64Nanoseconds(o.*kField) / kUnitNs);
 }
 
@@ -143,34 +146,58 @@ absl::Status SetSizerRuleKnob(absl::string_view value, ChannelOptions* o) {
   return absl::OkStatus();
 }
 
-absl::Status SetAuthToken(absl::string_view value, ChannelOptions* o) {
+template <typename Options>
+absl::Status SetAuthToken(absl::string_view value, Options* o) {
   o->auth_token = std::string(value);
   return absl::OkStatus();
 }
 
-absl::Status SetDevice(absl::string_view value, ChannelOptions* o) {
+// The provider's knobs, the same on both sides (ValidateChannelOptions and
+// ValidateServerOptions check their bounds alike).
+template <typename Options>
+absl::Status SetDevice(absl::string_view value, Options* o) {
   o->provider_options.device = std::string(value);
   return absl::OkStatus();
 }
 
-absl::Status SetSocketDir(absl::string_view value, ChannelOptions* o) {
+template <typename Options>
+absl::Status SetSocketDir(absl::string_view value, Options* o) {
   o->provider_options.socket_dir = std::string(value);
   return absl::OkStatus();
 }
 
-absl::Status SetIbPort(absl::string_view value, ChannelOptions* o) {
+template <typename Options>
+absl::Status SetIbPort(absl::string_view value, Options* o) {
   int64_t v;
-  absl::Status s = ParseInt(value, 0, 255, &v);
+  absl::Status s = ParseInt(value, std::numeric_limits<int>::min(),
+                            std::numeric_limits<int>::max(), &v);
   if (s.ok()) o->provider_options.port = static_cast<int>(v);
   return s;
 }
 
-absl::Status SetGidIndex(absl::string_view value, ChannelOptions* o) {
+template <typename Options>
+absl::Status SetGidIndex(absl::string_view value, Options* o) {
   int64_t v;
-  absl::Status s = ParseInt(value, -1, 1 << 16, &v);
+  absl::Status s = ParseInt(value, std::numeric_limits<int>::min(),
+                            std::numeric_limits<int>::max(), &v);
   if (s.ok()) o->provider_options.gid_index = static_cast<int>(v);
   return s;
 }
+
+// The provider knobs' rows of a table of Knob (ChannelKnob or ServerKnob).
+#define RFRPC_PROVIDER_KNOBS(Options)                                     \
+  {"device", "provider_options.device", &SetDevice<Options>,              \
+   [](const Options& o) { return o.provider_options.device; }},           \
+      {"ib_port", "provider_options.port", &SetIbPort<Options>,           \
+       [](const Options& o) {                                             \
+         return absl::StrCat(o.provider_options.port);                    \
+       }},                                                                \
+      {"gid_index", "provider_options.gid_index", &SetGidIndex<Options>,  \
+       [](const Options& o) {                                             \
+         return absl::StrCat(o.provider_options.gid_index);               \
+       }},                                                                \
+      {"socket_dir", "provider_options.socket_dir", &SetSocketDir<Options>, \
+       [](const Options& o) { return o.provider_options.socket_dir; }}
 
 #define RFRPC_VALUE_KNOB(name, field)                \
   {                                                  \
@@ -181,6 +208,16 @@ absl::Status SetGidIndex(absl::string_view value, ChannelOptions* o) {
   {                                                           \
     name, #field, &SetDuration<&ChannelOptions::field, unit>, \
         &GetDuration<&ChannelOptions::field, unit>            \
+  }
+#define RFRPC_SERVER_VALUE_KNOB(name, field)        \
+  {                                                 \
+    name, #field, &SetValue<&ServerOptions::field>, \
+        &GetValue<&ServerOptions::field>            \
+  }
+#define RFRPC_SERVER_DURATION_KNOB(name, field, unit)        \
+  {                                                          \
+    name, #field, &SetDuration<&ServerOptions::field, unit>, \
+        &GetDuration<&ServerOptions::field, unit>            \
   }
 
 // In the order of ChannelKnobs()'s contract: choices that set several
@@ -203,7 +240,7 @@ const ChannelKnob kKnobs[] = {
     RFRPC_DURATION_KNOB("rering_after_us", rering_after, kUs),
     RFRPC_DURATION_KNOB("timeout_ms", default_timeout, kMs),
     RFRPC_DURATION_KNOB("connect_timeout_ms", connect_timeout, kMs),
-    {"auth_token", "auth_token", &SetAuthToken,
+    {"auth_token", "auth_token", &SetAuthToken<ChannelOptions>,
      [](const ChannelOptions& o) { return o.auth_token; }},
     RFRPC_VALUE_KNOB("max_inline", max_inline),
     RFRPC_VALUE_KNOB("signal_every", signal_every),
@@ -232,22 +269,52 @@ const ChannelKnob kKnobs[] = {
     RFRPC_VALUE_KNOB("busy_wait", busy_wait),
     RFRPC_VALUE_KNOB("progress_thread", progress_thread),
     RFRPC_VALUE_KNOB("method_stats", method_stats),
-    {"device", "provider_options.device", &SetDevice,
-     [](const ChannelOptions& o) { return o.provider_options.device; }},
-    {"ib_port", "provider_options.port", &SetIbPort,
-     [](const ChannelOptions& o) {
-       return absl::StrCat(o.provider_options.port);
-     }},
-    {"gid_index", "provider_options.gid_index", &SetGidIndex,
-     [](const ChannelOptions& o) {
-       return absl::StrCat(o.provider_options.gid_index);
-     }},
-    {"socket_dir", "provider_options.socket_dir", &SetSocketDir,
-     [](const ChannelOptions& o) { return o.provider_options.socket_dir; }},
+    RFRPC_PROVIDER_KNOBS(ChannelOptions),
+};
+
+// idle_park_after: microseconds, -1 for never (InfiniteDuration).
+absl::Status SetIdleParkAfter(absl::string_view value, ServerOptions* o) {
+  if (value == "-1") {
+    o->idle_park_after = absl::InfiniteDuration();
+    return absl::OkStatus();
+  }
+  return SetDuration<&ServerOptions::idle_park_after, kUs>(value, o);
+}
+
+std::string GetIdleParkAfter(const ServerOptions& o) {
+  if (o.idle_park_after == absl::InfiniteDuration()) return "-1";
+  return GetDuration<&ServerOptions::idle_park_after, kUs>(o);
+}
+
+// Not knobs: provider, address and workers (each server binary has its
+// own), provider_options.address_hint (from the address).
+const ServerKnob kServerKnobs[] = {
+    RFRPC_SERVER_VALUE_KNOB("pin_first_cpu", pin_first_cpu),
+    RFRPC_SERVER_VALUE_KNOB("max_slots_per_connection",
+                            max_slots_per_connection),
+    RFRPC_SERVER_VALUE_KNOB("server_max_request_bytes", max_request_bytes),
+    RFRPC_SERVER_VALUE_KNOB("server_max_response_bytes", max_response_bytes),
+    RFRPC_SERVER_VALUE_KNOB("large_result_bytes", large_result_bytes),
+    RFRPC_SERVER_VALUE_KNOB("result_batch_bytes", result_batch_bytes),
+    RFRPC_SERVER_VALUE_KNOB("max_connections", max_connections),
+    RFRPC_SERVER_VALUE_KNOB("idle_spin_rounds", idle_spin_rounds),
+    {"idle_park_after_us", "idle_park_after", &SetIdleParkAfter,
+     &GetIdleParkAfter},
+    RFRPC_SERVER_DURATION_KNOB("hot_window_us", hot_window, kUs),
+    RFRPC_SERVER_VALUE_KNOB("raise_fd_limit", raise_fd_limit),
+    {"auth_token", "auth_token", &SetAuthToken<ServerOptions>,
+     [](const ServerOptions& o) { return o.auth_token; }},
+    RFRPC_SERVER_VALUE_KNOB("max_inline", max_inline),
+    RFRPC_SERVER_VALUE_KNOB("method_stats", method_stats),
+    RFRPC_SERVER_VALUE_KNOB("blocking_threads", blocking_threads),
+    RFRPC_PROVIDER_KNOBS(ServerOptions),
 };
 
 #undef RFRPC_VALUE_KNOB
 #undef RFRPC_DURATION_KNOB
+#undef RFRPC_SERVER_VALUE_KNOB
+#undef RFRPC_SERVER_DURATION_KNOB
+#undef RFRPC_PROVIDER_KNOBS
 
 }  // namespace
 
@@ -273,6 +340,32 @@ absl::Status SetChannelKnob(absl::string_view name, absl::string_view value,
   if (k == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat("no ChannelOptions knob is named \"", name, "\""));
+  }
+  return k->set(value, options);
+}
+
+absl::Span<const ServerKnob> ServerKnobs() { return kServerKnobs; }
+
+const ServerKnob* FindServerKnob(absl::string_view name) {
+  for (const ServerKnob& k : kServerKnobs) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+const ServerKnob* FindServerKnobOfField(absl::string_view field) {
+  for (const ServerKnob& k : kServerKnobs) {
+    if (k.field == field) return &k;
+  }
+  return nullptr;
+}
+
+absl::Status SetServerKnob(absl::string_view name, absl::string_view value,
+                           ServerOptions* options) {
+  const ServerKnob* k = FindServerKnob(name);
+  if (k == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no ServerOptions knob is named \"", name, "\""));
   }
   return k->set(value, options);
 }

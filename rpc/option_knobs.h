@@ -69,6 +69,28 @@ const ChannelKnob* FindChannelKnobOfField(absl::string_view field);
 absl::Status SetChannelKnob(absl::string_view name, absl::string_view value,
                             ChannelOptions* options);
 
+// The knobs of ServerOptions, the same way: knob `hot_window_us` is the
+// flag --rfrpc_hot_window_us (//flags:server_flags), checked by
+// ValidateServerOptions. Knobs both sides have (auth_token, max_inline,
+// method_stats, device, ib_port, gid_index, socket_dir) share their names
+// and syntax; the server's request and response limits are
+// server_max_request_bytes / server_max_response_bytes (the channel's
+// max_request_bytes is what a client asks for). idle_park_after_us takes
+// -1 for never. Not knobs: provider, address and workers (each server
+// binary has its own), provider_options.address_hint.
+struct ServerKnob {
+  absl::string_view name;
+  absl::string_view field;  // As ValidateServerOptions names it.
+  absl::Status (*set)(absl::string_view value, ServerOptions* options);
+  std::string (*get)(const ServerOptions& options);
+};
+
+absl::Span<const ServerKnob> ServerKnobs();
+const ServerKnob* FindServerKnob(absl::string_view name);
+const ServerKnob* FindServerKnobOfField(absl::string_view field);
+absl::Status SetServerKnob(absl::string_view name, absl::string_view value,
+                           ServerOptions* options);
+
 }  // namespace rfrpc
 
 #endif  // RFRPC_RPC_OPTION_KNOBS_H_

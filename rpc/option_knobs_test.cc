@@ -2,6 +2,7 @@
 
 #include "rpc/option_knobs.h"
 
+#include <iterator>
 #include <set>
 #include <string>
 
@@ -155,7 +156,8 @@ TEST(OptionKnobsTest, BadSyntaxIsAnErrorAndChangesNothing) {
        "expected an integer in "
        "[-9223372036854775, 9223372036854775], "
        "got \"1.5\""},
-      {"ib_port", "300", "expected an integer in [0, 255], got \"300\""},
+      {"ib_port", "port 1", "expected an integer in [-2147483648, 2147483647], "
+       "got \"port 1\""},
   };
   const ChannelOptions defaults;
   for (const auto& c : kCases) {
@@ -178,6 +180,64 @@ TEST(OptionKnobsTest, BoundsAreLeftToValidate) {
   EXPECT_FALSE(ValidateChannelOptions(o, &field).ok());
   EXPECT_EQ(field, "retries");
   EXPECT_EQ(FindChannelKnobOfField(field)->name, "retries");
+  // The provider's fields too, as a server's are.
+  o = ChannelOptions();
+  ASSERT_TRUE(SetChannelKnob("ib_port", "300", &o).ok());
+  EXPECT_EQ(ValidateChannelOptions(o, &field).message(),
+            "provider_options.port 300 is outside [0, 255]");
+  EXPECT_EQ(FindChannelKnobOfField(field)->name, "ib_port");
+  ServerOptions so;
+  ASSERT_TRUE(SetServerKnob("ib_port", "300", &so).ok());
+  EXPECT_EQ(ValidateServerOptions(so, &field).message(),
+            "provider_options.port 300 is outside [0, 255]");
+  EXPECT_EQ(FindServerKnobOfField(field)->name, "ib_port");
+}
+
+TEST(OptionKnobsTest, ServerKnobsRoundTripAndAreUnique) {
+  ServerOptions o;
+  const struct {
+    const char* name;
+    const char* value;
+  } kValues[] = {
+      {"pin_first_cpu", "1"},
+      {"max_slots_per_connection", "16"},
+      {"server_max_request_bytes", "1000"},
+      {"server_max_response_bytes", "2000"},
+      {"large_result_bytes", "4096"},
+      {"result_batch_bytes", "512"},
+      {"max_connections", "100"},
+      {"idle_spin_rounds", "10"},
+      {"idle_park_after_us", "-1"},
+      {"hot_window_us", "50"},
+      {"raise_fd_limit", "false"},
+      {"auth_token", "s3cret"},
+      {"max_inline", "64"},
+      {"method_stats", "false"},
+      {"blocking_threads", "2"},
+      {"device", "rxe0"},
+      {"ib_port", "1"},
+      {"gid_index", "1"},
+      {"socket_dir", "/tmp/x"},
+  };
+  ASSERT_EQ(std::size(kValues), ServerKnobs().size());
+  for (const auto& v : kValues) {
+    ASSERT_TRUE(SetServerKnob(v.name, v.value, &o).ok()) << v.name;
+    EXPECT_EQ(FindServerKnob(v.name)->get(o), v.value) << v.name;
+  }
+  EXPECT_EQ(o.idle_park_after, absl::InfiniteDuration());
+  EXPECT_EQ(o.hot_window, absl::Microseconds(50));
+  EXPECT_EQ(o.max_request_bytes, 1000u);
+  EXPECT_TRUE(ValidateServerOptions(o).ok());
+  ASSERT_TRUE(SetServerKnob("idle_park_after_us", "250", &o).ok());
+  EXPECT_EQ(o.idle_park_after, absl::Microseconds(250));
+  EXPECT_EQ(SetServerKnob("retries", "1", &o).message(),
+            "no ServerOptions knob is named \"retries\"");
+  for (size_t i = 0; i < ServerKnobs().size(); ++i) {
+    for (size_t j = i + 1; j < ServerKnobs().size(); ++j) {
+      EXPECT_NE(ServerKnobs()[i].name, ServerKnobs()[j].name);
+      EXPECT_NE(ServerKnobs()[i].field, ServerKnobs()[j].field);
+    }
+  }
 }
 
 }  // namespace

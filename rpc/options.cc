@@ -139,6 +139,13 @@ class Checker {
   absl::Status status_;
 };
 
+// Both sides' provider options (the transport checks the rest when it
+// opens the device).
+void CheckProviderOptions(const transport::ProviderOptions& p, Checker* c) {
+  c->InRange("provider_options.port", p.port, 0, 255);
+  c->InRange("provider_options.gid_index", p.gid_index, -1, 65535);
+}
+
 }  // namespace
 
 absl::Status ValidateChannelOptions(const ChannelOptions& o,
@@ -193,6 +200,25 @@ absl::Status ValidateChannelOptions(const ChannelOptions& o,
   c.AtLeast("sizer_holdoff_windows", o.sizer_holdoff_windows, 0);
   c.AtLeast("sizer_shrink_windows", o.sizer_shrink_windows, 1);
   c.AtLeast("batch_group", o.batch_group, 1);
+  CheckProviderOptions(o.provider_options, &c);
+  return c.status();
+}
+
+absl::Status ValidateServerOptions(const ServerOptions& o,
+                                   std::string* field) {
+  Checker c(field);
+  c.InRange("workers", o.workers, 1, 1024);
+  c.AtLeast("pin_first_cpu", o.pin_first_cpu, -1);
+  c.InRange("max_slots_per_connection", o.max_slots_per_connection, 1, 4096);
+  c.AtLeast<uint32_t>("max_request_bytes", o.max_request_bytes, 1);
+  c.AtLeast<uint32_t>("max_response_bytes", o.max_response_bytes, 1);
+  c.InRange("max_connections", o.max_connections, 1, 1 << 24);
+  c.AtLeast("idle_spin_rounds", o.idle_spin_rounds, 0);
+  c.NotNegative("idle_park_after", o.idle_park_after);
+  c.NotNegative("hot_window", o.hot_window);
+  c.InRange<uint32_t>("max_inline", o.max_inline, 0, 1024);
+  c.InRange("blocking_threads", o.blocking_threads, 1, 1 << 16);
+  CheckProviderOptions(o.provider_options, &c);
   return c.status();
 }
 

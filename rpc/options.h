@@ -72,6 +72,14 @@ absl::string_view SizerRuleName(const ChannelOptions& options);
 absl::Status ValidateChannelOptions(const ChannelOptions& options,
                                     std::string* field = nullptr);
 
+// The same for a server: the one check behind Server::Start and the server's
+// --rfrpc_* flags (FindServerKnobOfField names the knob of `field`). Both
+// check their provider_options alike (fields "provider_options.port",
+// "provider_options.gid_index").
+struct ServerOptions;
+absl::Status ValidateServerOptions(const ServerOptions& options,
+                                   std::string* field = nullptr);
+
 struct ChannelOptions {
   // Transport provider: "shm", "verbs" or "auto". Default: "shm".
   std::string provider = "shm";
@@ -333,7 +341,7 @@ struct ServerOptions {
   // Service::SetBlocking), so that a handler that blocks does not stall the
   // worker polling its connections. The pool starts only if some registered
   // method is blocking; at most this many blocking calls run at once, the
-  // rest wait in its queue. Must be >= 1 then. Default: 4.
+  // rest wait in its queue. In [1, 65536]. Default: 4.
   int blocking_threads = 4;
 };
 

@@ -115,23 +115,12 @@ class Server::Impl final : public internal::ServerStatsSource {
   absl::Status Start() {
     MutexLock lock(&mu_);
     if (started_) return absl::FailedPreconditionError("server already started");
-    if (options_.workers < 1 || options_.workers > 1024) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("workers ", options_.workers, " is outside [1, 1024]"));
-    }
-    if (options_.max_inline > 1024) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "max_inline ", options_.max_inline, " is above 1024"));
-    }
+    RFRPC_RETURN_IF_ERROR(ValidateServerOptions(options_));
     transport::ProviderOptions po = options_.provider_options;
     if (po.address_hint.empty()) {
       po.address_hint = transport::AddressHost(options_.address);
     }
     RFRPC_ASSIGN_OR_RETURN(provider_, transport::Provider::Open(options_.provider, po));
-    if (options_.max_connections < 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "max_connections ", options_.max_connections, " must be >= 1"));
-    }
     if (options_.raise_fd_limit) {
       const uint64_t fds = RaiseFdLimit();
       // shm: a connection's socket and its region's memfd; verbs: its
@@ -150,11 +139,6 @@ class Server::Impl final : public internal::ServerStatsSource {
       blocking |= m->kind == MethodKind::kBlocking;
     }
     if (blocking) {
-      if (options_.blocking_threads < 1) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "blocking_threads ", options_.blocking_threads,
-            " must be >= 1: a registered method is blocking"));
-      }
       pool_ = std::make_unique<internal::HandlerPool>(options_.blocking_threads);
     }
     const wire::BellsLayout bells{internal::BellCapacity(options_)};
