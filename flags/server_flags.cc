@@ -11,8 +11,8 @@
 #include "absl/time/time.h"
 #include "base/status_macros.h"
 #include "flags/common_flags.h"
-#include "rpc/option_knobs.h"
 #include "gflags/gflags.h"
+#include "rpc/option_knobs.h"
 
 namespace {
 const rfrpc::ServerOptions kDefaults;
@@ -60,8 +60,8 @@ absl::Status ApplyServerFlags(ServerOptions* o) {
     const std::string flag = absl::StrCat("rfrpc_", k.name);
     gflags::CommandLineFlagInfo info;
     if (!gflags::GetCommandLineFlagInfo(flag.c_str(), &info)) {
-      return absl::InternalError(absl::StrCat("ServerOptions knob ", k.name,
-                                              " has no flag --", flag));
+      return absl::InternalError(
+          absl::StrCat("ServerOptions knob ", k.name, " has no flag --", flag));
     }
     if (info.is_default) continue;
     const absl::Status s = k.set(info.current_value, &next);
@@ -81,8 +81,8 @@ absl::Status ApplyServerFlags(ServerOptions* o) {
 
 std::string DescribeServerOptions(const ServerOptions& o) {
   std::string out =
-      absl::StrCat("provider=", o.provider, " address=",
-                   o.address.empty() ? "(auto)" : o.address,
+      absl::StrCat("provider=", o.provider,
+                   " address=", o.address.empty() ? "(auto)" : o.address,
                    " workers=", o.workers);
   for (const ServerKnob& k : ServerKnobs()) {
     std::string value = k.get(o);

@@ -184,20 +184,22 @@ absl::Status SetGidIndex(absl::string_view value, Options* o) {
   return s;
 }
 
-// The provider knobs' rows of a table of Knob (ChannelKnob or ServerKnob).
-#define RFRPC_PROVIDER_KNOBS(Options)                                     \
-  {"device", "provider_options.device", &SetDevice<Options>,              \
-   [](const Options& o) { return o.provider_options.device; }},           \
-      {"ib_port", "provider_options.port", &SetIbPort<Options>,           \
-       [](const Options& o) {                                             \
-         return absl::StrCat(o.provider_options.port);                    \
-       }},                                                                \
-      {"gid_index", "provider_options.gid_index", &SetGidIndex<Options>,  \
-       [](const Options& o) {                                             \
-         return absl::StrCat(o.provider_options.gid_index);               \
-       }},                                                                \
-      {"socket_dir", "provider_options.socket_dir", &SetSocketDir<Options>, \
-       [](const Options& o) { return o.provider_options.socket_dir; }}
+template <typename Options>
+std::string GetDevice(const Options& o) {
+  return o.provider_options.device;
+}
+template <typename Options>
+std::string GetIbPort(const Options& o) {
+  return absl::StrCat(o.provider_options.port);
+}
+template <typename Options>
+std::string GetGidIndex(const Options& o) {
+  return absl::StrCat(o.provider_options.gid_index);
+}
+template <typename Options>
+std::string GetSocketDir(const Options& o) {
+  return o.provider_options.socket_dir;
+}
 
 #define RFRPC_VALUE_KNOB(name, field)                \
   {                                                  \
@@ -269,7 +271,14 @@ const ChannelKnob kKnobs[] = {
     RFRPC_VALUE_KNOB("busy_wait", busy_wait),
     RFRPC_VALUE_KNOB("progress_thread", progress_thread),
     RFRPC_VALUE_KNOB("method_stats", method_stats),
-    RFRPC_PROVIDER_KNOBS(ChannelOptions),
+    {"device", "provider_options.device", &SetDevice<ChannelOptions>,
+     &GetDevice<ChannelOptions>},
+    {"ib_port", "provider_options.port", &SetIbPort<ChannelOptions>,
+     &GetIbPort<ChannelOptions>},
+    {"gid_index", "provider_options.gid_index", &SetGidIndex<ChannelOptions>,
+     &GetGidIndex<ChannelOptions>},
+    {"socket_dir", "provider_options.socket_dir", &SetSocketDir<ChannelOptions>,
+     &GetSocketDir<ChannelOptions>},
 };
 
 // idle_park_after: microseconds, -1 for never (InfiniteDuration).
@@ -307,14 +316,20 @@ const ServerKnob kServerKnobs[] = {
     RFRPC_SERVER_VALUE_KNOB("max_inline", max_inline),
     RFRPC_SERVER_VALUE_KNOB("method_stats", method_stats),
     RFRPC_SERVER_VALUE_KNOB("blocking_threads", blocking_threads),
-    RFRPC_PROVIDER_KNOBS(ServerOptions),
+    {"device", "provider_options.device", &SetDevice<ServerOptions>,
+     &GetDevice<ServerOptions>},
+    {"ib_port", "provider_options.port", &SetIbPort<ServerOptions>,
+     &GetIbPort<ServerOptions>},
+    {"gid_index", "provider_options.gid_index", &SetGidIndex<ServerOptions>,
+     &GetGidIndex<ServerOptions>},
+    {"socket_dir", "provider_options.socket_dir", &SetSocketDir<ServerOptions>,
+     &GetSocketDir<ServerOptions>},
 };
 
 #undef RFRPC_VALUE_KNOB
 #undef RFRPC_DURATION_KNOB
 #undef RFRPC_SERVER_VALUE_KNOB
 #undef RFRPC_SERVER_DURATION_KNOB
-#undef RFRPC_PROVIDER_KNOBS
 
 }  // namespace
 

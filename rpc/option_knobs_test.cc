@@ -156,7 +156,8 @@ TEST(OptionKnobsTest, BadSyntaxIsAnErrorAndChangesNothing) {
        "expected an integer in "
        "[-9223372036854775, 9223372036854775], "
        "got \"1.5\""},
-      {"ib_port", "port 1", "expected an integer in [-2147483648, 2147483647], "
+      {"ib_port", "port 1",
+       "expected an integer in [-2147483648, 2147483647], "
        "got \"port 1\""},
   };
   const ChannelOptions defaults;

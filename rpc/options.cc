@@ -204,8 +204,7 @@ absl::Status ValidateChannelOptions(const ChannelOptions& o,
   return c.status();
 }
 
-absl::Status ValidateServerOptions(const ServerOptions& o,
-                                   std::string* field) {
+absl::Status ValidateServerOptions(const ServerOptions& o, std::string* field) {
   Checker c(field);
   c.InRange("workers", o.workers, 1, 1024);
   c.AtLeast("pin_first_cpu", o.pin_first_cpu, -1);

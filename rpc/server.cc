@@ -120,7 +120,8 @@ class Server::Impl final : public internal::ServerStatsSource {
     if (po.address_hint.empty()) {
       po.address_hint = transport::AddressHost(options_.address);
     }
-    RFRPC_ASSIGN_OR_RETURN(provider_, transport::Provider::Open(options_.provider, po));
+    RFRPC_ASSIGN_OR_RETURN(provider_,
+                           transport::Provider::Open(options_.provider, po));
     if (options_.raise_fd_limit) {
       const uint64_t fds = RaiseFdLimit();
       // shm: a connection's socket and its region's memfd; verbs: its
