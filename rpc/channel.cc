@@ -646,9 +646,15 @@ class ChannelImpl final : public Channel,
     // A call started by the driver itself (from a callback it runs) needs
     // no wake-up: the driver looks at every connection again right after.
     if (driving_channel == this) return;
+    driver_wakes_.fetch_add(1, std::memory_order_relaxed);
     {
       MutexLock lock(&driver_mu_);
       ++wakeups_;
+      // The driver may be asleep on a connection's queue until a push
+      // (DriverPushSleeper): the new call needs it now.
+      if (driver_push_sleep_ != nullptr) {
+        driver_push_sleep_->InterruptPushSleep();
+      }
     }
     driver_cv_.notify_one();
   }
@@ -668,11 +674,51 @@ class ChannelImpl final : public Channel,
   // Works on a snapshot of the connections, taken again only when Route
   // has replaced one (generation_), so a round takes no lock but the
   // connections' own.
+  // The progress thread's long waits when all it drives is one
+  // connection's calls waiting for notifying pushes: it sleeps on that
+  // connection's queue (ClientConnection::SleepForPush) instead of a timer,
+  // so their callbacks run when the results land. A new async call ends the
+  // sleep (WakeDriver).
+  class DriverPushSleeper final : public Waiter::Sleeper {
+   public:
+    explicit DriverPushSleeper(ChannelImpl* ch) : ch_(ch) {}
+    // `seen`: driver_wakes_ when the driver last looked at its connections.
+    void set(ClientConnection* conn, uint64_t seen,
+             std::vector<PendingCall*>* finished) {
+      conn_ = conn;
+      seen_ = seen;
+      finished_ = finished;
+    }
+    void Sleep(int64_t ns) override {
+      {
+        // A call started since the driver's look: no sleep. One started
+        // from now on finds driver_push_sleep_ and interrupts the sleep
+        // (WakeDriver counts, then takes the lock).
+        MutexLock lock(&ch_->driver_mu_);
+        if (ch_->driver_wakes_.load(std::memory_order_relaxed) != seen_) return;
+        ch_->driver_push_sleep_ = conn_;
+      }
+      conn_->SleepForPush(
+          std::min(ns * PushSleeper::kStretch, PushSleeper::kMaxPushSleepNs),
+          finished_);
+      MutexLock lock(&ch_->driver_mu_);
+      ch_->driver_push_sleep_ = nullptr;
+    }
+
+   private:
+    ChannelImpl* const ch_;
+    ClientConnection* conn_ = nullptr;
+    uint64_t seen_ = 0;
+    std::vector<PendingCall*>* finished_ = nullptr;
+  };
+
   void DriverLoop() {
     std::vector<PendingCall*> finished;
     std::vector<std::shared_ptr<ClientConnection>>& conns = driver_conns_;
     uint64_t generation = ~uint64_t{0};
     Waiter waiter(busy_wait_);
+    DriverPushSleeper push_sleeper(this);
+    uint64_t last_wakes = 0;
     driving_channel = this;
     while (!stopping_.load(std::memory_order_acquire)) {
       const uint64_t g = generation_.load(std::memory_order_acquire);
@@ -680,12 +726,21 @@ class ChannelImpl final : public Channel,
         generation = g;
         conns = Snapshot();
       }
-      bool any = false;
+      const uint64_t wakes = driver_wakes_.load(std::memory_order_relaxed);
+      if (wakes != last_wakes) {
+        // A call started: its wait starts now (spin first), whatever long
+        // wait the others are in.
+        last_wakes = wakes;
+        waiter.Restart();
+      }
+      int any = 0;
+      ClientConnection* driven = nullptr;
       bool progressed = false;
       bool completed = false;
       for (const auto& c : conns) {
         if (!c->NeedsDriver()) continue;
-        any = true;
+        ++any;
+        driven = c.get();
         progressed |= c->Progress(&finished);
         completed |= !finished.empty();
         RunCallbacks(c.get(), &finished);
@@ -701,8 +756,18 @@ class ChannelImpl final : public Channel,
         waiter.Reset();
         continue;
       }
-      if (any) {
-        waiter.Wait();
+      if (any > 0) {
+        // One connection, whose calls all wait for notifying pushes: sleep
+        // on its queue. Asked only once the wait is long (the waiter calls
+        // a sleeper only then); finished calls are delivered next round.
+        if (any == 1 && waiter.sleeping() && driven->WaitsOnlyForPushes()) {
+          push_sleeper.set(driven, wakes, &finished);
+          waiter.Wait(&push_sleeper);
+          RunCallbacks(driven, &finished);
+          if (driving_channel != this) return;
+        } else {
+          waiter.Wait();
+        }
         continue;
       }
       // Nothing to drive: sleep until a call starts (WakeDriver), for at
@@ -750,6 +815,11 @@ class ChannelImpl final : public Channel,
   // Bumped after Route replaces a connection: the driver's snapshot is old.
   std::atomic<uint64_t> generation_{0};
   uint64_t wakeups_ ABSL_GUARDED_BY(driver_mu_) = 0;
+  // WakeDriver's count, read without the lock at the start of each driver
+  // round, and the connection the driver sleeps on until a push (null if
+  // none): DriverPushSleeper.
+  std::atomic<uint64_t> driver_wakes_{0};
+  ClientConnection* driver_push_sleep_ ABSL_GUARDED_BY(driver_mu_) = nullptr;
   // CallAsyncs past Prepare and not yet returned (see the destructor).
   std::atomic<int> async_entries_{0};
   std::once_flag driver_started_;

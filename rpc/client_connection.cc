@@ -358,10 +358,10 @@ absl::Status ClientConnection::StartLocked(
   slot.seq = wire::NextSeq(slot.seq);
   const int64_t now = NowNs();
   slot.bucket = static_cast<uint8_t>(wire::ModeBucket(call->method_id));
-  // A sync caller of a method whose last call was long (it will sleep) in
-  // server-reply: the push wakes it (SleepForPush).
-  call->notify = call->sync && !options_.busy_wait &&
-                 ServerReply(slot.bucket) &&
+  // A call of a method whose last call was long (its waiting thread, the
+  // caller or the progress thread, will sleep) in server-reply: the push
+  // wakes that thread (SleepForPush).
+  call->notify = !options_.busy_wait && ServerReply(slot.bucket) &&
                  ((long_buckets_ >> slot.bucket) & 1) != 0;
   slot.push_notify = call->notify;
   // The caller's remaining budget travels with the request (aux).
@@ -1381,6 +1381,24 @@ void ClientConnection::ExpireCalls(uint32_t s, int64_t now,
   }
   slot.earliest_deadline_ns = earliest;
 }
+
+bool ClientConnection::WaitsOnlyForPushes() const {
+  MutexLock lock(&mu_);
+  if (!status_.ok() || busy_slots_ == 0 || !queued_.empty() || open_ >= 0) {
+    return false;
+  }
+  for (uint32_t s = 0; s < used_slots_; ++s) {
+    const Slot& slot = slots_[s];
+    if (slot.phase == Phase::kFree) continue;
+    if (slot.phase != Phase::kWaitReply || !slot.push_notify ||
+        slot.read_outstanding) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void ClientConnection::InterruptPushSleep() { cq_->Interrupt(); }
 
 void ClientConnection::SleepForPush(int64_t ns,
                                     std::vector<PendingCall*>* finished) {

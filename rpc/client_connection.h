@@ -173,6 +173,12 @@ class alignas(64) ClientConnection {
   // happened blocks until the queue is woken (the call's push, any
   // completion) or `ns` passed. Safe while other threads call Progress.
   void SleepForPush(int64_t ns, std::vector<PendingCall*>* finished);
+  // True if every call in flight here waits for a notifying push (the
+  // channel's progress thread may then sleep in SleepForPush).
+  bool WaitsOnlyForPushes() const;
+  // Ends a SleepForPush early (a new call for the progress thread to
+  // drive); one that starts later returns at once. Any thread.
+  void InterruptPushSleep();
 
   // Fails every outstanding call with `status` (e.g. the channel is being
   // destroyed) and the connection with it.

@@ -83,6 +83,9 @@ class Waiter {
     sleeping_ = false;
   }
 
+  // The wait is long enough to sleep (the next Wait sleeps).
+  bool sleeping() const { return sleeping_; }
+
   // `sleeper`: if not null, the long wait's sleeps go to it.
   void Wait(Sleeper* sleeper = nullptr) {
     if (spun_ < kMaxSpinRounds && ++idle_ < kSpinRounds) {
