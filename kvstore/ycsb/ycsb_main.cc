@@ -41,6 +41,11 @@
 DEFINE_bool(list_drivers, false, "Print the registered drivers and exit.");
 DEFINE_bool(print_properties, false,
             "Print every effective property with its origin before running.");
+DEFINE_string(rfrpc_profile, "",
+              "jakiro: a calibrated R/F profile (rfrpc_tune calibrate "
+              "--out=FILE) the client starts from, re-selecting R and F "
+              "online; the same as -p jakiro.profile=FILE, which wins if "
+              "both are given.");
 
 namespace rfrpc {
 namespace ycsb {
@@ -59,6 +64,8 @@ constexpr char kUsage[] =
     "  -l LABEL       prefix of the status lines; property `label`\n"
     "  -p outstanding=N  run-phase operations in flight per thread (drivers\n"
     "                 with async support: jakiro, redis); default 1\n"
+    "  --rfrpc_profile=FILE  jakiro: start from a calibrated R/F profile\n"
+    "                 and re-select R and F online (-p jakiro.profile)\n"
     "  --list_drivers, --print_properties, --help: extras\n";
 
 struct CommandLine {
@@ -197,6 +204,9 @@ int Main(int argc, char** argv) {
   for (size_t i = 0; i < cl.overrides.size(); ++i) {
     props.Set(cl.overrides[i].first, cl.overrides[i].second,
               cl.override_origins[i]);
+  }
+  if (!FLAGS_rfrpc_profile.empty() && props.Find("jakiro.profile") == nullptr) {
+    props.Set("jakiro.profile", FLAGS_rfrpc_profile, "--rfrpc_profile");
   }
   if (FLAGS_print_properties) {
     for (const auto& [key, entry] : props.entries()) {

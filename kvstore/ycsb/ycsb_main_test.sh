@@ -34,6 +34,14 @@ set -e
 [ "$rc" = 2 ] || fail "bad value exited $rc, want 2"
 grep -q 'fieldcount: expected integer, got "x"' "$ERR" || fail "no value error"
 
+# --rfrpc_profile is the property jakiro.profile; -p jakiro.profile wins.
+"$YCSB" -load -db basic -P "$W/workloadc" -p recordcount=1 \
+  --rfrpc_profile=/tmp/p1 --print_properties >"$OUT" 2>"$ERR" || fail "profile flag exited $?"
+grep -q '^jakiro.profile=/tmp/p1  (--rfrpc_profile)$' "$ERR" || fail "--rfrpc_profile not a property"
+"$YCSB" -load -db basic -P "$W/workloadc" -p recordcount=1 -p jakiro.profile=/tmp/p2 \
+  --rfrpc_profile=/tmp/p1 --print_properties >"$OUT" 2>"$ERR" || fail "profile both exited $?"
+grep -q '^jakiro.profile=/tmp/p2 ' "$ERR" || fail "-p jakiro.profile did not win"
+
 # Usage errors: exit 2 with a message.
 set +e
 "$YCSB" -db basic >"$OUT" 2>"$ERR"; rc=$?
