@@ -1071,6 +1071,23 @@ TEST_P(TransportConformanceTest,
   env.server_cq->ArmWake();
   EXPECT_EQ(env.server_cq->WaitWoken(absl::Milliseconds(50)).code(),
             absl::StatusCode::kDeadlineExceeded);
+  // Interrupt() from another thread ends it long before its timeout, and
+  // one that came before the wait ends the next wait at once.
+  env.server_cq->ArmWake();
+  std::thread interrupter([&] {
+    absl::SleepFor(absl::Milliseconds(50));
+    env.server_cq->Interrupt();
+  });
+  absl::Time t0 = absl::Now();
+  const absl::Status interrupted = env.server_cq->WaitWoken(absl::Seconds(20));
+  EXPECT_TRUE(interrupted.ok()) << interrupted;
+  EXPECT_LT(absl::Now() - t0, absl::Seconds(10));
+  interrupter.join();
+  env.server_cq->Interrupt();
+  env.server_cq->ArmWake();
+  t0 = absl::Now();
+  EXPECT_TRUE(env.server_cq->WaitWoken(absl::Seconds(20)).ok());
+  EXPECT_LT(absl::Now() - t0, absl::Seconds(10));
 }
 
 // Isolation: wrong key, out of bounds, missing right. Each violation
