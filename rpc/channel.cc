@@ -41,17 +41,21 @@ using internal::Waiter;
 // timed pause, 8 times fewer wake-ups.
 class PushSleeper final : public Waiter::Sleeper {
  public:
-  static constexpr int64_t kStretch = 8;
+  static constexpr int64_t kStretch = ClientConnection::PushSleepStretch();
   static constexpr int64_t kMaxPushSleepNs = 10 * 1000 * 1000;
 
+  // A call with a context may be cancelled from another thread, which only
+  // Progress notices: its sleeps stay the timed pause (still ended by the
+  // push).
   PushSleeper(const PendingCall* call, ClientConnection* conn,
               std::vector<PendingCall*>* finished)
       : call_(call), conn_(conn), finished_(finished) {}
   void Sleep(int64_t ns) override {
     const int64_t left = call_->deadline_ns - internal::UnixNanos();
+    const int64_t stretched =
+        call_->ctx != nullptr ? ns : std::min(ns * kStretch, kMaxPushSleepNs);
     conn_->SleepForPush(
-        std::clamp<int64_t>(std::min(ns * kStretch, kMaxPushSleepNs), 1000,
-                            std::max<int64_t>(left, 1000)),
+        std::clamp<int64_t>(stretched, 1000, std::max<int64_t>(left, 1000)),
         finished_);
   }
 
@@ -155,6 +159,10 @@ class ChannelImpl final : public Channel,
       // Set under driver_mu_, so the driver cannot miss it between its
       // check and its wait.
       stopping_.store(true, std::memory_order_release);
+      // Nor sleep on a connection's queue until its timeout.
+      if (driver_push_sleep_ != nullptr) {
+        driver_push_sleep_->InterruptPushSleep();
+      }
     }
     driver_cv_.notify_all();
     if (driver_.joinable()) {
@@ -682,11 +690,13 @@ class ChannelImpl final : public Channel,
   class DriverPushSleeper final : public Waiter::Sleeper {
    public:
     explicit DriverPushSleeper(ChannelImpl* ch) : ch_(ch) {}
-    // `seen`: driver_wakes_ when the driver last looked at its connections.
-    void set(ClientConnection* conn, uint64_t seen,
+    // `seen`: driver_wakes_ when the driver last looked at its connections;
+    // the sleep ends by `deadline_ns` (Unix ns), the earliest call's.
+    void set(ClientConnection* conn, uint64_t seen, int64_t deadline_ns,
              std::vector<PendingCall*>* finished) {
       conn_ = conn;
       seen_ = seen;
+      deadline_ns_ = deadline_ns;
       finished_ = finished;
     }
     void Sleep(int64_t ns) override {
@@ -698,8 +708,13 @@ class ChannelImpl final : public Channel,
         if (ch_->driver_wakes_.load(std::memory_order_relaxed) != seen_) return;
         ch_->driver_push_sleep_ = conn_;
       }
+      const int64_t left = deadline_ns_ == INT64_MAX
+                               ? INT64_MAX
+                               : deadline_ns_ - internal::UnixNanos();
       conn_->SleepForPush(
-          std::min(ns * PushSleeper::kStretch, PushSleeper::kMaxPushSleepNs),
+          std::clamp<int64_t>(
+              std::min(ns * PushSleeper::kStretch, PushSleeper::kMaxPushSleepNs),
+              1000, std::max<int64_t>(left, 1000)),
           finished_);
       MutexLock lock(&ch_->driver_mu_);
       ch_->driver_push_sleep_ = nullptr;
@@ -709,6 +724,7 @@ class ChannelImpl final : public Channel,
     ChannelImpl* const ch_;
     ClientConnection* conn_ = nullptr;
     uint64_t seen_ = 0;
+    int64_t deadline_ns_ = INT64_MAX;
     std::vector<PendingCall*>* finished_ = nullptr;
   };
 
@@ -760,8 +776,10 @@ class ChannelImpl final : public Channel,
         // One connection, whose calls all wait for notifying pushes: sleep
         // on its queue. Asked only once the wait is long (the waiter calls
         // a sleeper only then); finished calls are delivered next round.
-        if (any == 1 && waiter.sleeping() && driven->WaitsOnlyForPushes()) {
-          push_sleeper.set(driven, wakes, &finished);
+        int64_t deadline_ns = INT64_MAX;
+        if (any == 1 && waiter.sleeping() &&
+            driven->WaitsOnlyForPushes(&deadline_ns)) {
+          push_sleeper.set(driven, wakes, deadline_ns, &finished);
           waiter.Wait(&push_sleeper);
           RunCallbacks(driven, &finished);
           if (driving_channel != this) return;

@@ -1382,11 +1382,15 @@ void ClientConnection::ExpireCalls(uint32_t s, int64_t now,
   slot.earliest_deadline_ns = earliest;
 }
 
-bool ClientConnection::WaitsOnlyForPushes() const {
+bool ClientConnection::WaitsOnlyForPushes(int64_t* earliest_deadline_ns) const {
   MutexLock lock(&mu_);
-  if (!status_.ok() || busy_slots_ == 0 || !queued_.empty() || open_ >= 0) {
+  // Calls with a context may be cancelled (TryCancel only bumps a count
+  // that Progress reads): those are driven the timed way.
+  if (!status_.ok() || busy_slots_ == 0 || !queued_.empty() || open_ >= 0 ||
+      ctx_calls_ > 0) {
     return false;
   }
+  *earliest_deadline_ns = INT64_MAX;
   for (uint32_t s = 0; s < used_slots_; ++s) {
     const Slot& slot = slots_[s];
     if (slot.phase == Phase::kFree) continue;
@@ -1394,6 +1398,8 @@ bool ClientConnection::WaitsOnlyForPushes() const {
         slot.read_outstanding) {
       return false;
     }
+    *earliest_deadline_ns =
+        std::min(*earliest_deadline_ns, slot.earliest_deadline_ns);
   }
   return true;
 }
@@ -1402,6 +1408,18 @@ void ClientConnection::InterruptPushSleep() { cq_->Interrupt(); }
 
 void ClientConnection::SleepForPush(int64_t ns,
                                     std::vector<PendingCall*>* finished) {
+  // One thread at a time sleeps on the queue: the wake word (shm) and the
+  // armed event (verbs) are the queue's, so a second sleeper's disarm or
+  // drained event could take a wake-up meant for the first. Others sleep
+  // the timed way.
+  if (push_sleeping_.exchange(true, std::memory_order_acquire)) {
+    absl::SleepFor(absl::Nanoseconds(ns / PushSleepStretch()));
+    return;
+  }
+  struct Done {
+    std::atomic<bool>* flag;
+    ~Done() { flag->store(false, std::memory_order_release); }
+  } done{&push_sleeping_};
   {
     // Under the lock: polls (other threads' Progress) and the arm do not
     // overlap (verbs: ibv_req_notify_cq against ibv_poll_cq).

@@ -173,9 +173,13 @@ class alignas(64) ClientConnection {
   // happened blocks until the queue is woken (the call's push, any
   // completion) or `ns` passed. Safe while other threads call Progress.
   void SleepForPush(int64_t ns, std::vector<PendingCall*>* finished);
-  // True if every call in flight here waits for a notifying push (the
-  // channel's progress thread may then sleep in SleepForPush).
-  bool WaitsOnlyForPushes() const;
+  // True if every call in flight here waits for a notifying push and none
+  // has a context (the channel's progress thread may then sleep in
+  // SleepForPush until the earliest of their deadlines, which it sets).
+  bool WaitsOnlyForPushes(int64_t* earliest_deadline_ns) const;
+  // How much longer a push sleep may last than a timed pause (the push
+  // ends it; the timeout only bounds how late a failure is noticed).
+  static constexpr int64_t PushSleepStretch() { return 8; }
   // Ends a SleepForPush early (a new call for the progress thread to
   // drive); one that starts later returns at once. Any thread.
   void InterruptPushSleep();
@@ -543,6 +547,8 @@ class alignas(64) ClientConnection {
   // their sync callers will sleep, so their server-reply calls ask for a
   // notifying push.
   uint64_t long_buckets_ ABSL_GUARDED_BY(mu_) = 0;
+  // A thread sleeps in SleepForPush (at most one at a time).
+  std::atomic<bool> push_sleeping_{false};
   uint32_t batch_fetch_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<HybridPolicy> policies_ ABSL_GUARDED_BY(mu_);
   uint8_t policy_index_[wire::kModeBuckets] ABSL_GUARDED_BY(mu_);

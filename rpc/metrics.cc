@@ -200,7 +200,7 @@ struct RpcMetrics::State {
   // Server side.
   std::unique_ptr<CounterFold> s_calls, s_failures, s_accepted, s_rejected,
       s_closed, s_bad, s_batches, s_reply_writes, s_rdma, s_rings, s_parks,
-      s_park_notifies, s_hot_serves, s_push_notifies, s_work;
+      s_park_notifies, s_hot_serves, s_push_notifies, s_liveness_walks, s_work;
   std::unique_ptr<HistogramFold> s_handler, s_result;
   std::unique_ptr<GaugeFold> s_connections, s_slots;
   // Client side.
@@ -290,6 +290,9 @@ absl::Status RpcMetrics::State::Build() {
   counter(&s_push_notifies, "rfrpc_server_push_notifies_total",
           "Results pushed with a notify that wakes their sleeping caller "
           "(long calls).");
+  counter(&s_liveness_walks, "rfrpc_server_liveness_walks_total",
+          "Walks of every connection's liveness by parked workers (after "
+          "some connection failed).");
   counter(&s_work, "rfrpc_server_work_requests_total",
           "Workers' pushed results that went inline (kind=inline), and "
           "their completion-queue polls (cq_polls, cq_empty_polls) and "
@@ -408,6 +411,7 @@ void RpcMetrics::State::FoldServers(const std::vector<ServerSnapshot>& servers) 
     s_park_notifies->Set(server, static_cast<double>(st.park_notifies));
     s_hot_serves->Set(server, static_cast<double>(st.hot_serves));
     s_push_notifies->Set(server, static_cast<double>(st.push_notifies));
+    s_liveness_walks->Set(server, static_cast<double>(st.liveness_walks));
     auto kind = [&](const char* k) {
       return prometheus::Labels{{"server", s.address}, {"kind", k}};
     };

@@ -270,6 +270,7 @@ class Server::Impl final : public internal::ServerStatsSource {
     s.park_notifies = counters_.park_notifies.load();
     s.hot_serves = counters_.hot_serves.load();
     s.push_notifies = counters_.push_notifies.load();
+    s.liveness_walks = counters_.liveness_walks.load();
     s.connections = counters_.connections_open.load();
     s.connection_slots = counters_.connection_slots.load();
     s.calls_async = counters_.calls_async.load();

@@ -34,6 +34,10 @@ struct ServerStats {
   // Results pushed with a notify that woke their sleeping caller's
   // completion queue (long calls: wire::kRequestFlagNotify).
   uint64_t push_notifies = 0;
+  // Walks of every connection's liveness by parked workers: one after each
+  // wake that followed a failure of some connection of the process (none
+  // while nothing fails).
+  uint64_t liveness_walks = 0;
   // Now: open connections, and the request slots they hold.
   uint64_t connections = 0;
   uint64_t connection_slots = 0;

@@ -45,7 +45,13 @@ constexpr uint64_t kHotClockRounds = 8;
 // Rounds between polls of the completion queue when no push is in flight
 // (see Loop).
 constexpr uint64_t kNotifyPollRounds = 16;
-// A parked worker wakes at least this often to check liveness.
+// A parked worker wakes at least this often to check its connections'
+// liveness (closing those whose client has gone). Everything else that needs
+// a parked worker wakes it (a notify, a new connection, a finished async
+// call, shutdown) or bounds the park (the next pending deadline). The walk
+// runs only if some connection of the process failed since the last one
+// (transport::ConnectionFailures): a cold walk of 4 096 idle connections
+// every 100 ms was 1.3% of a core, over issue 15's 2% for an idle server.
 constexpr absl::Duration kParkedCheck = absl::Milliseconds(100);
 
 // wr_id of a push: the bell and the slot (slots < 256), checked against the
@@ -234,8 +240,15 @@ bool ServerWorker::Park() {
     return true;
   }
   // The 100 ms check (or a new connection, or shutdown): look at every
-  // connection's liveness while nobody is waiting.
-  CheckLiveness(conns_.size(), UnixNanos());
+  // connection's liveness while nobody is waiting, if any connection of the
+  // process failed since the last look (read first: a failure during the
+  // walk is looked at next time).
+  const uint64_t failures = transport::ConnectionFailures();
+  if (failures != parked_failures_seen_) {
+    parked_failures_seen_ = failures;
+    counters_->liveness_walks.fetch_add(1, std::memory_order_relaxed);
+    CheckLiveness(conns_.size(), UnixNanos());
+  }
   return true;
 }
 

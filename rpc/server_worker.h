@@ -84,6 +84,9 @@ struct ServerCounters {
   std::atomic<uint64_t> push_doorbells{0};  // Post lists of rdma_writes.
   // Pushes that woke the client (kRequestFlagNotify).
   std::atomic<uint64_t> push_notifies{0};
+  // Liveness walks of every connection by a parked worker (each after some
+  // connection of the process failed).
+  std::atomic<uint64_t> liveness_walks{0};
   std::atomic<uint64_t> batches{0};
   std::atomic<uint64_t> rings{0};        // Doorbell rings taken.
   std::atomic<uint64_t> parks{0};        // Times a worker went to sleep.
@@ -447,6 +450,9 @@ class ServerWorker {
   // among their calls (a lower bound), calls taken from the mailbox, and
   // where sync entries of a batch behind a pending one put their results.
   uint32_t pending_slots_ = 0;
+  // transport::ConnectionFailures() at the parked worker's last liveness
+  // walk (Park).
+  uint64_t parked_failures_seen_ = ~uint64_t{0};
   int64_t next_expiry_ns_ = INT64_MAX;
   std::vector<ServerCall*> finished_;
   std::vector<char> scratch_;

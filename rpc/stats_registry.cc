@@ -37,6 +37,7 @@ void AddCounters(const ServerStats& from, ServerStats* to) {
   to->park_notifies += from.park_notifies;
   to->hot_serves += from.hot_serves;
   to->push_notifies += from.push_notifies;
+  to->liveness_walks += from.liveness_walks;
   to->work.Add(from.work);
 }
 

@@ -292,8 +292,9 @@ struct ConnectionLayout {
 
 // The rpc handshake's version (RpcHello / RpcWelcome); a mismatch is
 // FAILED_PRECONDITION on both sides. 2: doorbells and hot slots. 3: deadline
-// budgets (kRequestFlagDeadline) and cancel words.
-inline constexpr uint32_t kRpcVersion = 4;  // 4: the mode word is per method.
+// budgets (kRequestFlagDeadline) and cancel words. 4: the mode word is per
+// method. 5: notifying pushes (kRequestFlagNotify).
+inline constexpr uint32_t kRpcVersion = 5;
 
 // A worker's doorbell area: how a client tells the worker which of its slots
 // to look at, so that the worker's work discovery costs what arrived, not

@@ -243,6 +243,47 @@ TEST_F(DiscoveryTest, ALostDoorbellIsRecoveredByTheReRing) {
 
 // Doorbells are given back when connections close: with room for 8
 // connections, 3 rounds of 8 connect, call and close.
+// A parked worker's 100 ms checks walk its connections' liveness only after
+// some connection of the process failed (transport::ConnectionFailures): an
+// idle server costs a wake-up per check, not a cold walk of every
+// connection. A client that goes away is still closed within a check.
+TEST_F(DiscoveryTest, AnIdleServerWalksItsConnectionsOnlyAfterAFailure) {
+  StartServer();
+  std::vector<std::unique_ptr<Channel>> chans;
+  for (int i = 0; i < 8; ++i) {
+    chans.push_back(Connect());
+    ASSERT_NE(chans.back(), nullptr);
+    Echo(chans.back().get(), i);
+  }
+  // Earlier tests' connections failed too: their walk comes first.
+  absl::SleepFor(absl::Milliseconds(500));
+  const ServerStats a = server_->stats();
+  absl::SleepFor(absl::Milliseconds(600));  // About six parked checks.
+  const ServerStats b = server_->stats();
+  EXPECT_GT(b.parks, a.parks) << "the idle worker did not park";
+  EXPECT_EQ(b.liveness_walks, a.liveness_walks)
+      << "walked with no connection failed";
+  // One client leaves: a walk closes its side.
+  chans.pop_back();
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (server_->stats().connections_closed == b.connections_closed &&
+         absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  const ServerStats c = server_->stats();
+  EXPECT_EQ(c.connections_closed, b.connections_closed + 1);
+  EXPECT_GT(c.liveness_walks, b.liveness_walks);
+  std::printf("%s: %llu parks and %llu walks idle; the closed client's side "
+              "closed after %llu walk(s)\n",
+              Provider().c_str(),
+              static_cast<unsigned long long>(b.parks - a.parks),
+              static_cast<unsigned long long>(b.liveness_walks -
+                                              a.liveness_walks),
+              static_cast<unsigned long long>(c.liveness_walks -
+                                              b.liveness_walks));
+  for (auto& ch : chans) Echo(ch.get(), 100);
+}
+
 TEST_F(DiscoveryTest, BellsOfClosedConnectionsAreReused) {
   ServerOptions so;
   so.max_connections = 8;

@@ -30,7 +30,8 @@ namespace rfrpc {
 namespace transport {
 
 inline constexpr uint32_t kFrameMagic = 0x50524652;  // "RFRP" little-endian.
-inline constexpr uint16_t kHandshakeVersion = 1;
+// 2: shm wake words in shared segments (Hello.wake_offset).
+inline constexpr uint16_t kHandshakeVersion = 2;
 inline constexpr uint32_t kMaxFrameBytes = 64 * 1024;
 
 struct FrameHeader {

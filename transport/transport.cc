@@ -2,6 +2,7 @@
 
 #include "transport/transport.h"
 
+#include <atomic>
 #include <map>
 #include <string>
 
@@ -13,6 +14,8 @@
 namespace rfrpc {
 namespace transport {
 namespace {
+
+std::atomic<uint64_t> connection_failures{0};
 
 struct Registry {
   absl::Mutex mu;
@@ -134,6 +137,16 @@ std::string AddressHost(const std::string& address) {
   if (colon == std::string::npos) return "";
   return address.substr(0, colon);
 }
+
+uint64_t ConnectionFailures() {
+  return connection_failures.load(std::memory_order_acquire);
+}
+
+namespace internal {
+void CountConnectionFailure() {
+  connection_failures.fetch_add(1, std::memory_order_release);
+}
+}  // namespace internal
 
 }  // namespace transport
 }  // namespace rfrpc

@@ -432,6 +432,17 @@ struct ProviderOptions {
   std::string socket_dir;
 };
 
+// Connections of this process, of every provider, that have failed so far
+// (each counted once, when it first fails: its peer left, a completion
+// error, Fail()). A poller that walks its connections' status() to close
+// the failed ones can skip the walk while this has not moved. Thread-safe.
+uint64_t ConnectionFailures();
+
+namespace internal {
+// Providers call this once per connection, as it first fails.
+void CountConnectionFailure();
+}  // namespace internal
+
 class Provider {
  public:
   virtual ~Provider() = default;

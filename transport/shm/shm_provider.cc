@@ -786,6 +786,7 @@ void ConnState::Fail(const absl::Status& reason) {
                         "connection failed: ", reason.ToString()));
     failed_.store(true, std::memory_order_release);
   }
+  transport::internal::CountConnectionFailure();
   ::shutdown(sock_.get(), SHUT_RDWR);
 }
 

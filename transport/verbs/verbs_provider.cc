@@ -874,6 +874,7 @@ void VerbsConnection::MarkFailed(const absl::Status& reason) {
     failed_.store(true, std::memory_order_release);
     now_failed = status_;
   }
+  transport::internal::CountConnectionFailure();
   // A peer that leaves or a local close is the normal end of a connection;
   // completion errors and the like are worth a warning.
   if (reason.code() == absl::StatusCode::kCancelled ||
