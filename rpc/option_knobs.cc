@@ -331,58 +331,66 @@ const ServerKnob kServerKnobs[] = {
 #undef RFRPC_SERVER_VALUE_KNOB
 #undef RFRPC_SERVER_DURATION_KNOB
 
+template <typename Knob>
+const Knob* FindByName(absl::Span<const Knob> knobs, absl::string_view name) {
+  for (const Knob& k : knobs) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+template <typename Knob>
+const Knob* FindByField(absl::Span<const Knob> knobs, absl::string_view field) {
+  for (const Knob& k : knobs) {
+    if (k.field == field) return &k;
+  }
+  return nullptr;
+}
+
+// Sets knob `name` of `options`; `what` names the options type in the error
+// for an unknown name.
+template <typename Knob, typename Options>
+absl::Status SetByName(absl::Span<const Knob> knobs, absl::string_view what,
+                       absl::string_view name, absl::string_view value,
+                       Options* options) {
+  const Knob* k = FindByName(knobs, name);
+  if (k == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no ", what, " knob is named \"", name, "\""));
+  }
+  return k->set(value, options);
+}
+
 }  // namespace
 
 absl::Span<const ChannelKnob> ChannelKnobs() { return kKnobs; }
 
 const ChannelKnob* FindChannelKnob(absl::string_view name) {
-  for (const ChannelKnob& k : kKnobs) {
-    if (k.name == name) return &k;
-  }
-  return nullptr;
+  return FindByName(ChannelKnobs(), name);
 }
 
 const ChannelKnob* FindChannelKnobOfField(absl::string_view field) {
-  for (const ChannelKnob& k : kKnobs) {
-    if (k.field == field) return &k;
-  }
-  return nullptr;
+  return FindByField(ChannelKnobs(), field);
 }
 
 absl::Status SetChannelKnob(absl::string_view name, absl::string_view value,
                             ChannelOptions* options) {
-  const ChannelKnob* k = FindChannelKnob(name);
-  if (k == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("no ChannelOptions knob is named \"", name, "\""));
-  }
-  return k->set(value, options);
+  return SetByName(ChannelKnobs(), "ChannelOptions", name, value, options);
 }
 
 absl::Span<const ServerKnob> ServerKnobs() { return kServerKnobs; }
 
 const ServerKnob* FindServerKnob(absl::string_view name) {
-  for (const ServerKnob& k : kServerKnobs) {
-    if (k.name == name) return &k;
-  }
-  return nullptr;
+  return FindByName(ServerKnobs(), name);
 }
 
 const ServerKnob* FindServerKnobOfField(absl::string_view field) {
-  for (const ServerKnob& k : kServerKnobs) {
-    if (k.field == field) return &k;
-  }
-  return nullptr;
+  return FindByField(ServerKnobs(), field);
 }
 
 absl::Status SetServerKnob(absl::string_view name, absl::string_view value,
                            ServerOptions* options) {
-  const ServerKnob* k = FindServerKnob(name);
-  if (k == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("no ServerOptions knob is named \"", name, "\""));
-  }
-  return k->set(value, options);
+  return SetByName(ServerKnobs(), "ServerOptions", name, value, options);
 }
 
 }  // namespace rfrpc

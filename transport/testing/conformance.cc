@@ -820,6 +820,26 @@ WorkRequest NotifyWrite(const Env& env, uint64_t offset) {
   return wr;
 }
 
+// The peer's side of the wake-up races below: round i stores i into the
+// waiter's word 0, sometimes right away and sometimes after the waiter went
+// to sleep, sends a notify, and waits until the waiter saw it.
+void NotifyRounds(const Env& env, uint64_t rounds,
+                  const std::atomic<uint64_t>& seen,
+                  const std::atomic<bool>& failed) {
+  absl::BitGen gen;
+  for (uint64_t i = 1; i <= rounds && !failed.load(); ++i) {
+    std::memcpy(env.client_mem->data(), &i, 8);
+    if (absl::Bernoulli(gen, 0.3)) {
+      absl::SleepFor(absl::Microseconds(absl::Uniform(gen, 0, 300)));
+    }
+    WorkRequest wr = NotifyWrite(env, 0);
+    RFRPC_ASSERT_OK(env.client->Post({&wr, 1}));
+    ASSERT_TRUE(SpinUntil([&] { return seen.load() >= i || failed.load(); },
+                          absl::Seconds(10)))
+        << "round " << i;
+  }
+}
+
 TEST_P(TransportConformanceTest, NotifyWakesAnArmedWaiter) {
   EnvOptions o;
   o.cq.remote_wake = true;
@@ -961,19 +981,7 @@ TEST_P(TransportConformanceTest, ArmCheckSleepLosesNoWakeUp) {
       seen.store(want);
     }
   });
-  absl::BitGen gen;
-  for (uint64_t i = 1; i <= kRounds && !failed.load(); ++i) {
-    std::memcpy(env.client_mem->data(), &i, 8);
-    // Sometimes right away, sometimes after the waiter went to sleep.
-    if (absl::Bernoulli(gen, 0.3)) {
-      absl::SleepFor(absl::Microseconds(absl::Uniform(gen, 0, 300)));
-    }
-    WorkRequest wr = NotifyWrite(env, 0);
-    RFRPC_ASSERT_OK(env.client->Post({&wr, 1}));
-    ASSERT_TRUE(SpinUntil([&] { return seen.load() >= i || failed.load(); },
-                          absl::Seconds(10)))
-        << "round " << i;
-  }
+  NotifyRounds(env, kRounds, seen, failed);
   waiter.join();
   EXPECT_FALSE(failed.load());
   EXPECT_EQ(seen.load(), static_cast<uint64_t>(kRounds));
@@ -1033,18 +1041,7 @@ TEST_P(TransportConformanceTest,
       seen.store(want);
     }
   });
-  absl::BitGen gen;
-  for (uint64_t i = 1; i <= kRounds && !failed.load(); ++i) {
-    std::memcpy(env.client_mem->data(), &i, 8);
-    if (absl::Bernoulli(gen, 0.3)) {
-      absl::SleepFor(absl::Microseconds(absl::Uniform(gen, 0, 300)));
-    }
-    WorkRequest wr = NotifyWrite(env, 0);
-    RFRPC_ASSERT_OK(env.client->Post({&wr, 1}));
-    ASSERT_TRUE(SpinUntil([&] { return seen.load() >= i || failed.load(); },
-                          absl::Seconds(10)))
-        << "round " << i;
-  }
+  NotifyRounds(env, kRounds, seen, failed);
   waiter.join();
   EXPECT_FALSE(failed.load());
   EXPECT_EQ(seen.load(), static_cast<uint64_t>(kRounds));
