@@ -678,10 +678,6 @@ class ChannelImpl final : public Channel,
     return conns;
   }
 
-  // Advances async calls and abandoned slots; sleeps when there are none.
-  // Works on a snapshot of the connections, taken again only when Route
-  // has replaced one (generation_), so a round takes no lock but the
-  // connections' own.
   // The progress thread's long waits when all it drives is one
   // connection's calls waiting for notifying pushes: it sleeps on that
   // connection's queue (ClientConnection::SleepForPush) instead of a timer,
@@ -728,6 +724,10 @@ class ChannelImpl final : public Channel,
     std::vector<PendingCall*>* finished_ = nullptr;
   };
 
+  // Advances async calls and abandoned slots; sleeps when there are none.
+  // Works on a snapshot of the connections, taken again only when Route
+  // has replaced one (generation_), so a round takes no lock but the
+  // connections' own.
   void DriverLoop() {
     std::vector<PendingCall*> finished;
     std::vector<std::shared_ptr<ClientConnection>>& conns = driver_conns_;
