@@ -130,28 +130,8 @@ namespace rfrpc {
 namespace tools {
 
 absl::Status ApplyChannelFlags(ChannelOptions* o) {
-  ChannelOptions next = *o;
-  for (const ChannelKnob& k : ChannelKnobs()) {
-    const std::string flag = absl::StrCat("rfrpc_", k.name);
-    gflags::CommandLineFlagInfo info;
-    if (!gflags::GetCommandLineFlagInfo(flag.c_str(), &info)) {
-      return absl::InternalError(absl::StrCat("ChannelOptions knob ", k.name,
-                                              " has no flag --", flag));
-    }
-    if (info.is_default) continue;
-    const absl::Status s = k.set(info.current_value, &next);
-    if (!s.ok()) return BadFlag(flag, s.message());
-  }
-  std::string field;
-  const absl::Status valid = ValidateChannelOptions(next, &field);
-  if (!valid.ok()) {
-    const ChannelKnob* k = FindChannelKnobOfField(field);
-    return BadFlag(k != nullptr ? absl::StrCat("rfrpc_", k->name)
-                                : absl::StrCat("(ChannelOptions) ", field),
-                   valid.message());
-  }
-  *o = std::move(next);
-  return absl::OkStatus();
+  return ApplyKnobFlags(ChannelKnobs(), "ChannelOptions",
+                        &ValidateChannelOptions, &FindChannelKnobOfField, o);
 }
 
 std::string DescribeChannelOptions(const ChannelOptions& o) {

@@ -55,28 +55,8 @@ namespace rfrpc {
 namespace tools {
 
 absl::Status ApplyServerFlags(ServerOptions* o) {
-  ServerOptions next = *o;
-  for (const ServerKnob& k : ServerKnobs()) {
-    const std::string flag = absl::StrCat("rfrpc_", k.name);
-    gflags::CommandLineFlagInfo info;
-    if (!gflags::GetCommandLineFlagInfo(flag.c_str(), &info)) {
-      return absl::InternalError(
-          absl::StrCat("ServerOptions knob ", k.name, " has no flag --", flag));
-    }
-    if (info.is_default) continue;
-    const absl::Status s = k.set(info.current_value, &next);
-    if (!s.ok()) return BadFlag(flag, s.message());
-  }
-  std::string field;
-  const absl::Status valid = ValidateServerOptions(next, &field);
-  if (!valid.ok()) {
-    const ServerKnob* k = FindServerKnobOfField(field);
-    return BadFlag(k != nullptr ? absl::StrCat("rfrpc_", k->name)
-                                : absl::StrCat("(ServerOptions) ", field),
-                   valid.message());
-  }
-  *o = std::move(next);
-  return absl::OkStatus();
+  return ApplyKnobFlags(ServerKnobs(), "ServerOptions", &ValidateServerOptions,
+                        &FindServerKnobOfField, o);
 }
 
 std::string DescribeServerOptions(const ServerOptions& o) {
