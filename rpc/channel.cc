@@ -141,7 +141,9 @@ class ChannelImpl final : public Channel,
         address_(std::move(address)),
         options_(std::move(options)),
         retries_(options_.retries),
-        fetch_size_(options_.fetch_size) {}
+        fetch_size_(options_.fetch_size) {
+    for (auto& h : hot_lines_) h.store(this, std::memory_order_relaxed);
+  }
 
   // May run on the channel's own progress thread, from a callback that
   // dropped the last reference: that thread cannot join itself, so it is
@@ -224,6 +226,7 @@ class ChannelImpl final : public Channel,
     if (Prepare(&call, method_id, response, ctx)) {
       return Fail(&call, CancelledAtStart());
     }
+    const bool cold = StartsCold(call.start_ns);
     std::shared_ptr<ClientConnection> conn;
     absl::Status s = Route(ctx, &conn);
     if (!s.ok()) return Fail(&call, s);
@@ -257,7 +260,14 @@ class ChannelImpl final : public Channel,
       }
       RunCallbacks(conn.get(), &finished);
     }
-    CountSyncFinish(call);
+    const void* counted = CountSyncFinish(call);
+    if (cold) {
+      // Hints for the next call, which will likely find the channel cold
+      // too.
+      conn->PublishHotLines();
+      if (counted != nullptr)
+        method_hint_.store(counted, std::memory_order_relaxed);
+    }
     return call.status;
   }
 
@@ -268,7 +278,9 @@ class ChannelImpl final : public Channel,
     PendingCall* call = NewAsyncCall();
     call->sync = false;
     call->done = std::move(done);
-    if (Prepare(call, method_id, response, ctx)) {
+    const bool cancelled = Prepare(call, method_id, response, ctx);
+    StartsCold(call->start_ns);
+    if (cancelled) {
       (void)Fail(call, CancelledAtStart());
       std::vector<PendingCall*> one{call};
       RunCallbacks(nullptr, &one);
@@ -447,8 +459,11 @@ class ChannelImpl final : public Channel,
     ChannelOptions opts = options_;
     opts.retries = retries_.load();
     opts.fetch_size = fetch_size_.load();
-    return ClientConnection::Connect(provider_.get(), address_, worker, opts,
-                                     &counters_);
+    RFRPC_ASSIGN_OR_RETURN(std::unique_ptr<ClientConnection> conn,
+                           ClientConnection::Connect(provider_.get(), address_,
+                                                     worker, opts, &counters_));
+    conn->SetHotLinesSink(hot_lines_);
+    return conn;
   }
 
   static std::shared_ptr<ClientConnection> Get(const ConnSlot* slot) {
@@ -495,12 +510,35 @@ class ChannelImpl final : public Channel,
   }
 
   // Per-method counts of a sync call that is returning.
-  void CountSyncFinish(const PendingCall& call) {
-    if (!call_counters_.enabled()) return;
-    call_counters_.Finished(
-        call.method_id, call.status.ok() ? 0 : static_cast<int>(call.status.code()),
+  // Returns the counters it updated (null: none; a prefetch hint).
+  const void* CountSyncFinish(const PendingCall& call) {
+    if (!call_counters_.enabled()) return nullptr;
+    return call_counters_.Finished(
+        call.method_id,
+        call.status.ok() ? 0 : static_cast<int>(call.status.code()),
         FinishNs(call) - call.start_ns);
   }
+
+  // Whether the call starting at `now_ns` finds the channel cold: no call
+  // started on it for kColdAfterNs (a client cycling through many channels).
+  // If so, prefetches what the call reads first, at once
+  // (ClientConnection::SetHotLinesSink): the misses then overlap instead of
+  // forming a chain. The start stamp is stored at most every kStampEveryNs,
+  // so threads calling a hot channel do not all write its line.
+  bool StartsCold(int64_t now_ns) {
+    const int64_t last = last_start_ns_.load(std::memory_order_relaxed);
+    if (now_ns - last < kStampEveryNs) return false;
+    last_start_ns_.store(now_ns, std::memory_order_relaxed);
+    if (now_ns - last < kColdAfterNs) return false;
+    for (const auto& h : hot_lines_) {
+      __builtin_prefetch(h.load(std::memory_order_relaxed), 1);
+    }
+    __builtin_prefetch(call_counters_.owners_line(), 1);
+    __builtin_prefetch(method_hint_.load(std::memory_order_relaxed), 1);
+    return true;
+  }
+  static constexpr int64_t kStampEveryNs = 2'000;
+  static constexpr int64_t kColdAfterNs = 20'000;
 
   // When `call` finished: as its connection's progress round saw it, or
   // now if it never reached a connection.
@@ -816,6 +854,11 @@ class ChannelImpl final : public Channel,
   std::vector<std::unique_ptr<ConnSlot>> conns_;
   // Per-method counts, kept per calling thread.
   internal::ClientMethodCounters call_counters_;
+  // Prefetch hints (StartsCold): the connections' (PublishHotLines) and
+  // the counters of a cold sync call's method.
+  std::atomic<const void*> hot_lines_[ClientConnection::kHotLines];
+  std::atomic<const void*> method_hint_{this};
+  std::atomic<int64_t> last_start_ns_{0};  // StartsCold.
 
   const std::string address_;
   const ChannelOptions options_;

@@ -119,6 +119,49 @@ absl::Duration ClientConnection::fetch_delay() const {
   return absl::Nanoseconds(timing_.delay_ns());
 }
 
+void ClientConnection::SetHotLinesSink(std::atomic<const void*>* sink) {
+  MutexLock lock(&mu_);
+  hot_sink_ = sink;
+  PublishHotLinesLocked();
+}
+
+void ClientConnection::PublishHotLines() {
+  MutexLock lock(&mu_);
+  if (hot_sink_ != nullptr) PublishHotLinesLocked();
+}
+
+void ClientConnection::PublishHotLinesLocked() {
+  const void* lines[kHotLines];
+  int n = 0;
+  auto add = [&](const void* p) {
+    if (n < kHotLines) lines[n++] = p;
+  };
+  // This object's per-call fields (a few lines from mu_ on).
+  for (const char* p = reinterpret_cast<const char*>(&mu_);
+       p <= reinterpret_cast<const char*>(&publish_posted_ns_); p += 64) {
+    add(p);
+  }
+  // The slot the next call takes, and its buffers.
+  const uint32_t s = free_slots_.empty() ? 0 : free_slots_.back();
+  add(&slots_[s]);
+  add(reinterpret_cast<const char*>(&slots_[s]) + 64);
+  if (!free_slots_.empty()) add(&free_slots_.back());
+  add(staging(s));
+  add(fetch_buf(s));
+  // The channel's per-call counters (two lines).
+  add(counters_);
+  add(reinterpret_cast<const char*>(counters_) + 64);
+  const transport::RemoteRegion request =
+      server_region_.Slice(layout_.RequestSlotOffset(s), 64);
+  n += conn_->HotLines(absl::MakeConstSpan(&request, 1), lines + n,
+                       kHotLines - n);
+  n += cq_->HotLines(lines + n, kHotLines - n);
+  // Unused entries repeat the first: the channel prefetches no null.
+  for (int i = 0; i < kHotLines; ++i) {
+    hot_sink_[i].store(lines[i < n ? i : 0], std::memory_order_relaxed);
+  }
+}
+
 int ClientConnection::busy_slots() const {
   MutexLock lock(&mu_);
   return busy_slots_;

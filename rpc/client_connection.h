@@ -218,6 +218,20 @@ class alignas(64) ClientConnection {
   // Slots holding a call or a batch now.
   int busy_slots() const;
 
+  // Prefetch hints. A client calling round robin over thousands of
+  // connections finds each one cold, and its call then waits on a chain of
+  // dependent misses (channel, connection, slot, transport connection,
+  // completion queue, ...). PublishHotLines writes the addresses the next
+  // call reads first into the sink (kHotLines entries, relaxed stores; at
+  // once when the sink is set, then whenever asked), and the channel
+  // prefetches them all at the start of that call: the misses overlap
+  // instead of adding up. `sink` must outlive the connection; several
+  // connections may share it, and one replaced by a reconnect may leave its
+  // addresses there: hints only, a prefetch never faults.
+  static constexpr int kHotLines = 32;
+  void SetHotLinesSink(std::atomic<const void*>* sink);
+  void PublishHotLines();
+
  private:
   enum class Phase : uint8_t {
     kFree,
@@ -379,6 +393,8 @@ class alignas(64) ClientConnection {
   void WriteModeWord() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FailLocked(absl::Status status, std::vector<PendingCall*>* finished)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes the hints (SetHotLinesSink) for the next call.
+  void PublishHotLinesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Posts a request (or batch) WRITE list for slot `s` at `now`, with the
   // doorbell WRITEs after it unless the slot is hot (docs/rpc.md "Work
   // discovery"). `wrs` has room for two more entries past `n`.
@@ -541,6 +557,7 @@ class alignas(64) ClientConnection {
   std::atomic<int> adding_{0};
   bool publish_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   int64_t publish_posted_ns_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<const void*>* hot_sink_ ABSL_GUARDED_BY(mu_) = nullptr;
   // Colder: batching's sizer, the other methods' policies, the options.
   double reply_ns_ ABSL_GUARDED_BY(mu_) = 0;        // EWMA of server-reply latency.
   // Mode buckets whose last result took the server at least kLongWaitNs:

@@ -325,6 +325,10 @@ ClientMethodCounters::~ClientMethodCounters() {
   shared_->closed.store(true, std::memory_order_release);
 }
 
+const void* ClientMethodCounters::owners_line() const {
+  return &shared_->owners;
+}
+
 uint64_t ClientMethodCounters::block_claims() const {
   return shared_->claims.load(std::memory_order_relaxed);
 }

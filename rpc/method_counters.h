@@ -170,13 +170,17 @@ class ClientMethodCounters {
   ClientMethodCounters& operator=(const ClientMethodCounters&) = delete;
 
   bool enabled() const { return enabled_; }
-  void Finished(uint32_t method_id, int code, int64_t latency_ns) {
-    if (enabled_) {
-      ForThisThread(method_id, [code, latency_ns](MethodCounters* m) {
-        m->Finish(code, latency_ns);
-      });
-    }
+  // Returns the counters it updated (a prefetch hint), or null.
+  const MethodCounters* Finished(uint32_t method_id, int code,
+                                 int64_t latency_ns) {
+    if (!enabled_) return nullptr;
+    return ForThisThread(method_id, [code, latency_ns](MethodCounters* m) {
+      m->Finish(code, latency_ns);
+    });
   }
+  // The line a calling thread reads first to find its counters (a
+  // prefetch hint).
+  const void* owners_line() const;
 
   // Every method's counts, summed over threads, sorted by id; names empty.
   std::vector<MethodStats> Snapshot() const;
@@ -193,8 +197,10 @@ class ClientMethodCounters {
   struct Shared;  // The blocks; outlives the object while threads hold some.
 
  private:
+  // Runs `f` on the calling thread's counters of `method_id`; returns
+  // them, or null if it took the shared fallback (RecordLocked).
   template <typename F>
-  void ForThisThread(uint32_t method_id, F f);
+  MethodCounters* ForThisThread(uint32_t method_id, F f);
 
   const bool enabled_;
   const std::shared_ptr<Shared> shared_;
@@ -210,16 +216,17 @@ void RecordLocked(ClientMethodCounters::Shared* shared, uint32_t id,
                   void (*f)(MethodCounters*, const void*), const void* arg);
 
 template <typename F>
-void ClientMethodCounters::ForThisThread(uint32_t method_id, F f) {
+MethodCounters* ClientMethodCounters::ForThisThread(uint32_t method_id, F f) {
   MethodCounters* m = CountersOf(shared_, method_id);
   if (m == nullptr) {
     RecordLocked(
         shared_.get(), method_id,
         [](MethodCounters* m, const void* arg) { (*static_cast<const F*>(arg))(m); },
         &f);
-    return;
+    return nullptr;
   }
   f(m);
+  return m;
 }
 
 }  // namespace internal

@@ -296,6 +296,15 @@ class CompletionQueue {
                                  // verbs: notify receives consumed).
   };
   virtual Stats stats() const = 0;
+
+  // Prefetch hints: up to `max` addresses, into `out`, of the memory the
+  // next Poll() and the next signaled post read first (the queue's indexes
+  // and the cells they name); returns how many. For a caller that cycles
+  // through thousands of queues and finds each one cold: it prefetches them
+  // all at once rather than missing on them one after another. They may be
+  // stale when used (a prefetch never faults). Not concurrently with
+  // Poll(). Default: none.
+  virtual int HotLines(const void** /*out*/, int /*max*/) const { return 0; }
 };
 
 // What a side of a connection knows about its peer after the handshake.
@@ -351,6 +360,16 @@ class Connection {
   // ConnectionSetup::max_inline asked for, or less if the provider granted
   // less (verbs: the queue pair's max_inline_data).
   virtual uint32_t max_inline() const = 0;
+
+  // Prefetch hints for the next Post() (as CompletionQueue::HotLines): the
+  // connection's own state it reads first, then, where the provider can
+  // tell, the local lines behind the peer ranges it will WRITE, `writes`
+  // (shm: our mapping of the peer's memory; verbs: none, the NIC writes
+  // them). Default: none.
+  virtual int HotLines(absl::Span<const RemoteRegion> /*writes*/,
+                       const void** /*out*/, int /*max*/) const {
+    return 0;
+  }
 
   const ConnectionInfo& peer() const { return *peer_; }
   uint64_t id() const { return id_; }

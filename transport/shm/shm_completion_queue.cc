@@ -169,6 +169,16 @@ void FutexWake(std::atomic<uint32_t>* word) {
             nullptr, nullptr, 0);
 }
 
+int ShmCompletionQueue::HotLines(const void** out, int max) const {
+  const uint64_t tail = tail_.load(std::memory_order_relaxed);
+  const void* lines[] = {&tail_, &head_, &cell(head_), &cell(tail)};
+  int n = 0;
+  for (const void* p : lines) {
+    if (n < max) out[n++] = p;
+  }
+  return n;
+}
+
 bool ShmCompletionQueue::HeadReady(std::memory_order order) {
   return cell(head_).seq.load(order) == head_ + 1;
 }

@@ -120,6 +120,7 @@ class ShmCompletionQueue final : public CompletionQueue {
                                 absl::Duration timeout) override;
   absl::Status WaitWoken(absl::Duration timeout) override;
   Stats stats() const override;
+  int HotLines(const void** out, int max) const override;
 
   // The segment holding the wake word and the word's offset in it, or null
   // without CompletionQueueOptions::remote_wake.
@@ -163,7 +164,7 @@ class ShmCompletionQueue final : public CompletionQueue {
   ShmCompletionQueue(const CompletionQueueOptions& options,
                      std::unique_ptr<WakeWordLease> wake_lease);
 
-  Cell& cell(uint64_t t) {
+  Cell& cell(uint64_t t) const {
     return cells_[mask_ != 0 ? (t & mask_) : (t % cap_)];
   }
   void Fill(uint64_t t, const Completion* c);

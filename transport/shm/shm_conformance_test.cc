@@ -179,6 +179,48 @@ TEST(ShmProviderTest, PostListLongerThanMaxOutstandingIsRefused) {
             absl::StatusCode::kResourceExhausted);
 }
 
+// Connection::HotLines names, after the connection's own state, our
+// mapping of the peer memory a WRITE will land in: a WRITE posted there is
+// read back through the hinted address. Ranges the connection may not
+// WRITE get no line, and `max` bounds the count.
+TEST(ShmProviderTest, HotLinesNameWhereAWriteLands) {
+  Shm shm;
+  shm.Connect({}, 256);
+  const RemoteRegion target = shm.client->peer().regions[0].Slice(192, 8);
+  const void* lines[32];
+  const int n =
+      shm.client->HotLines(absl::MakeConstSpan(&target, 1), lines, 32);
+  ASSERT_GE(n, 2);
+  const int own = shm.client->HotLines({}, lines, 32);
+  EXPECT_EQ(own, n - 1);
+  ASSERT_EQ(shm.client->HotLines(absl::MakeConstSpan(&target, 1), lines, 32),
+            n);
+  const char* hinted = static_cast<const char*>(lines[n - 1]);
+  std::memcpy(shm.mem->data(), "hotlines", 8);
+  WorkRequest wr = WorkRequest::Write(1, shm.mem.get(), 0, 8, target, 0);
+  wr.signaled = true;
+  ASSERT_TRUE(shm.client->Post({&wr, 1}).ok());
+  Completion c;
+  ASSERT_EQ(*shm.cq->Wait({&c, 1}, absl::Seconds(10)), 1);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(std::string(hinted, 8), "hotlines");
+
+  RemoteRegion foreign = target;
+  foreign.rkey ^= 1;
+  EXPECT_EQ(shm.client->HotLines(absl::MakeConstSpan(&foreign, 1), lines, 32),
+            own);
+  RemoteRegion past_end = shm.client->peer().regions[0];
+  past_end.addr += past_end.length;
+  past_end.length = 8;
+  EXPECT_EQ(shm.client->HotLines(absl::MakeConstSpan(&past_end, 1), lines, 32),
+            own);
+  EXPECT_EQ(shm.client->HotLines(absl::MakeConstSpan(&target, 1), lines, 1), 1);
+
+  // The completion queue names its indexes and the cells they point at.
+  EXPECT_EQ(shm.cq->HotLines(lines, 32), 4);
+  EXPECT_EQ(shm.cq->HotLines(lines, 3), 3);
+}
+
 TEST(ShmProviderTest, AdaptivePollingSpinsBeforeBlocking) {
   CompletionQueueOptions o;
   o.max_retry = 500;

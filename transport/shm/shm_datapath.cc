@@ -219,6 +219,22 @@ absl::Status ShmConnection::PostOnFailed(absl::Span<const WorkRequest> wrs) {
   return state_->status();
 }
 
+int ShmConnection::HotLines(absl::Span<const RemoteRegion> writes,
+                            const void** out, int max) const {
+  // The object (counters, targets) and the failed flag.
+  int n = 0;
+  const char* p = reinterpret_cast<const char*>(this);
+  for (size_t off = 0; off < sizeof(*this) && n < max; off += 64) {
+    out[n++] = p + off;
+  }
+  if (n < max) out[n++] = state_->failed_line();
+  for (const RemoteRegion& w : writes) {
+    const char* at = Translate(w.rkey, w.addr, w.length, /*write=*/true);
+    if (at != nullptr && n < max) out[n++] = at;
+  }
+  return n;
+}
+
 absl::Status ShmConnection::Post(absl::Span<const WorkRequest> wrs) {
   // Fast path: one request that validates. Same checks, same effects and
   // same counters as PostList, minus its bookkeeping; every error case

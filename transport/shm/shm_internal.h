@@ -97,6 +97,8 @@ class ConnState {
   void Fail(const absl::Status& reason);
   absl::Status status() const;
   bool failed() const { return failed_.load(std::memory_order_acquire); }
+  // The line failed() reads (ShmConnection::HotLines).
+  const void* failed_line() const { return &failed_; }
 
   int sock() const { return sock_.get(); }
   const PeerMemory& peer() const { return peer_; }
@@ -153,6 +155,8 @@ class ShmConnection final : public Connection {
   absl::Status status() const override { return state_->status(); }
   void Fail(absl::Status reason) override { state_->Fail(reason); }
   uint32_t max_inline() const override { return max_inline_; }
+  int HotLines(absl::Span<const RemoteRegion> writes, const void** out,
+               int max) const override;
 
  private:
   // The peer's regions as the datapath checks them: bounds precomputed,
