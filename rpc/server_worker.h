@@ -191,6 +191,9 @@ struct ServerConnection {
 
 // Hot slots a worker polls at most (WorkFinder::Options::max_hot).
 inline constexpr size_t kMaxHotSlots = 128;
+// Bell groups a worker reads directly, without the summary, while its
+// connections fit in them (WorkFinder::Options::direct_groups).
+inline constexpr uint32_t kDirectGroups = 4;
 
 // Doorbells per worker: max_connections rounded up to whole groups (any
 // worker may be asked for every connection).

@@ -2,8 +2,9 @@
 
 #include "rpc/work_finder.h"
 
-#include <cstdint>
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <cstring>
 
 #include "glog/logging.h"
@@ -22,7 +23,10 @@ WorkFinder::WorkFinder(char* bells, const Options& options)
     : bells_(bells),
       layout_(wire::BellsLayout{options.capacity}),
       options_(options),
-      table_(options.capacity) {
+      table_(options.capacity),
+      direct_seen_(std::min<size_t>(
+          options.capacity,
+          size_t{options.direct_groups} * wire::BellsLayout::kGroup)) {
   CHECK_EQ(options.capacity % 64, 0u);
   CHECK_EQ(reinterpret_cast<uintptr_t>(bells) % 8, 0u);
 }
@@ -40,6 +44,7 @@ void WorkFinder::Add(uint32_t bell, uint32_t slots) {
   added_.push_back(bell);
   summary_words_ = std::max<size_t>(
       summary_words_, wire::BellsLayout::SummaryOffset(bell) / 8 + 1);
+  groups_ = std::max<uint32_t>(groups_, bell / wire::BellsLayout::kGroup + 1);
 }
 
 void WorkFinder::Remove(uint32_t bell) {
@@ -98,6 +103,17 @@ void WorkFinder::KeepPolling(uint32_t bell, uint32_t slot, int64_t now) {
 }
 
 bool WorkFinder::AnyRung() const {
+  if (direct()) {
+    for (uint32_t bell = 0; bell < groups_ * wire::BellsLayout::kGroup;
+         ++bell) {
+      const Bell& b = table_[bell];
+      if (b.used &&
+          LoadAcquire64(bells_ + layout_.WordOffset(bell)) != b.last_word) {
+        return true;
+      }
+    }
+    return false;
+  }
   // A word the last Collect took but has not cleared holds only rings
   // taken already, unless another landed since; either way it is reported.
   const size_t words = summary_words_;
@@ -130,6 +146,30 @@ void WorkFinder::TakeGroup(uint32_t group, std::vector<Candidate>* out) {
   }
 }
 
+void WorkFinder::TakeGroupIfChanged(uint32_t group,
+                                    std::vector<Candidate>* out) {
+  constexpr uint32_t kGroup = wire::BellsLayout::kGroup;
+  const uint32_t first = group * kGroup;
+  uint64_t* seen = &direct_seen_[first];
+  // The group's words are one line (8-byte aligned words at WordOffset):
+  // relaxed loads, or-ed differences, one branch; the fence orders what a
+  // changed word announces (the request) after it.
+  const auto* line =
+      reinterpret_cast<const uint64_t*>(bells_ + layout_.WordOffset(first));
+  uint64_t words[kGroup];
+  uint64_t diff = 0;
+  for (uint32_t i = 0; i < kGroup; ++i) {
+    words[i] = __atomic_load_n(line + i, __ATOMIC_RELAXED);
+    diff |= words[i] ^ seen[i];
+  }
+  if (diff == 0) return;
+  std::atomic_thread_fence(std::memory_order_acquire);
+  for (uint32_t i = 0; i < kGroup; ++i) {
+    seen[i] = words[i];
+    if (table_[first + i].used) TakeWord(first + i, words[i], out);
+  }
+}
+
 void WorkFinder::TakeTaken(size_t w, uint64_t taken,
                            std::vector<Candidate>* out) {
   for (uint32_t byte = 0; taken != 0; ++byte, taken >>= 8) {
@@ -158,6 +198,9 @@ void WorkFinder::Collect(int64_t now, std::vector<Candidate>* out) {
     TakeTaken(w, taken, out);
   }
   uncleared_.clear();
+  if (direct()) {
+    for (uint32_t g = 0; g < groups_; ++g) TakeGroupIfChanged(g, out);
+  }
   for (size_t i = 0; i < hot_.size();) {
     const Hot h = hot_[i];
     out->push_back(Candidate{h.bell, h.slot});
@@ -171,7 +214,7 @@ void WorkFinder::Collect(int64_t now, std::vector<Candidate>* out) {
   // summary word is cleared next round. Clearing first would put the
   // exchange's round trip for the line (the client's byte store owns it)
   // between the ring and its request on every doorbell call.
-  const size_t words = summary_words_;
+  const size_t words = direct() ? 0 : summary_words_;
   for (size_t w = 0; w < words; ++w) {
     const uint64_t rang = LoadAcquire64(bells_ + 8 * w);
     if (rang == 0) continue;

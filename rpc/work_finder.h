@@ -14,7 +14,10 @@
 //     ring between the load and the clear is lost, and it fences the reads
 //     of the bell words it took, which it reads again): the clear is off
 //     the path between a ring and its request. An idle worker with N
-//     connections reads N / 64 summary words.
+//     connections reads N / 64 summary words. While its bells in use fit
+//     in Options::direct_groups groups, it reads their bell words directly
+//     instead (a line per group, every round): one line transfer fewer
+//     between a ring and its request.
 //   - Hot slots. A slot served twice within the hot window is kept in a
 //     short list and looked at every round for `hot_window` after each
 //     request (OnServed says so, and the response carries
@@ -55,6 +58,12 @@ class WorkFinder {
     // Hot slots at most: a slot is not made hot while the list is full (its
     // client then rings), which bounds what a round costs.
     size_t max_hot = 128;
+    // While every bell in use lies in the first `direct_groups` groups
+    // (kGroup bells, one line of bell words each), Collect reads those
+    // groups' bell words every round instead of the summary: one line
+    // transfer fewer between a ring and its request, for a bounded read of
+    // at most this many lines a round. 0: always the summary.
+    uint32_t direct_groups = 0;
   };
 
   // A slot to look at.
@@ -122,6 +131,10 @@ class WorkFinder {
   void MakeHot(Bell& b, uint32_t bell, uint32_t slot, int64_t until);
   void DropHot(size_t i);
   void TakeGroup(uint32_t group, std::vector<Candidate>* out);
+  // Direct mode: takes `group` if its line of bell words changed since
+  // this last looked (a line's 8 compares per round, nothing more, while
+  // no client rings).
+  void TakeGroupIfChanged(uint32_t group, std::vector<Candidate>* out);
   // Takes every group whose byte is set in summary word `w`'s value.
   void TakeTaken(size_t w, uint64_t taken, std::vector<Candidate>* out);
   // Names the slots `word` asks for, if it differs from the last one seen.
@@ -137,6 +150,12 @@ class WorkFinder {
   // out lowest first, so with N connections Collect reads about N / 64
   // words, not capacity / 64. Only grows (a freed bell may be rung late).
   size_t summary_words_ = 0;
+  // Groups that can hold a bell in use (bells lowest first; only grows).
+  uint32_t groups_ = 0;
+  // Direct mode: the bell words as TakeGroupIfChanged last read them (of
+  // every bell of the direct groups, used or not).
+  std::vector<uint64_t> direct_seen_;
+  bool direct() const { return groups_ <= options_.direct_groups; }
   // Summary words whose rings the last Collect took, to clear in the next.
   std::vector<size_t> uncleared_;
   uint64_t rings_ = 0;

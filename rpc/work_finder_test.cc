@@ -22,11 +22,12 @@ constexpr int64_t kWindow = 20000;
 
 class WorkFinderTest : public ::testing::Test {
  protected:
-  explicit WorkFinderTest(uint32_t capacity = 256)
+  explicit WorkFinderTest(uint32_t capacity = 256, uint32_t direct_groups = 0)
       : layout_{capacity},
         mem_((layout_.Bytes() + 7) / 8, 0),
         finder_(reinterpret_cast<char*>(mem_.data()),
-                WorkFinder::Options{capacity, kWindow, /*max_hot=*/4}) {}
+                WorkFinder::Options{capacity, kWindow, /*max_hot=*/4,
+                                    direct_groups}) {}
 
   char* bells() { return reinterpret_cast<char*>(mem_.data()); }
 
@@ -237,6 +238,55 @@ TEST_F(WorkFinderTest, RemoveDropsHotSlots) {
   finder_.Remove(1);
   EXPECT_EQ(finder_.hot(), 1u);
   EXPECT_EQ(Collect(20), (Set{{2, 3}}));
+}
+
+// A worker whose connections fit in 2 groups (16 bells) reads their bell
+// words every round, without the summary.
+class WorkFinderDirectTest : public WorkFinderTest {
+ protected:
+  WorkFinderDirectTest() : WorkFinderTest(256, /*direct_groups=*/2) {}
+
+  // A bell word alone, as if its summary byte's WRITE were still in flight
+  // (or as if the worker never read summaries).
+  void RingWordOnly(uint32_t bell, uint32_t mask) {
+    const uint64_t word = wire::BellWord(++count_[bell], mask);
+    std::memcpy(bells() + layout_.WordOffset(bell), &word, 8);
+  }
+};
+
+TEST_F(WorkFinderDirectTest, ARingIsFoundWithoutItsSummaryByte) {
+  Add(3, 8);
+  Add(12, 8);
+  EXPECT_TRUE(Collect(0).empty());
+  EXPECT_FALSE(finder_.AnyRung());
+  RingWordOnly(12, wire::SlotBit(5));
+  EXPECT_TRUE(finder_.AnyRung());
+  EXPECT_EQ(Collect(1), (Set{{12, 5}}));
+  EXPECT_FALSE(finder_.AnyRung());
+  EXPECT_TRUE(Collect(2).empty()) << "a ring is named once";
+  EXPECT_EQ(finder_.rings(), 1u);
+}
+
+TEST_F(WorkFinderDirectTest, SummaryBytesNeitherNameWorkNorKeepAWorkerAwake) {
+  // Clients still write their summary byte (they cannot know how the
+  // worker looks); in direct mode nothing clears it, so it must not count.
+  Add(1, 8);
+  Ring(1, wire::SlotBit(2));
+  EXPECT_EQ(Collect(0), (Set{{1, 2}}));
+  ASSERT_NE(bells()[wire::BellsLayout::SummaryOffset(1)], 0);
+  EXPECT_FALSE(finder_.AnyRung());
+  EXPECT_TRUE(Collect(1).empty());
+}
+
+TEST_F(WorkFinderDirectTest, ABellPastTheDirectGroupsTurnsTheSummaryOn) {
+  Add(2, 8);
+  Add(16, 8);  // Group 2: three groups in use, past direct_groups.
+  RingWordOnly(2, wire::SlotBit(1));
+  EXPECT_TRUE(Collect(0).empty()) << "the summary decides again";
+  bells()[wire::BellsLayout::SummaryOffset(2)] = 1;
+  EXPECT_EQ(Collect(1), (Set{{2, 1}}));
+  Ring(16, wire::SlotBit(0));
+  EXPECT_EQ(Collect(2), (Set{{16, 0}}));
 }
 
 class WorkFinderScaleTest : public WorkFinderTest {
