@@ -140,8 +140,7 @@ class ChannelImpl final : public Channel,
         call_counters_(options.method_stats),
         address_(std::move(address)),
         options_(std::move(options)),
-        retries_(options_.retries),
-        fetch_size_(options_.fetch_size) {
+        fetch_params_(Pack(options_.retries, options_.fetch_size)) {
     for (auto& h : hot_lines_) h.store(this, std::memory_order_relaxed);
   }
 
@@ -350,21 +349,28 @@ class ChannelImpl final : public Channel,
   }
 
   absl::Status SetFetchParams(int retries, uint32_t fetch_size) override {
-    if (retries < 1 || fetch_size < wire::kHeaderBytes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "SetFetchParams: retries ", retries, " (need >= 1), fetch_size ",
-          fetch_size, " (need >= ", wire::kHeaderBytes, ")"));
+    // The bounds Channel::Create and the flags check, with their message.
+    ChannelOptions probe = options_;
+    probe.retries = retries;
+    probe.fetch_size = fetch_size;
+    absl::Status valid = ValidateChannelOptions(probe);
+    if (!valid.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("SetFetchParams: ", valid.message()));
     }
-    retries_.store(retries);
-    fetch_size_.store(fetch_size);
+    fetch_params_.store(Pack(retries, fetch_size));
+    // A connection that Route installs meanwhile takes them there (it reads
+    // them again under its slot's lock, which this takes next).
     for (const auto& slot : conns_) {
       std::shared_ptr<ClientConnection> c = Get(slot.get());
       if (c) c->SetFetchParams(retries, fetch_size);
     }
     return absl::OkStatus();
   }
-  int retries() const override { return retries_.load(); }
-  uint32_t fetch_size() const override { return fetch_size_.load(); }
+  int retries() const override { return Retries(fetch_params_.load()); }
+  uint32_t fetch_size() const override {
+    return FetchSize(fetch_params_.load());
+  }
 
   int batch_size() const override {
     switch (options_.batch) {
@@ -457,8 +463,9 @@ class ChannelImpl final : public Channel,
 
   absl::StatusOr<std::unique_ptr<ClientConnection>> Open(int worker) {
     ChannelOptions opts = options_;
-    opts.retries = retries_.load();
-    opts.fetch_size = fetch_size_.load();
+    const uint64_t params = fetch_params_.load();
+    opts.retries = Retries(params);
+    opts.fetch_size = FetchSize(params);
     RFRPC_ASSIGN_OR_RETURN(std::unique_ptr<ClientConnection> conn,
                            ClientConnection::Connect(provider_.get(), address_,
                                                      worker, opts, &counters_));
@@ -602,6 +609,10 @@ class ChannelImpl final : public Channel,
       LOG(INFO) << "rfrpc channel reconnected to " << address_;
       old = std::move(slot->conn);
       slot->conn = std::move(*fresh);
+      // SetFetchParams may have run since Open read R and F: it reaches
+      // this slot after this lock, or stored them before this load.
+      const uint64_t params = fetch_params_.load();
+      slot->conn->SetFetchParams(Retries(params), FetchSize(params));
       *out = slot->conn;
       result = s;
     }
@@ -866,8 +877,15 @@ class ChannelImpl final : public Channel,
   internal::ChannelCounters counters_;
   int server_workers_ = 1;
   std::atomic<uint64_t> next_{0};
-  std::atomic<int> retries_{0};
-  std::atomic<uint32_t> fetch_size_{0};
+  // The runtime R and F, held once (SetFetchParams; new connections take
+  // them from here), in one word so that no reader sees one's old value
+  // with the other's new one.
+  static uint64_t Pack(int retries, uint32_t fetch_size) {
+    return (uint64_t{static_cast<uint32_t>(retries)} << 32) | fetch_size;
+  }
+  static int Retries(uint64_t p) { return static_cast<int>(p >> 32); }
+  static uint32_t FetchSize(uint64_t p) { return static_cast<uint32_t>(p); }
+  std::atomic<uint64_t> fetch_params_;
 
   Mutex driver_mu_;
   std::condition_variable driver_cv_;

@@ -109,6 +109,34 @@ TEST_F(RpcE2eTest, EchoInEveryMode) {
 // always are), and a call's
 // request goes in one post list with its doorbell, each READ in one of its
 // own. The counts are the transport's own (ChannelStats::wqes and friends).
+// The runtime R and F: SetFetchParams checks what Channel::Create checks,
+// with the same message, and a bad value changes nothing.
+TEST_F(RpcE2eTest, SetFetchParamsChecksWhatCreateChecks) {
+  StartServer(1);
+  auto ch = Connect(RpcMode::kRemoteFetch);
+  ASSERT_NE(ch, nullptr);
+  const struct {
+    int retries;
+    uint32_t fetch_size;
+  } bad[] = {{0, 256}, {(1 << 20) + 1, 256}, {5, 8}, {5, (1u << 24) + 1}};
+  for (const auto& b : bad) {
+    ChannelOptions o;
+    o.retries = b.retries;
+    o.fetch_size = b.fetch_size;
+    const absl::Status want = ValidateChannelOptions(o);
+    ASSERT_FALSE(want.ok());
+    const absl::Status got = ch->SetFetchParams(b.retries, b.fetch_size);
+    EXPECT_EQ(got.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(got.message(), absl::StrCat("SetFetchParams: ", want.message()));
+    EXPECT_EQ(ch->retries(), ChannelOptions().retries);
+    EXPECT_EQ(ch->fetch_size(), ChannelOptions().fetch_size);
+  }
+  ASSERT_TRUE(ch->SetFetchParams(3, 512).ok());
+  EXPECT_EQ(ch->retries(), 3);
+  EXPECT_EQ(ch->fetch_size(), 512u);
+  ExpectEcho(ch.get(), 1, 2000);
+}
+
 TEST_F(RpcE2eTest, WhatACallPostsFollowsInlineAndSignalOptions) {
   StartServer(1);
   struct Case {
