@@ -83,7 +83,7 @@ ServerWorker::ServerWorker(int index, const ServerOptions& options,
       finder_(bells_->data(),
               WorkFinder::Options{BellCapacity(options),
                                   absl::ToInt64Nanoseconds(options.hot_window),
-                                  kMaxHotSlots, kDirectGroups}),
+                                  kMaxHotSlots, kDirectGroups, kMaxHotGroups}),
       by_bell_(BellCapacity(options), nullptr),
       method_counters_(method_counters) {
   MutexLock lock(&bells_mu_);

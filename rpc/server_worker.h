@@ -194,6 +194,9 @@ inline constexpr size_t kMaxHotSlots = 128;
 // Bell groups a worker reads directly, without the summary, while its
 // connections fit in them (WorkFinder::Options::direct_groups).
 inline constexpr uint32_t kDirectGroups = 4;
+// Past them, groups read directly for a window after a ring
+// (WorkFinder::Options::max_hot_groups).
+inline constexpr uint32_t kMaxHotGroups = 8;
 
 // Doorbells per worker: max_connections rounded up to whole groups (any
 // worker may be asked for every connection).

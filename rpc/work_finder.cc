@@ -24,9 +24,15 @@ WorkFinder::WorkFinder(char* bells, const Options& options)
       layout_(wire::BellsLayout{options.capacity}),
       options_(options),
       table_(options.capacity),
-      direct_seen_(std::min<size_t>(
-          options.capacity,
-          size_t{options.direct_groups} * wire::BellsLayout::kGroup)) {
+      direct_seen_(options.max_hot_groups > 0
+                       ? options.capacity
+                       : std::min<size_t>(options.capacity,
+                                          size_t{options.direct_groups} *
+                                              wire::BellsLayout::kGroup)),
+      hot_group_index_(options.max_hot_groups > 0
+                           ? options.capacity / wire::BellsLayout::kGroup
+                           : 0,
+                       -1) {
   CHECK_EQ(options.capacity % 64, 0u);
   CHECK_EQ(reinterpret_cast<uintptr_t>(bells) % 8, 0u);
 }
@@ -140,10 +146,32 @@ void WorkFinder::TakeGroup(uint32_t group, std::vector<Candidate>* out) {
   const uint32_t first = group * wire::BellsLayout::kGroup;
   const uint32_t end =
       std::min<uint32_t>(first + wire::BellsLayout::kGroup, layout_.capacity);
+  const bool seen = end <= direct_seen_.size();
   for (uint32_t bell = first; bell < end; ++bell) {
+    const uint64_t word = LoadAcquire64(bells_ + layout_.WordOffset(bell));
+    if (seen) direct_seen_[bell] = word;
     if (!table_[bell].used) continue;
-    TakeWord(bell, LoadAcquire64(bells_ + layout_.WordOffset(bell)), out);
+    TakeWord(bell, word, out);
   }
+  if (direct() || options_.max_hot_groups == 0) return;
+  // Rung: read it directly for a window (its next rings skip the summary).
+  const int64_t until = now_ + options_.hot_window_ns;
+  const int32_t i = hot_group_index_[group];
+  if (i >= 0) {
+    hot_groups_[static_cast<size_t>(i)].until_ns = until;
+  } else if (hot_groups_.size() < options_.max_hot_groups) {
+    hot_group_index_[group] = static_cast<int32_t>(hot_groups_.size());
+    hot_groups_.push_back(HotGroup{group, until});
+  }
+}
+
+void WorkFinder::DropHotGroup(size_t i) {
+  hot_group_index_[hot_groups_[i].group] = -1;
+  if (i + 1 != hot_groups_.size()) {
+    hot_groups_[i] = hot_groups_.back();
+    hot_group_index_[hot_groups_[i].group] = static_cast<int32_t>(i);
+  }
+  hot_groups_.pop_back();
 }
 
 void WorkFinder::TakeGroupIfChanged(uint32_t group,
@@ -180,11 +208,43 @@ void WorkFinder::TakeTaken(size_t w, uint64_t taken,
 }
 
 void WorkFinder::Collect(int64_t now, std::vector<Candidate>* out) {
+  now_ = now;
   for (uint32_t bell : added_) {
     if (!table_[bell].used) continue;  // Removed again.
     TakeWord(bell, LoadAcquire64(bells_ + layout_.WordOffset(bell)), out);
   }
   added_.clear();
+  // Groups read directly: every group in direct mode, else the hot ones.
+  const size_t before_groups = out->size();
+  if (direct()) {
+    for (uint32_t g = 0; g < groups_; ++g) TakeGroupIfChanged(g, out);
+  } else {
+    for (size_t i = 0; i < hot_groups_.size();) {
+      TakeGroupIfChanged(hot_groups_[i].group, out);
+      if (hot_groups_[i].until_ns < now) {
+        DropHotGroup(i);  // Its final look; `i` now holds another.
+      } else {
+        ++i;
+      }
+    }
+  }
+  const bool found_in_groups = out->size() > before_groups;
+  for (size_t i = 0; i < hot_.size();) {
+    const Hot h = hot_[i];
+    out->push_back(Candidate{h.bell, h.slot});
+    if (h.until_ns < now) {
+      DropHot(i);  // This was its final look; `i` now holds another.
+    } else {
+      ++i;
+    }
+  }
+  if (direct()) return;
+  // A round whose hot groups named work leaves the summary to the next
+  // round: its line, which the rings' byte stores took away, would delay
+  // serving what was found. Never two rounds in a row.
+  const bool defer = found_in_groups && !deferred_;
+  deferred_ = defer;
+  if (defer) return;
   // Clear the summary words whose groups the previous round took. The
   // exchange is atomic against peers' byte stores (none is lost between our
   // earlier load and this clear) and a full barrier: the groups whose bytes
@@ -198,23 +258,11 @@ void WorkFinder::Collect(int64_t now, std::vector<Candidate>* out) {
     TakeTaken(w, taken, out);
   }
   uncleared_.clear();
-  if (direct()) {
-    for (uint32_t g = 0; g < groups_; ++g) TakeGroupIfChanged(g, out);
-  }
-  for (size_t i = 0; i < hot_.size();) {
-    const Hot h = hot_[i];
-    out->push_back(Candidate{h.bell, h.slot});
-    if (h.until_ns < now) {
-      DropHot(i);  // This was its final look; `i` now holds another.
-    } else {
-      ++i;
-    }
-  }
   // The groups that rang: their bell words are read at once and the
   // summary word is cleared next round. Clearing first would put the
   // exchange's round trip for the line (the client's byte store owns it)
   // between the ring and its request on every doorbell call.
-  const size_t words = direct() ? 0 : summary_words_;
+  const size_t words = summary_words_;
   for (size_t w = 0; w < words; ++w) {
     const uint64_t rang = LoadAcquire64(bells_ + 8 * w);
     if (rang == 0) continue;

@@ -17,7 +17,9 @@
 //     connections reads N / 64 summary words. While its bells in use fit
 //     in Options::direct_groups groups, it reads their bell words directly
 //     instead (a line per group, every round): one line transfer fewer
-//     between a ring and its request.
+//     between a ring and its request. Past them, a group the summary named
+//     is read that way for a window (Options::max_hot_groups), and a round
+//     that found work there leaves the summary to the next.
 //   - Hot slots. A slot served twice within the hot window is kept in a
 //     short list and looked at every round for `hot_window` after each
 //     request (OnServed says so, and the response carries
@@ -64,6 +66,13 @@ class WorkFinder {
     // transfer fewer between a ring and its request, for a bounded read of
     // at most this many lines a round. 0: always the summary.
     uint32_t direct_groups = 0;
+    // Past the direct groups: a group whose ring the summary named is read
+    // directly every round for `hot_window` after it (its line compared
+    // with the last copy, as in direct mode), at most this many groups at
+    // once. A client calling round robin over many connections rings the 8
+    // bells of a group one after another: all but the first are then found
+    // without the summary line. 0: none.
+    uint32_t max_hot_groups = 0;
   };
 
   // A slot to look at.
@@ -108,6 +117,8 @@ class WorkFinder {
 
   // Hot slots in the list (including ones kept polling).
   size_t hot() const { return hot_.size(); }
+  // Hot groups (Options::max_hot_groups) in the list.
+  size_t hot_groups() const { return hot_groups_.size(); }
   // Rings taken (bell words found changed) since construction.
   uint64_t rings() const { return rings_; }
 
@@ -152,9 +163,20 @@ class WorkFinder {
   size_t summary_words_ = 0;
   // Groups that can hold a bell in use (bells lowest first; only grows).
   uint32_t groups_ = 0;
-  // Direct mode: the bell words as TakeGroupIfChanged last read them (of
-  // every bell of the direct groups, used or not).
+  // The bell words as TakeGroupIfChanged or TakeGroup last read them (of
+  // every bell of the groups it may read, used or not).
   std::vector<uint64_t> direct_seen_;
+  // Hot groups (Options::max_hot_groups) and, per group, its index in
+  // hot_groups_ (-1: not there).
+  struct HotGroup {
+    uint32_t group;
+    int64_t until_ns;
+  };
+  std::vector<HotGroup> hot_groups_;
+  std::vector<int32_t> hot_group_index_;
+  int64_t now_ = 0;        // Collect's `now`, for TakeGroup.
+  bool deferred_ = false;  // The last Collect skipped the summary.
+  void DropHotGroup(size_t i);
   bool direct() const { return groups_ <= options_.direct_groups; }
   // Summary words whose rings the last Collect took, to clear in the next.
   std::vector<size_t> uncleared_;

@@ -22,12 +22,20 @@ constexpr int64_t kWindow = 20000;
 
 class WorkFinderTest : public ::testing::Test {
  protected:
-  explicit WorkFinderTest(uint32_t capacity = 256, uint32_t direct_groups = 0)
+  explicit WorkFinderTest(uint32_t capacity = 256, uint32_t direct_groups = 0,
+                          uint32_t max_hot_groups = 0)
       : layout_{capacity},
         mem_((layout_.Bytes() + 7) / 8, 0),
         finder_(reinterpret_cast<char*>(mem_.data()),
                 WorkFinder::Options{capacity, kWindow, /*max_hot=*/4,
-                                    direct_groups}) {}
+                                    direct_groups, max_hot_groups}) {}
+
+  // A bell word alone, as if its summary byte's WRITE were still in flight
+  // (or as if the worker never read summaries).
+  void RingWordOnly(uint32_t bell, uint32_t mask) {
+    const uint64_t word = wire::BellWord(++count_[bell], mask);
+    std::memcpy(bells() + layout_.WordOffset(bell), &word, 8);
+  }
 
   char* bells() { return reinterpret_cast<char*>(mem_.data()); }
 
@@ -245,13 +253,6 @@ TEST_F(WorkFinderTest, RemoveDropsHotSlots) {
 class WorkFinderDirectTest : public WorkFinderTest {
  protected:
   WorkFinderDirectTest() : WorkFinderTest(256, /*direct_groups=*/2) {}
-
-  // A bell word alone, as if its summary byte's WRITE were still in flight
-  // (or as if the worker never read summaries).
-  void RingWordOnly(uint32_t bell, uint32_t mask) {
-    const uint64_t word = wire::BellWord(++count_[bell], mask);
-    std::memcpy(bells() + layout_.WordOffset(bell), &word, 8);
-  }
 };
 
 TEST_F(WorkFinderDirectTest, ARingIsFoundWithoutItsSummaryByte) {
@@ -287,6 +288,59 @@ TEST_F(WorkFinderDirectTest, ABellPastTheDirectGroupsTurnsTheSummaryOn) {
   EXPECT_EQ(Collect(1), (Set{{2, 1}}));
   Ring(16, wire::SlotBit(0));
   EXPECT_EQ(Collect(2), (Set{{16, 0}}));
+}
+
+// Past the direct groups, a group the summary named is read directly for a
+// window (at most 2 groups here).
+class WorkFinderHotGroupTest : public WorkFinderTest {
+ protected:
+  WorkFinderHotGroupTest()
+      : WorkFinderTest(256, /*direct_groups=*/0, /*max_hot_groups=*/2) {}
+};
+
+TEST_F(WorkFinderHotGroupTest, ARungGroupIsReadDirectlyForAWindow) {
+  for (uint32_t b = 0; b < 16; ++b) Add(b, 8);
+  Ring(0, wire::SlotBit(0));
+  EXPECT_EQ(Collect(0), (Set{{0, 0}}));
+  EXPECT_EQ(finder_.hot_groups(), 1u);
+  // The next ring of group 0 is found before its summary byte lands.
+  RingWordOnly(1, wire::SlotBit(1));
+  EXPECT_EQ(Collect(10), (Set{{1, 1}}));
+  // Group 1 was not rung: a word there waits for its byte.
+  RingWordOnly(9, wire::SlotBit(2));
+  EXPECT_TRUE(Collect(20).empty());
+  bells()[wire::BellsLayout::SummaryOffset(9)] = 1;
+  EXPECT_EQ(Collect(30), (Set{{9, 2}}));
+  EXPECT_EQ(finder_.hot_groups(), 2u);
+  // Past group 0's window, which runs from its last look through the
+  // summary (the deferred clear's, at 20): one final look, then it waits
+  // for the byte again.
+  RingWordOnly(2, wire::SlotBit(3));
+  EXPECT_EQ(Collect(20 + kWindow + 1), (Set{{2, 3}}));
+  RingWordOnly(3, wire::SlotBit(4));
+  EXPECT_TRUE(Collect(20 + kWindow + 2).empty());
+  bells()[wire::BellsLayout::SummaryOffset(3)] = 1;
+  EXPECT_EQ(Collect(20 + kWindow + 3), (Set{{3, 4}}));
+}
+
+TEST_F(WorkFinderHotGroupTest, TheHotGroupListIsBounded) {
+  for (uint32_t b = 0; b < 32; ++b) Add(b, 8);
+  for (uint32_t b : {0u, 8u, 16u}) Ring(b, wire::SlotBit(0));
+  EXPECT_EQ(Collect(0).size(), 3u);
+  EXPECT_EQ(finder_.hot_groups(), 2u);
+}
+
+TEST_F(WorkFinderHotGroupTest, WorkInAHotGroupDefersTheSummaryOneRoundAtMost) {
+  for (uint32_t b = 0; b < 16; ++b) Add(b, 8);
+  Ring(0, wire::SlotBit(0));
+  EXPECT_EQ(Collect(0), (Set{{0, 0}}));
+  // A ring in the hot group and one that only the summary names.
+  RingWordOnly(1, wire::SlotBit(1));
+  Ring(9, wire::SlotBit(2));
+  EXPECT_EQ(Collect(1), (Set{{1, 1}})) << "the summary waits a round";
+  // Even while the hot group keeps naming work.
+  RingWordOnly(2, wire::SlotBit(3));
+  EXPECT_EQ(Collect(2), (Set{{2, 3}, {9, 2}}));
 }
 
 class WorkFinderScaleTest : public WorkFinderTest {
