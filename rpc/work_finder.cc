@@ -3,7 +3,6 @@
 #include "rpc/work_finder.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <cstring>
 
@@ -180,21 +179,20 @@ void WorkFinder::TakeGroupIfChanged(uint32_t group,
   const uint32_t first = group * kGroup;
   uint64_t* seen = &direct_seen_[first];
   // The group's words are one line (8-byte aligned words at WordOffset):
-  // relaxed loads, or-ed differences, one branch; the fence orders what a
-  // changed word announces (the request) after it.
+  // relaxed loads and or-ed differences, one branch while nothing rang.
+  // Only then acquire loads, which order what a changed word announces
+  // (the request) after it.
   const auto* line =
       reinterpret_cast<const uint64_t*>(bells_ + layout_.WordOffset(first));
-  uint64_t words[kGroup];
   uint64_t diff = 0;
   for (uint32_t i = 0; i < kGroup; ++i) {
-    words[i] = __atomic_load_n(line + i, __ATOMIC_RELAXED);
-    diff |= words[i] ^ seen[i];
+    diff |= __atomic_load_n(line + i, __ATOMIC_RELAXED) ^ seen[i];
   }
   if (diff == 0) return;
-  std::atomic_thread_fence(std::memory_order_acquire);
   for (uint32_t i = 0; i < kGroup; ++i) {
-    seen[i] = words[i];
-    if (table_[first + i].used) TakeWord(first + i, words[i], out);
+    const uint64_t word = __atomic_load_n(line + i, __ATOMIC_ACQUIRE);
+    seen[i] = word;
+    if (table_[first + i].used) TakeWord(first + i, word, out);
   }
 }
 
