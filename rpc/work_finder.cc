@@ -141,7 +141,7 @@ void WorkFinder::TakeWord(uint32_t bell, uint64_t word,
   }
 }
 
-void WorkFinder::TakeGroup(uint32_t group, std::vector<Candidate>* out) {
+void WorkFinder::ReadGroup(uint32_t group, std::vector<Candidate>* out) {
   const uint32_t first = group * wire::BellsLayout::kGroup;
   const uint32_t end =
       std::min<uint32_t>(first + wire::BellsLayout::kGroup, layout_.capacity);
@@ -152,6 +152,10 @@ void WorkFinder::TakeGroup(uint32_t group, std::vector<Candidate>* out) {
     if (!table_[bell].used) continue;
     TakeWord(bell, word, out);
   }
+}
+
+void WorkFinder::TakeGroup(uint32_t group, std::vector<Candidate>* out) {
+  ReadGroup(group, out);
   if (direct() || options_.max_hot_groups == 0) return;
   // Rung: read it directly for a window (its next rings skip the summary).
   const int64_t until = now_ + options_.hot_window_ns;
@@ -180,20 +184,15 @@ void WorkFinder::TakeGroupIfChanged(uint32_t group,
   uint64_t* seen = &direct_seen_[first];
   // The group's words are one line (8-byte aligned words at WordOffset):
   // relaxed loads and or-ed differences, one branch while nothing rang.
-  // Only then acquire loads, which order what a changed word announces
-  // (the request) after it.
+  // Only then ReadGroup's acquire loads, which order what a changed word
+  // announces (the request) after it.
   const auto* line =
       reinterpret_cast<const uint64_t*>(bells_ + layout_.WordOffset(first));
   uint64_t diff = 0;
   for (uint32_t i = 0; i < kGroup; ++i) {
     diff |= __atomic_load_n(line + i, __ATOMIC_RELAXED) ^ seen[i];
   }
-  if (diff == 0) return;
-  for (uint32_t i = 0; i < kGroup; ++i) {
-    const uint64_t word = __atomic_load_n(line + i, __ATOMIC_ACQUIRE);
-    seen[i] = word;
-    if (table_[first + i].used) TakeWord(first + i, word, out);
-  }
+  if (diff != 0) ReadGroup(group, out);
 }
 
 void WorkFinder::TakeTaken(size_t w, uint64_t taken,

@@ -141,6 +141,11 @@ class WorkFinder {
 
   void MakeHot(Bell& b, uint32_t bell, uint32_t slot, int64_t until);
   void DropHot(size_t i);
+  // Reads `group`'s bell words (noting them in direct_seen_ if it covers
+  // them) and takes those of bells in use.
+  void ReadGroup(uint32_t group, std::vector<Candidate>* out);
+  // ReadGroup for a group the summary named, which then turns hot
+  // (Options::max_hot_groups).
   void TakeGroup(uint32_t group, std::vector<Candidate>* out);
   // Direct mode: takes `group` if its line of bell words changed since
   // this last looked (a line's 8 compares per round, nothing more, while
