@@ -96,25 +96,65 @@ int AutoBatchSizer::Decide(int calls) {
       std::clamp(to, static_cast<double>(size_ + 1), 2.0 * size_));
 }
 
-bool AutoBatchSizer::RecordNanos(int64_t ns, int64_t now_ns) {
-  if (in_window_ == 0) window_start_ns_ = now_ns;
-  if (ns > limit_ns_) {
-    ++above_;
-    if (options_.proportional_steps) {
-      if (static_cast<int>(slowest_.size()) < keep_) {
-        slowest_.push_back(ns);
-        std::push_heap(slowest_.begin(), slowest_.end(), std::greater<>());
-      } else if (ns > slowest_.front()) {
-        std::pop_heap(slowest_.begin(), slowest_.end(), std::greater<>());
-        slowest_.back() = ns;
-        std::push_heap(slowest_.begin(), slowest_.end(), std::greater<>());
-      }
-    }
-  } else if (options_.proportional_steps) {
-    const uint64_t b = static_cast<uint64_t>(std::max<int64_t>(ns, 0)) >> low_shift_;
-    ++low_[std::min<uint64_t>(b, kLowBuckets - 1)];
+void AutoBatchSizer::KeepSlowest(int64_t ns) {
+  if (static_cast<int>(slowest_.size()) < keep_) {
+    slowest_.push_back(ns);
+    std::push_heap(slowest_.begin(), slowest_.end(), std::greater<>());
+  } else if (ns > slowest_.front()) {
+    std::pop_heap(slowest_.begin(), slowest_.end(), std::greater<>());
+    slowest_.back() = ns;
+    std::push_heap(slowest_.begin(), slowest_.end(), std::greater<>());
   }
-  ++in_window_;
+}
+
+size_t AutoBatchSizer::CallsUntilDue(int64_t now_ns) const {
+  // The window can end at the first call once it timed out, else when it
+  // reaches its call count, or its call cap while younger than
+  // min_window_ns_ (as EndWindowIfDue decides; now_ns is the same for
+  // every call of a span, so so is this).
+  const int64_t age = now_ns - window_start_ns_;
+  if (max_window_ns_ > 0 && age >= std::max(max_window_ns_, min_window_ns_)) {
+    return 1;
+  }
+  const int due =
+      min_window_ns_ > 0 && age < min_window_ns_ ? max_window_ : window_;
+  return static_cast<size_t>(std::max(1, due - in_window_));
+}
+
+int AutoBatchSizer::RecordSpan(absl::Span<const int64_t> latencies_ns,
+                               int64_t now_ns) {
+  int changes = 0;
+  while (!latencies_ns.empty()) {
+    if (in_window_ == 0) window_start_ns_ = now_ns;
+    // Up to where the window may end: the same decisions as one call at a
+    // time, with one window check per stretch instead of per call.
+    const size_t take = std::min(latencies_ns.size(), CallsUntilDue(now_ns));
+    int above = 0;
+    if (options_.proportional_steps) {
+      uint32_t* const low = low_.data();
+      for (size_t i = 0; i < take; ++i) {
+        const int64_t ns = latencies_ns[i];
+        if (ns > limit_ns_) {
+          ++above;
+          KeepSlowest(ns);
+        } else {
+          const uint64_t b =
+              static_cast<uint64_t>(std::max<int64_t>(ns, 0)) >> low_shift_;
+          ++low[std::min<uint64_t>(b, kLowBuckets - 1)];
+        }
+      }
+    } else {
+      for (size_t i = 0; i < take; ++i) above += latencies_ns[i] > limit_ns_;
+    }
+    above_ += above;
+    in_window_ += static_cast<int>(take);
+    latencies_ns.remove_prefix(take);
+    if (EndWindowIfDue(now_ns)) ++changes;
+  }
+  return changes;
+}
+
+bool AutoBatchSizer::EndWindowIfDue(int64_t now_ns) {
   const int64_t age = now_ns - window_start_ns_;
   // A window too slow to fill its call count still ends once it is
   // max_window_ns_ old (and min_window_ns_, which wins if larger).

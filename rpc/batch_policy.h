@@ -271,7 +271,14 @@ class AutoBatchSizer {
     return RecordNanos(absl::ToInt64Nanoseconds(latency), now_ns);
   }
   // The same with the latency in nanoseconds.
-  bool RecordNanos(int64_t latency_ns, int64_t now_ns);
+  bool RecordNanos(int64_t latency_ns, int64_t now_ns) {
+    return RecordSpan(absl::MakeConstSpan(&latency_ns, 1), now_ns) > 0;
+  }
+  // Records calls that all finished at `now_ns`, deciding exactly as
+  // RecordNanos would one call at a time, with one window check per
+  // stretch of calls instead of per call. Returns how many times the size
+  // changed.
+  int RecordSpan(absl::Span<const int64_t> latencies_ns, int64_t now_ns);
 
   int size() const { return size_; }
   // The fraction of calls above l_limit in the last complete window
@@ -286,6 +293,12 @@ class AutoBatchSizer {
 
  private:
   int Decide(int calls);
+  // A latency above l_limit, into the window's slowest.
+  void KeepSlowest(int64_t ns);
+  // Calls the window takes before it may end (at least 1).
+  size_t CallsUntilDue(int64_t now_ns) const;
+  // Ends the window and decides if its call count and age say so.
+  bool EndWindowIfDue(int64_t now_ns);
   // The latency of the window's `rank`-th slowest call (rank >= 1).
   int64_t Slowest(int rank);
 

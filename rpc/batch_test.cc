@@ -766,6 +766,60 @@ TEST(AutoBatchSizerTest, ShrinkWaitsForASecondWindow) {
 
 // An unbounded limit (absl::InfiniteDuration) is a valid option: every call
 // is under it, so N only grows.
+// RecordSpan (what a connection feeds a progress round's calls through)
+// decides exactly as the same calls recorded one at a time, whichever
+// window rule ends the windows: spans that straddle a window's end (by
+// calls, call cap or time) must close it where a single call would.
+TEST(AutoBatchSizerTest, SpansDecideAsSingleCallsDo) {
+  struct Case {
+    const char* name;
+    AutoBatchSizer::Options options;
+  };
+  std::vector<Case> cases;
+  AutoBatchSizer::Options o = RefinedOptionsFrom(16);
+  o.window = 100;
+  cases.push_back({"calls", o});
+  o.min_window_duration = absl::Microseconds(300);
+  cases.push_back({"min time and call cap", o});
+  o.max_window_duration = absl::Microseconds(500);
+  cases.push_back({"min and max time", o});
+  o.peak_guard = true;
+  cases.push_back({"peak guard", o});
+  AutoBatchSizer::Options paper;
+  paper.latency_limit = absl::Microseconds(100);
+  paper.window = 50;
+  paper.proportional_steps = false;
+  paper.holdoff_windows = 0;
+  paper.shrink_windows = 1;
+  paper.initial_size = 8;
+  cases.push_back({"paper", paper});
+  for (const Case& c : cases) {
+    AutoBatchSizer spans(c.options);
+    AutoBatchSizer singles(c.options);
+    std::mt19937 rng(7);
+    int64_t now = int64_t{1} << 40;
+    std::vector<int64_t> batch;
+    for (int round = 0; round < 3000; ++round) {
+      // Phases of low and high latency, so that the size moves both ways.
+      const bool slow = (round / 400) % 2 == 1;
+      batch.resize(1 + rng() % 128);
+      for (int64_t& ns : batch) {
+        ns = static_cast<int64_t>(rng() % (slow ? 400000 : 60000));
+      }
+      now += 1 + rng() % 20000;
+      int changes = 0;
+      for (int64_t ns : batch) changes += singles.RecordNanos(ns, now);
+      ASSERT_EQ(spans.RecordSpan(batch, now), changes)
+          << c.name << " round " << round;
+      ASSERT_EQ(spans.size(), singles.size()) << c.name << " round " << round;
+      ASSERT_EQ(spans.windows(), singles.windows()) << c.name;
+      ASSERT_DOUBLE_EQ(spans.last_k(), singles.last_k()) << c.name;
+    }
+    EXPECT_GT(singles.windows(), 20u) << c.name;
+    EXPECT_GT(singles.adjustments(), 2u) << c.name;
+  }
+}
+
 TEST(AutoBatchSizerTest, InfiniteLimitOnlyGrows) {
   AutoBatchSizer::Options o = RefinedOptions();
   o.latency_limit = absl::InfiniteDuration();

@@ -955,8 +955,7 @@ void ClientConnection::CountResults(uint64_t n, RpcMode via, int fetches,
 
 void ClientConnection::RecordLatenciesLocked(
     absl::Span<const int64_t> latencies_ns, int64_t now_ns) {
-  uint64_t adjustments = 0;
-  for (int64_t ns : latencies_ns) adjustments += sizer_.RecordNanos(ns, now_ns);
+  const int adjustments = sizer_.RecordSpan(latencies_ns, now_ns);
   // The shared counters once per round, not once per call.
   if (adjustments > 0) {
     counters_->sizer_adjustments.fetch_add(adjustments,
