@@ -90,15 +90,18 @@ DEFINE_string(auto_rules, "refined",
               "Sizer rules run at each l_limit: refined (rfrpc's default: "
               "proportional steps, hold-off window), paper (+1/-1 per window, "
               "as in the paper; printed as batch 'auto-paper').");
-DEFINE_int32(sizer_window, 0,
-             "Auto: ChannelOptions::sizer_window (calls per sizer decision); "
-             "0 keeps the library default.");
-DEFINE_bool(sizer_peak_guard, true,
-            "Auto (refined rule): ChannelOptions::sizer_peak_guard (undo a "
-            "grow that lowered calls/s).");
-DEFINE_double(sizer_min_window_ms, -1,
-              "Auto: ChannelOptions::sizer_min_window in ms (0: windows of "
-              "sizer_window calls only); < 0 keeps the library default.");
+DEFINE_int32(
+    sizer_window, 0,
+    "Auto: ChannelOptions::batching.sizer.window (calls per sizer decision); "
+    "0 keeps the library default.");
+DEFINE_bool(
+    sizer_peak_guard, true,
+    "Auto (refined rule): ChannelOptions::batching.sizer.peak_guard (undo a "
+    "grow that lowered calls/s).");
+DEFINE_double(
+    sizer_min_window_ms, -1,
+    "Auto: ChannelOptions::batching.sizer.min_window in ms (0: windows of "
+    "sizer_window calls only); < 0 keeps the library default.");
 DEFINE_bool(baseline, true, "Run the unbatched baseline for each mode.");
 DEFINE_bool(adaptive, true, "Run adaptive mode (rf).");
 DEFINE_int32(size, 32, "Request payload bytes.");
@@ -113,7 +116,7 @@ DEFINE_double(seconds, 1.0, "Measured seconds per point.");
 DEFINE_double(warmup_seconds, 0.3, "Unmeasured warm-up per point (auto: x3).");
 DEFINE_bool(pin, true, "Pin server worker i to CPU i.");
 DEFINE_bool(adaptive_fetch_delay, true,
-            "ChannelOptions::adaptive_fetch_delay (false: fetch at once, "
+            "ChannelOptions::fetch.adaptive_delay (false: fetch at once, "
             "repeatedly, as in the paper).");
 DEFINE_int32(repeats, 1,
              "Measure each point this many times and keep the best by ops/s.");
@@ -137,11 +140,12 @@ DEFINE_int32(sync_limit_us, 20, "Sync mode: l_limit of the auto point.");
 DEFINE_string(sync_points, "off,fixed,auto",
               "Sync mode: the points to run (off, fixed, auto); the targets "
               "need off.");
-DEFINE_int32(sync_idle_in_flight, -1,
-             "Sync mode: ChannelOptions::batch_idle_in_flight of the batched "
-             "points; < 0 keeps the library default.");
+DEFINE_int32(
+    sync_idle_in_flight, -1,
+    "Sync mode: ChannelOptions::batching.idle_in_flight of the batched "
+    "points; < 0 keeps the library default.");
 DEFINE_bool(sync_combine, false,
-            "Sync mode: ChannelOptions::batch_sync_combine of the batched "
+            "Sync mode: ChannelOptions::batching.sync_combine of the batched "
             "points (sync callers wait for company).");
 DEFINE_string(sync_mode, "hybrid",
               "Sync mode: RpcMode of every point (the library default: "
@@ -278,26 +282,29 @@ Point Run(const std::string& address, const Config& cfg) {
     ChannelOptions opts = bench::ClientOptions();
     opts.mode = cfg.mode;
     opts.connections = 1;
-    opts.adaptive_fetch_delay = FLAGS_adaptive_fetch_delay;
-    opts.batch = cfg.batch;
-    if (cfg.batch_size > 0) opts.batch_size = cfg.batch_size;
-    opts.batch_bytes = 32 * 1024;
+    opts.fetch.adaptive_delay = FLAGS_adaptive_fetch_delay;
+    opts.batching.mode = cfg.batch;
+    if (cfg.batch_size > 0) opts.batching.size = cfg.batch_size;
+    opts.batching.bytes = 32 * 1024;
     opts.max_request_bytes = 64 * 1024;
     opts.max_response_bytes = 64 * 1024;
-    opts.batch_timeout = absl::Microseconds(FLAGS_batch_timeout_us);
-    opts.max_outstanding = std::max(256, pool);
+    opts.batching.timeout = absl::Microseconds(FLAGS_batch_timeout_us);
+    opts.batching.max_outstanding = std::max(256, pool);
     if (cfg.batch == BatchMode::kAuto) {
-      opts.latency_limit = absl::Microseconds(cfg.limit_us);
-      opts.latency_alpha = 0.05;
+      opts.batching.sizer.latency_limit = absl::Microseconds(cfg.limit_us);
+      opts.batching.sizer.alpha = 0.05;
       // The paper's rule: windows of sizer_window calls, +1/-1, shrink at
       // once, no peak guard.
       bench::OkOrExit(
           SetSizerRule(cfg.paper_rule ? "paper" : "proportional", &opts),
           "sizer rule");
-      if (!cfg.paper_rule) opts.sizer_peak_guard = FLAGS_sizer_peak_guard;
-      if (FLAGS_sizer_window > 0) opts.sizer_window = FLAGS_sizer_window;
+      if (!cfg.paper_rule)
+        opts.batching.sizer.peak_guard = FLAGS_sizer_peak_guard;
+      if (FLAGS_sizer_window > 0)
+        opts.batching.sizer.window = FLAGS_sizer_window;
       if (FLAGS_sizer_min_window_ms >= 0) {
-        opts.sizer_min_window = absl::Milliseconds(FLAGS_sizer_min_window_ms);
+        opts.batching.sizer.min_window =
+            absl::Milliseconds(FLAGS_sizer_min_window_ms);
       }
     }
     channels.push_back(
@@ -475,13 +482,13 @@ SyncPoint RunSync(const std::string& address, int threads, BatchMode batch) {
       bench::ValueOrExit(ParseRpcMode(FLAGS_sync_mode), "--sync_mode");
   ChannelOptions opts = bench::ClientOptions();  // Flags given, then these.
   opts.mode = mode;
-  opts.batch = batch;
-  opts.batch_size = FLAGS_sync_batch_size;
-  opts.latency_limit = absl::Microseconds(FLAGS_sync_limit_us);
+  opts.batching.mode = batch;
+  opts.batching.size = FLAGS_sync_batch_size;
+  opts.batching.sizer.latency_limit = absl::Microseconds(FLAGS_sync_limit_us);
   if (FLAGS_sync_idle_in_flight >= 0) {
-    opts.batch_idle_in_flight = FLAGS_sync_idle_in_flight;
+    opts.batching.idle_in_flight = FLAGS_sync_idle_in_flight;
   }
-  opts.batch_sync_combine = FLAGS_sync_combine;
+  opts.batching.sync_combine = FLAGS_sync_combine;
   std::unique_ptr<Channel> made =
       bench::ValueOrExit(Channel::Create(address, opts), "channel");
   Channel* ch = made.get();
@@ -559,9 +566,9 @@ void SyncMode(const std::string& address) {
       "batch_sync_combine=%d)\n",
       FLAGS_provider.c_str(), FLAGS_sync_mode.c_str(), FLAGS_size,
       FLAGS_sync_rounds, FLAGS_sync_seconds,
-      absl::FormatDuration(ChannelOptions().batch_timeout).c_str(),
+      absl::FormatDuration(ChannelOptions().batching.timeout).c_str(),
       FLAGS_sync_idle_in_flight >= 0 ? FLAGS_sync_idle_in_flight
-                                     : ChannelOptions().batch_idle_in_flight,
+                                     : ChannelOptions().batching.idle_in_flight,
       FLAGS_sync_combine ? 1 : 0);
   std::printf("%-8s %7s %-10s %5s %12s %8s %8s %8s %7s %8s %8s %8s %8s %5s %5s\n",
               "provider", "threads", "batch", "round", "calls/s", "p50_us",
@@ -730,10 +737,11 @@ int Main() {
       "latency clock=%s%s\n",
       FLAGS_provider.c_str(), FLAGS_workers, FLAGS_threads, FLAGS_size,
       FLAGS_depth, FLAGS_pipeline, FLAGS_batch_timeout_us,
-      FLAGS_sizer_window > 0 ? FLAGS_sizer_window : defaults.sizer_window,
+      FLAGS_sizer_window > 0 ? FLAGS_sizer_window
+                             : defaults.batching.sizer.window,
       FLAGS_sizer_min_window_ms >= 0
           ? FLAGS_sizer_min_window_ms
-          : absl::ToDoubleMilliseconds(defaults.sizer_min_window),
+          : absl::ToDoubleMilliseconds(defaults.batching.sizer.min_window),
       bench::ProcessTicks().source(),
       FLAGS_provider == "shm" ? " (same-host shm figures)" : "");
   if (FLAGS_csv) {

@@ -32,7 +32,7 @@
 # independent gets/sets), so pipelined Jakiro vs memcached is not like for
 # like; the ratio lines say which is which.
 # --fetch_miss_target=T passes -p jakiro.fetch_miss_target=T to every Jakiro
-# row (rfrpc's ChannelOptions::fetch_delay_miss_target: where the adaptive
+# row (rfrpc's ChannelOptions::fetch.delay_miss_target: where the adaptive
 # first-fetch delay settles; higher trades READs per call for latency).
 # Unset (the default), Jakiro runs with rfrpc's default; the output names T
 # when it is set.

@@ -445,17 +445,16 @@ int Main() {
   std::unique_ptr<Scraper> scraper;
   if (on) scraper = std::make_unique<Scraper>(m.get());
   const ChannelOptions client = ClientOptions();
-  std::printf("# rpc_bench provider=%s workers=%d client_threads=%d R=%d F=%u K=%d "
-              "max_inline=%u signal_every=%d post_lists=%d fetch_policy=%s "
-              "fetch_miss_target=%g latency clock=%s%s\n",
-              FLAGS_provider.c_str(), FLAGS_workers, FLAGS_threads,
-              client.retries, client.fetch_size, client.switch_after,
-              client.max_inline, client.signal_every,
-              client.post_lists ? 1 : 0,
-              std::string(FetchPolicyName(client)).c_str(),
-              client.fetch_delay_miss_target,
-              bench::ProcessTicks().source(),
-              FLAGS_provider == "shm" ? " (same-host shm figures)" : "");
+  std::printf(
+      "# rpc_bench provider=%s workers=%d client_threads=%d R=%d F=%u K=%d "
+      "max_inline=%u signal_every=%d post_lists=%d fetch_policy=%s "
+      "fetch_miss_target=%g latency clock=%s%s\n",
+      FLAGS_provider.c_str(), FLAGS_workers, FLAGS_threads,
+      client.fetch.retries, client.fetch.size, client.fetch.switch_after,
+      client.max_inline, client.signal_every, client.post_lists ? 1 : 0,
+      std::string(FetchPolicyName(client)).c_str(),
+      client.fetch.delay_miss_target, bench::ProcessTicks().source(),
+      FLAGS_provider == "shm" ? " (same-host shm figures)" : "");
   if (FLAGS_csv) {
     std::printf("provider,mode,size,server_us,threads,ops_per_s,avg_us,p50_us,p99_us,"
                 "rdma_ops_per_call,reads_per_call,rf_share,switches,calls,failed,workers,"

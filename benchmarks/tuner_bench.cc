@@ -66,8 +66,8 @@ Point Measure(const std::string& address, RpcMode mode, int r, uint32_t f,
               double seconds) {
   ChannelOptions co = bench::ClientOptions();
   co.mode = mode;
-  co.retries = r;
-  co.fetch_size = f;
+  co.fetch.retries = r;
+  co.fetch.size = f;
   co.on_result = std::move(observer);
   const std::unique_ptr<Channel> ch =
       bench::ValueOrExit(Channel::Create(address, co), "channel");

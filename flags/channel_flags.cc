@@ -24,14 +24,14 @@ int64_t Ms(absl::Duration d) { return absl::ToInt64Milliseconds(d); }
 DEFINE_string(rfrpc_mode, std::string(rfrpc::RpcModeName(kDefaults.mode)),
               "How results come back: rf (remote fetching), server_reply, or "
               "hybrid (rf, switching to server_reply when results are slow).");
-DEFINE_int32(rfrpc_retries, kDefaults.retries,
+DEFINE_int32(rfrpc_retries, kDefaults.fetch.retries,
              "R: fetches of one call before it counts as slow.");
-DEFINE_uint32(rfrpc_fetch_size, kDefaults.fetch_size,
+DEFINE_uint32(rfrpc_fetch_size, kDefaults.fetch.size,
               "F: bytes fetched by the first RDMA READ of a result.");
-DEFINE_int32(rfrpc_switch_after, kDefaults.switch_after,
+DEFINE_int32(rfrpc_switch_after, kDefaults.fetch.switch_after,
              "K: consecutive slow calls that switch hybrid to server_reply "
              "(and fast ones that switch it back).");
-DEFINE_double(rfrpc_switch_back_ratio, kDefaults.switch_back_ratio,
+DEFINE_double(rfrpc_switch_back_ratio, kDefaults.fetch.switch_back_ratio,
               "hybrid: in server_reply, a call counts as fast when the "
               "server's reported processing time is below this times what "
               "remote fetching waits before a call is slow.");
@@ -41,10 +41,10 @@ DEFINE_string(rfrpc_fetch_policy,
               "the learned result time, up to --rfrpc_max_fetch_delay_us or "
               "R fetch times) or paper (READ at once and repeatedly, up to "
               "R times, as in the RF-RPC paper).");
-DEFINE_int64(rfrpc_max_fetch_delay_us, Us(kDefaults.max_fetch_delay),
+DEFINE_int64(rfrpc_max_fetch_delay_us, Us(kDefaults.fetch.max_delay),
              "fetch_policy=adaptive: upper bound of the first fetch's delay "
              "(with R * the measured fetch time).");
-DEFINE_double(rfrpc_fetch_miss_target, kDefaults.fetch_delay_miss_target,
+DEFINE_double(rfrpc_fetch_miss_target, kDefaults.fetch.delay_miss_target,
               "fetch_policy=adaptive: share of calls whose first fetch comes "
               "one fetch too early; the delay settles at the (1 - this) "
               "percentile of result times. In (0, 0.5].");
@@ -70,29 +70,30 @@ DEFINE_bool(rfrpc_post_lists, kDefaults.post_lists,
             "Post work requests that go together (a request and its "
             "doorbell, a round's READs, a batch's WRITEs) as one post list, "
             "one doorbell; false posts each on its own.");
-DEFINE_string(rfrpc_batch, std::string(rfrpc::BatchModeName(kDefaults.batch)),
+DEFINE_string(rfrpc_batch,
+              std::string(rfrpc::BatchModeName(kDefaults.batching.mode)),
               "Request batching: off, fixed, auto or adaptive.");
-DEFINE_int32(rfrpc_batch_size, kDefaults.batch_size,
+DEFINE_int32(rfrpc_batch_size, kDefaults.batching.size,
              "N: requests per batch (fixed), start size (auto), publish "
              "threshold (adaptive).");
-DEFINE_uint32(rfrpc_batch_bytes, kDefaults.batch_bytes,
+DEFINE_uint32(rfrpc_batch_bytes, kDefaults.batching.bytes,
               "L: a batch is flushed before its payload would exceed this.");
-DEFINE_int64(rfrpc_batch_timeout_us, Us(kDefaults.batch_timeout),
+DEFINE_int64(rfrpc_batch_timeout_us, Us(kDefaults.batching.timeout),
              "T: a batch is flushed this long after its first request.");
-DEFINE_int32(rfrpc_batch_idle_in_flight, kDefaults.batch_idle_in_flight,
+DEFINE_int32(rfrpc_batch_idle_in_flight, kDefaults.batching.idle_in_flight,
              "Idle flush: send an open batch nobody is adding to as soon as a "
              "caller would wait for it, while fewer than this many batches "
              "are in flight; 0: N, L and T only.");
-DEFINE_bool(rfrpc_batch_sync_combine, kDefaults.batch_sync_combine,
+DEFINE_bool(rfrpc_batch_sync_combine, kDefaults.batching.sync_combine,
             "Idle flush: batches with a sync call wait for company too "
             "(callers adding, batches in flight): sync threads combine.");
-DEFINE_int32(rfrpc_batch_group, kDefaults.batch_group,
+DEFINE_int32(rfrpc_batch_group, kDefaults.batching.group,
              "batch=adaptive: entries transmitted per group (RB2's beta).");
-DEFINE_int32(rfrpc_max_outstanding, kDefaults.max_outstanding,
+DEFINE_int32(rfrpc_max_outstanding, kDefaults.batching.max_outstanding,
              "Requests in flight per connection.");
-DEFINE_int64(rfrpc_latency_limit_us, Us(kDefaults.latency_limit),
+DEFINE_int64(rfrpc_latency_limit_us, Us(kDefaults.batching.sizer.latency_limit),
              "batch=auto: the latency bound l_limit.");
-DEFINE_double(rfrpc_latency_alpha, kDefaults.latency_alpha,
+DEFINE_double(rfrpc_latency_alpha, kDefaults.batching.sizer.alpha,
               "batch=auto: fraction of calls allowed above the bound.");
 DEFINE_string(rfrpc_sizer_rule, std::string(rfrpc::SizerRuleName(kDefaults)),
               "batch=auto: how the sizer changes N after a window: "
@@ -102,19 +103,21 @@ DEFINE_string(rfrpc_sizer_rule, std::string(rfrpc::SizerRuleName(kDefaults)),
               "calls/s) or paper (-1/+1 after every window of "
               "--rfrpc_sizer_window calls). The --rfrpc_sizer_* flags below "
               "refine the rule chosen.");
-DEFINE_int32(rfrpc_sizer_window, kDefaults.sizer_window,
+DEFINE_int32(rfrpc_sizer_window, kDefaults.batching.sizer.window,
              "batch=auto: calls per sizer window.");
-DEFINE_int64(rfrpc_sizer_min_window_ms, Ms(kDefaults.sizer_min_window),
+DEFINE_int64(rfrpc_sizer_min_window_ms, Ms(kDefaults.batching.sizer.min_window),
              "batch=auto: a window also lasts at least this long.");
-DEFINE_int64(rfrpc_sizer_max_window_ms, Ms(kDefaults.sizer_max_window),
+DEFINE_int64(rfrpc_sizer_max_window_ms, Ms(kDefaults.batching.sizer.max_window),
              "batch=auto: a window this old ends at its next call, however "
              "few calls it holds; 0: windows end on their call count only.");
-DEFINE_int32(rfrpc_sizer_holdoff_windows, kDefaults.sizer_holdoff_windows,
+DEFINE_int32(rfrpc_sizer_holdoff_windows,
+             kDefaults.batching.sizer.holdoff_windows,
              "batch=auto: windows measured but not acted on after a change.");
-DEFINE_int32(rfrpc_sizer_shrink_windows, kDefaults.sizer_shrink_windows,
+DEFINE_int32(rfrpc_sizer_shrink_windows,
+             kDefaults.batching.sizer.shrink_windows,
              "batch=auto: consecutive windows over the bound before N "
              "shrinks.");
-DEFINE_bool(rfrpc_sizer_peak_guard, kDefaults.sizer_peak_guard,
+DEFINE_bool(rfrpc_sizer_peak_guard, kDefaults.batching.sizer.peak_guard,
             "batch=auto: undo a grow of N that lowered calls/s by over 3%, "
             "and hold N there for 64 windows.");
 DEFINE_bool(rfrpc_busy_wait, kDefaults.busy_wait,

@@ -8,7 +8,7 @@
 //
 //   gflags::ParseCommandLineFlags(&argc, &argv, true);
 //   rfrpc::ChannelOptions options;          // The binary's own defaults...
-//   options.fetch_delay_miss_target = 0.2;
+//   options.fetch.delay_miss_target = 0.2;
 //   absl::Status s = rfrpc::tools::ApplyChannelFlags(&options);  // ...then
 //   if (!s.ok()) { LOG(ERROR) << s; return 2; }  // what the user set.
 //

@@ -26,12 +26,12 @@ std::string Dump(const ChannelOptions& o) {
 TEST(ChannelFlagsTest, FlagsNotGivenLeaveTheOptionsAlone) {
   gflags::FlagSaver saver;
   ChannelOptions c;
-  c.fetch_delay_miss_target = 0.2;  // As Jakiro's client does.
-  c.batch = BatchMode::kAuto;
+  c.fetch.delay_miss_target = 0.2;  // As Jakiro's client does.
+  c.batching.mode = BatchMode::kAuto;
   ASSERT_TRUE(ApplyChannelFlags(&c).ok());
   ChannelOptions expected;
-  expected.fetch_delay_miss_target = 0.2;
-  expected.batch = BatchMode::kAuto;
+  expected.fetch.delay_miss_target = 0.2;
+  expected.batching.mode = BatchMode::kAuto;
   EXPECT_EQ(Dump(c), Dump(expected));
 }
 
@@ -123,9 +123,9 @@ TEST(ChannelFlagsTest, MapsEveryFlagOntoItsField) {
     EXPECT_EQ(k->get(c), f.value) << f.knob;
     EXPECT_NE(k->get(c), k->get(defaults)) << f.knob;
   }
-  EXPECT_EQ(c.batch_timeout, absl::Microseconds(20));
+  EXPECT_EQ(c.batching.timeout, absl::Microseconds(20));
   EXPECT_EQ(c.rering_after, absl::Microseconds(300));
-  EXPECT_FALSE(c.adaptive_fetch_delay);
+  EXPECT_FALSE(c.fetch.adaptive_delay);
   EXPECT_FALSE(c.post_lists);
   EXPECT_EQ(c.provider_options.device, "rxe0");
 }
@@ -136,16 +136,16 @@ TEST(ChannelFlagsTest, TheSizerRuleThenItsFields) {
   gflags::SetCommandLineOption("rfrpc_sizer_rule", "paper");
   ChannelOptions c;
   ASSERT_TRUE(ApplyChannelFlags(&c).ok());
-  EXPECT_FALSE(c.sizer_proportional_steps);
-  EXPECT_EQ(c.sizer_holdoff_windows, 0);
-  EXPECT_EQ(c.sizer_shrink_windows, 1);
-  EXPECT_EQ(c.sizer_min_window, absl::ZeroDuration());
-  EXPECT_EQ(c.sizer_max_window, absl::ZeroDuration());
-  EXPECT_FALSE(c.sizer_peak_guard);  // The paper's rule has none.
+  EXPECT_FALSE(c.batching.sizer.proportional_steps);
+  EXPECT_EQ(c.batching.sizer.holdoff_windows, 0);
+  EXPECT_EQ(c.batching.sizer.shrink_windows, 1);
+  EXPECT_EQ(c.batching.sizer.min_window, absl::ZeroDuration());
+  EXPECT_EQ(c.batching.sizer.max_window, absl::ZeroDuration());
+  EXPECT_FALSE(c.batching.sizer.peak_guard);  // The paper's rule has none.
   gflags::SetCommandLineOption("rfrpc_sizer_holdoff_windows", "2");
   ASSERT_TRUE(ApplyChannelFlags(&c).ok());
-  EXPECT_FALSE(c.sizer_proportional_steps);
-  EXPECT_EQ(c.sizer_holdoff_windows, 2);
+  EXPECT_FALSE(c.batching.sizer.proportional_steps);
+  EXPECT_EQ(c.batching.sizer.holdoff_windows, 2);
 }
 
 // The flags are checked by ValidateChannelOptions, as Channel::Create and
@@ -158,36 +158,37 @@ TEST(ChannelFlagsTest, BadValuesGetTheLibrarysMessage) {
     void (*set)(ChannelOptions*);  // The same value, set directly.
   };
   const Case cases[] = {
-      {"rfrpc_fetch_size", "8", [](ChannelOptions* o) { o->fetch_size = 8; }},
+      {"rfrpc_fetch_size", "8", [](ChannelOptions* o) { o->fetch.size = 8; }},
       {"rfrpc_slots", "5000",
        [](ChannelOptions* o) { o->slots_per_connection = 5000; }},
       {"rfrpc_batch_bytes", "10",
-       [](ChannelOptions* o) { o->batch_bytes = 10; }},
+       [](ChannelOptions* o) { o->batching.bytes = 10; }},
       {"rfrpc_sizer_window", "0",
-       [](ChannelOptions* o) { o->sizer_window = 0; }},
+       [](ChannelOptions* o) { o->batching.sizer.window = 0; }},
       {"rfrpc_switch_back_ratio", "-1",
-       [](ChannelOptions* o) { o->switch_back_ratio = -1; }},
+       [](ChannelOptions* o) { o->fetch.switch_back_ratio = -1; }},
       {"rfrpc_connect_timeout_ms", "0",
        [](ChannelOptions* o) { o->connect_timeout = absl::ZeroDuration(); }},
       {"rfrpc_batch_timeout_us", "-5",
-       [](ChannelOptions* o) { o->batch_timeout = absl::Microseconds(-5); }},
-      {"rfrpc_batch_group", "0", [](ChannelOptions* o) { o->batch_group = 0; }},
+       [](ChannelOptions* o) { o->batching.timeout = absl::Microseconds(-5); }},
+      {"rfrpc_batch_group", "0",
+       [](ChannelOptions* o) { o->batching.group = 0; }},
       {"rfrpc_sizer_shrink_windows", "0",
-       [](ChannelOptions* o) { o->sizer_shrink_windows = 0; }},
+       [](ChannelOptions* o) { o->batching.sizer.shrink_windows = 0; }},
   };
   for (const Case& c : cases) {
     gflags::FlagSaver saver;
     ASSERT_FALSE(gflags::SetCommandLineOption(c.flag, c.value).empty())
         << c.flag;
     ChannelOptions options;
-    options.fetch_size = 77;
+    options.fetch.size = 77;
     const absl::Status s = ApplyChannelFlags(&options);
     ChannelOptions bad;
     c.set(&bad);
     const absl::Status library = ValidateChannelOptions(bad);
     ASSERT_FALSE(library.ok()) << c.flag;
     EXPECT_EQ(s.message(), absl::StrCat("--", c.flag, ": ", library.message()));
-    EXPECT_EQ(options.fetch_size, 77u) << "options untouched";
+    EXPECT_EQ(options.fetch.size, 77u) << "options untouched";
   }
 }
 
@@ -203,12 +204,13 @@ TEST(ChannelFlagsTest, RejectsBadValuesNamingTheFlag) {
   gflags::SetCommandLineOption("rfrpc_mode", "rf");
   gflags::SetCommandLineOption("rfrpc_latency_alpha", "1.5");
   s = ApplyChannelFlags(&c);
-  EXPECT_EQ(s.message(),
-            "--rfrpc_latency_alpha: latency_alpha 1.5 is outside (0, 1)");
+  EXPECT_EQ(
+      s.message(),
+      "--rfrpc_latency_alpha: batching.sizer.alpha 1.5 is outside (0, 1)");
   gflags::SetCommandLineOption("rfrpc_latency_alpha", "0.05");
   gflags::SetCommandLineOption("rfrpc_retries", "0");
   s = ApplyChannelFlags(&c);
-  EXPECT_EQ(s.message(), "--rfrpc_retries: retries 0 is below 1");
+  EXPECT_EQ(s.message(), "--rfrpc_retries: fetch.retries 0 is below 1");
   gflags::SetCommandLineOption("rfrpc_retries", "5");
   gflags::SetCommandLineOption("rfrpc_fetch_policy", "eager");
   s = ApplyChannelFlags(&c);
@@ -234,7 +236,7 @@ TEST(ChannelFlagsTest, RejectsBadValuesNamingTheFlag) {
   gflags::SetCommandLineOption("rfrpc_fetch_miss_target", "0.7");
   s = ApplyChannelFlags(&c);
   EXPECT_EQ(s.message(),
-            "--rfrpc_fetch_miss_target: fetch_delay_miss_target "
+            "--rfrpc_fetch_miss_target: fetch.delay_miss_target "
             "0.7 is outside (0, 0.5]");
   gflags::SetCommandLineOption("rfrpc_fetch_miss_target", "0.05");
   gflags::SetCommandLineOption("rfrpc_ib_port", "-1");

@@ -41,6 +41,24 @@ AutoBatchSizer::AutoBatchSizer(const Options& options)
   }
 }
 
+AutoBatchSizer::Options AutoBatchSizer::OptionsFor(const SizerOptions& sizer,
+                                                   int initial_size) {
+  Options o;
+  o.latency_limit = sizer.latency_limit;
+  o.alpha = sizer.alpha;
+  o.window = std::max(1, sizer.window);
+  o.min_size = 1;
+  o.max_size = kMaxSize;
+  o.initial_size = std::max(1, initial_size);
+  o.proportional_steps = sizer.proportional_steps;
+  o.holdoff_windows = std::max(0, sizer.holdoff_windows);
+  o.min_window_duration = std::max(absl::ZeroDuration(), sizer.min_window);
+  o.shrink_windows = std::max(1, sizer.shrink_windows);
+  o.max_window_duration = std::max(absl::ZeroDuration(), sizer.max_window);
+  o.peak_guard = sizer.peak_guard;
+  return o;
+}
+
 int64_t AutoBatchSizer::Slowest(int rank) {
   const size_t i = static_cast<size_t>(rank - 1);
   // Among the kept latencies above l_limit (all of them unless more than

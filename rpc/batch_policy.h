@@ -12,8 +12,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "absl/types/span.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "rpc/options.h"
 
 namespace rfrpc {
 
@@ -257,7 +258,14 @@ class AutoBatchSizer {
   // short it was in time.
   static constexpr int kMaxWindowFactor = 64;
 
+  // The largest N a channel's sizer reaches.
+  static constexpr int kMaxSize = 128;
+
   explicit AutoBatchSizer(const Options& options);
+
+  // A channel's sizer: `sizer` (ChannelOptions::batching.sizer) starting at
+  // N = `initial_size`, N in [1, kMaxSize].
+  static Options OptionsFor(const SizerOptions& sizer, int initial_size);
 
   // Records one call's latency, finished at `now_ns` (any clock in
   // nanoseconds, the same for every call: ClientConnection passes

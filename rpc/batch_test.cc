@@ -820,6 +820,41 @@ TEST(AutoBatchSizerTest, SpansDecideAsSingleCallsDo) {
   }
 }
 
+// A channel's sizer takes every field of ChannelOptions::batching.sizer
+// (each set off its default here), N from batching.size, bounds [1, 128].
+TEST(AutoBatchSizerTest, OptionsForTakesEveryChannelField) {
+  SizerOptions z;
+  z.latency_limit = absl::Microseconds(37);
+  z.alpha = 0.125;
+  z.window = 77;
+  z.min_window = absl::Milliseconds(3);
+  z.max_window = absl::Milliseconds(9);
+  z.proportional_steps = false;
+  z.holdoff_windows = 5;
+  z.shrink_windows = 6;
+  z.peak_guard = false;
+  const AutoBatchSizer::Options o = AutoBatchSizer::OptionsFor(z, 24);
+  EXPECT_EQ(o.latency_limit, absl::Microseconds(37));
+  EXPECT_EQ(o.alpha, 0.125);
+  EXPECT_EQ(o.window, 77);
+  EXPECT_EQ(o.min_window_duration, absl::Milliseconds(3));
+  EXPECT_EQ(o.max_window_duration, absl::Milliseconds(9));
+  EXPECT_FALSE(o.proportional_steps);
+  EXPECT_EQ(o.holdoff_windows, 5);
+  EXPECT_EQ(o.shrink_windows, 6);
+  EXPECT_FALSE(o.peak_guard);
+  EXPECT_EQ(o.initial_size, 24);
+  EXPECT_EQ(o.min_size, 1);
+  EXPECT_EQ(o.max_size, AutoBatchSizer::kMaxSize);
+  // The channel's defaults are SizerOptions' (not AutoBatchSizer::Options').
+  const AutoBatchSizer::Options d =
+      AutoBatchSizer::OptionsFor(SizerOptions(), 16);
+  EXPECT_EQ(d.min_window_duration, absl::Milliseconds(10));
+  EXPECT_EQ(d.max_window_duration, absl::Milliseconds(50));
+  EXPECT_TRUE(d.peak_guard);
+  EXPECT_EQ(d.shrink_windows, 2);
+}
+
 TEST(AutoBatchSizerTest, InfiniteLimitOnlyGrows) {
   AutoBatchSizer::Options o = RefinedOptions();
   o.latency_limit = absl::InfiniteDuration();

@@ -140,7 +140,7 @@ class ChannelImpl final : public Channel,
         call_counters_(options.method_stats),
         address_(std::move(address)),
         options_(std::move(options)),
-        fetch_params_(Pack(options_.retries, options_.fetch_size)) {
+        fetch_params_(Pack(options_.fetch.retries, options_.fetch.size)) {
     for (auto& h : hot_lines_) h.store(this, std::memory_order_relaxed);
   }
 
@@ -351,8 +351,8 @@ class ChannelImpl final : public Channel,
   absl::Status SetFetchParams(int retries, uint32_t fetch_size) override {
     // The bounds Channel::Create and the flags check, with their message.
     ChannelOptions probe = options_;
-    probe.retries = retries;
-    probe.fetch_size = fetch_size;
+    probe.fetch.retries = retries;
+    probe.fetch.size = fetch_size;
     absl::Status valid = ValidateChannelOptions(probe);
     if (!valid.ok()) {
       return absl::InvalidArgumentError(
@@ -373,15 +373,17 @@ class ChannelImpl final : public Channel,
   }
 
   int batch_size() const override {
-    switch (options_.batch) {
+    switch (options_.batching.mode) {
       case BatchMode::kOff:
         return 0;
       case BatchMode::kAuto: {
         const int n = counters_.batch_size.load(std::memory_order_relaxed);
-        return n > 0 ? n : std::clamp(options_.batch_size, 1, 128);
+        return n > 0 ? n
+                     : std::clamp(options_.batching.size, 1,
+                                  AutoBatchSizer::kMaxSize);
       }
       default:
-        return std::max(1, options_.batch_size);
+        return std::max(1, options_.batching.size);
     }
   }
 
@@ -464,8 +466,8 @@ class ChannelImpl final : public Channel,
   absl::StatusOr<std::unique_ptr<ClientConnection>> Open(int worker) {
     ChannelOptions opts = options_;
     const uint64_t params = fetch_params_.load();
-    opts.retries = Retries(params);
-    opts.fetch_size = FetchSize(params);
+    opts.fetch.retries = Retries(params);
+    opts.fetch.size = FetchSize(params);
     RFRPC_ASSIGN_OR_RETURN(std::unique_ptr<ClientConnection> conn,
                            ClientConnection::Connect(provider_.get(), address_,
                                                      worker, opts, &counters_));

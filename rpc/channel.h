@@ -103,7 +103,7 @@ class Channel {
   virtual std::vector<MethodStats> method_stats() const = 0;
 
   // The batch size N in force: 0 when batching is off; fixed and adaptive:
-  // ChannelOptions::batch_size; auto: the size the sizer chose last (of any
+  // ChannelOptions::batching.size; auto: the size the sizer chose last (of any
   // connection). Cheap (one atomic load): a caller that keeps a multiple of
   // N in flight may read it per call.
   virtual int batch_size() const = 0;

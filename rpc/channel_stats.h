@@ -48,7 +48,7 @@ struct ChannelStats {
   uint64_t flushes_bytes = 0;         // Flushed because L would be exceeded.
   uint64_t flushes_timeout = 0;       // Flushed on T.
   // Flushed idle: a caller was about to wait for the batch and no company
-  // worth waiting for was on its way (ChannelOptions::batch_idle_in_flight,
+  // worth waiting for was on its way (ChannelOptions::batching.idle_in_flight,
   // docs/rpc.md); a sync call sent alone counts here too.
   uint64_t flushes_idle = 0;
   // Adaptive: groups of entries WRITten into the server's slot before

@@ -92,9 +92,9 @@ HybridPolicy& ClientConnection::OtherPolicy(uint8_t bucket) {
   }
   uint8_t& i = policy_index_[bucket];
   if (i == 0xff) {
-    policies_.emplace_back(HybridPolicy::Params{options_.mode, timing_.retries(),
-                                                options_.switch_after,
-                                                options_.switch_back_ratio});
+    policies_.emplace_back(HybridPolicy::Params{
+        options_.mode, timing_.retries(), options_.fetch.switch_after,
+        options_.fetch.switch_back_ratio});
     i = static_cast<uint8_t>(policies_.size() - 1);
   }
   return policies_[i];
@@ -343,7 +343,7 @@ void ClientConnection::Enqueue(PendingCall* call) {
 
 int ClientConnection::BatchSizeNow() const {
   return batch_mode_ == BatchMode::kAuto ? sizer_.size()
-                                            : std::max(1, options_.batch_size);
+                                         : std::max(1, options_.batching.size);
 }
 
 bool ClientConnection::SendAloneLocked(const PendingCall* call, size_t size) {
@@ -551,7 +551,8 @@ absl::Status ClientConnection::AddToBatchLocked(
   if (call->sync) slot.has_sync = true;
   if (!call->sync) ++async_slots_;
   if (batch_mode_ == BatchMode::kAdaptive &&
-      slot.untransmitted_entries >= static_cast<uint32_t>(std::max(1, options_.batch_group))) {
+      slot.untransmitted_entries >=
+          static_cast<uint32_t>(std::max(1, options_.batching.group))) {
     TransmitGroupLocked(s);
   }
   if (slot.publish_pending) {

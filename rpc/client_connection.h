@@ -489,7 +489,7 @@ class alignas(64) ClientConnection {
   const bool has_on_result_;           // options_.on_result is set.
   const RpcMode mode_option_;          // options_.mode.
   const BatchMode batch_mode_;         // options_.batch.
-  const int max_outstanding_;          // options_.max_outstanding.
+  const int max_outstanding_;          // options_.batching.max_outstanding.
   bool rescan_cancels_ ABSL_GUARDED_BY(mu_) = false;
   uint32_t used_slots_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<Slot> slots_ ABSL_GUARDED_BY(mu_);

@@ -63,35 +63,28 @@ ClientConnection::ClientConnection(ChannelOptions options,
     : post_lists_(options.post_lists),
       has_on_result_(options.on_result != nullptr),
       mode_option_(options.mode),
-      batch_mode_(options.batch),
-      max_outstanding_(options.max_outstanding),
+      batch_mode_(options.batching.mode),
+      max_outstanding_(options.batching.max_outstanding),
       counters_(counters),
       timing_(FetchTiming::Params{
-          options.retries, options.adaptive_fetch_delay,
-          absl::ToDoubleNanoseconds(options.max_fetch_delay),
-          options.fetch_delay_miss_target, options.busy_wait}),
+          options.fetch.retries, options.fetch.adaptive_delay,
+          absl::ToDoubleNanoseconds(options.fetch.max_delay),
+          options.fetch.delay_miss_target, options.busy_wait}),
       signal_every_(static_cast<uint32_t>(std::max(1, options.signal_every))),
-      rering_after_ns_(std::clamp<int64_t>(
-          absl::ToInt64Nanoseconds(options.rering_after), 1000,
-          int64_t{3600} * 1000 * 1000 * 1000)),
-      first_policy_(HybridPolicy::Params{options.mode, options.retries,
-                                         options.switch_after,
-                                         options.switch_back_ratio}),
-      flush_(std::max(1, options.batch_size), options.batch_bytes,
-             options.batch_timeout, options.batch_idle_in_flight,
-             options.batch_sync_combine),
-      sizer_(AutoBatchSizer::Options{
-          options.latency_limit, options.latency_alpha,
-          std::max(1, options.sizer_window), 1, 128,
-          std::max(1, options.batch_size), options.sizer_proportional_steps,
-          std::max(0, options.sizer_holdoff_windows),
-          std::max(absl::ZeroDuration(), options.sizer_min_window),
-          std::max(1, options.sizer_shrink_windows),
-          std::max(absl::ZeroDuration(), options.sizer_max_window),
-          options.sizer_peak_guard}),
+      rering_after_ns_(
+          std::clamp<int64_t>(absl::ToInt64Nanoseconds(options.rering_after),
+                              1000, int64_t{3600} * 1000 * 1000 * 1000)),
+      first_policy_(HybridPolicy::Params{options.mode, options.fetch.retries,
+                                         options.fetch.switch_after,
+                                         options.fetch.switch_back_ratio}),
+      flush_(std::max(1, options.batching.size), options.batching.bytes,
+             options.batching.timeout, options.batching.idle_in_flight,
+             options.batching.sync_combine),
+      sizer_(AutoBatchSizer::OptionsFor(options.batching.sizer,
+                                        options.batching.size)),
       options_(std::move(options)) {
   MutexLock lock(&mu_);
-  fetch_size_ = options_.fetch_size;
+  fetch_size_ = options_.fetch.size;
   std::fill(std::begin(policy_index_), std::end(policy_index_), uint8_t{0xff});
 }
 

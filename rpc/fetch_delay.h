@@ -39,7 +39,7 @@ class FetchDelay {
   static constexpr double kStepNs = 10.0;
 
   // The shrink per hit that makes near misses a fraction `miss_target`
-  // (ChannelOptions::fetch_delay_miss_target, in (0, 1)) of calls; the
+  // (ChannelOptions::fetch.delay_miss_target, in (0, 1)) of calls; the
   // default 1/20 gives 1/304, the former default 1/129 gives 1/2048.
   static constexpr double ShrinkFor(double miss_target) {
     return kGrowNear * miss_target / (1.0 - miss_target);

@@ -46,8 +46,8 @@ void Call(FetchDelay* d, double shrink, double t_ns, Outcomes* o) {
 TEST(FetchDelayTest, SettlesWhereNearMissesAreTheTarget) {
   EXPECT_DOUBLE_EQ(FetchDelay::ShrinkFor(1.0 / 129), 1.0 / 2048);
   // ChannelOptions' default, and the default until 2026-11-26.
-  for (const double target : {ChannelOptions().fetch_delay_miss_target,
-                              1.0 / 129}) {
+  for (const double target :
+       {ChannelOptions().fetch.delay_miss_target, 1.0 / 129}) {
     SCOPED_TRACE(target);
     const double shrink = FetchDelay::ShrinkFor(target);
     std::mt19937_64 rng(7);

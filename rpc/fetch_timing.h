@@ -6,7 +6,7 @@
 // (fetch_timing_test.cc) instead of end to end.
 //
 //  - The first READ goes the learned first-fetch delay after the request
-//    (FetchDelay; 0 when ChannelOptions::adaptive_fetch_delay is off).
+//    (FetchDelay; 0 when ChannelOptions::fetch.adaptive_delay is off).
 //  - A READ that finds no result is repeated at once while the call is
 //    within R fetches. Past R the call is slow (the hybrid policy counts it)
 //    and the pauses between READs start at twice the READ round trip and
@@ -61,9 +61,9 @@ class FetchTiming {
  public:
   struct Params {
     int retries = 5;                 // R.
-    bool adaptive_delay = true;      // ChannelOptions::adaptive_fetch_delay.
-    double max_delay_ns = 2000;      // ChannelOptions::max_fetch_delay.
-    double miss_target = 1.0 / 20;   // ChannelOptions::fetch_delay_miss_target.
+    bool adaptive_delay = true;      // ChannelOptions::fetch.adaptive_delay.
+    double max_delay_ns = 2000;      // ChannelOptions::fetch.max_delay.
+    double miss_target = 1.0 / 20;   // ChannelOptions::fetch.delay_miss_target.
     bool busy_wait = false;          // ChannelOptions::busy_wait.
   };
 

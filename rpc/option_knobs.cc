@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -53,17 +54,35 @@ struct MemberOf<T C::*> {
   using Type = T;
 };
 
+// The field at the end of a path of member pointers: one for a top-level
+// field (&ServerOptions::workers), more for a nested one
+// (&ChannelOptions::fetch, &FetchOptions::size).
+template <auto kFirst, auto... kRest>
+struct Path {
+  using Class = typename MemberOf<decltype(kFirst)>::Class;
+  template <typename C>
+  static auto& Of(C& o) {
+    if constexpr (sizeof...(kRest) == 0) {
+      return o.*kFirst;
+    } else {
+      return Path<kRest...>::Of(o.*kFirst);
+    }
+  }
+  using Type = std::remove_reference_t<decltype(Of(std::declval<Class&>()))>;
+};
+
 // A number or boolean field, in its own type.
-template <auto kField>
+template <auto... kPath>
 absl::Status SetValue(absl::string_view value,
-                      typename MemberOf<decltype(kField)>::Class* o) {
-  using T = typename MemberOf<decltype(kField)>::Type;
+                      typename Path<kPath...>::Class* o) {
+  using T = typename Path<kPath...>::Type;
+  T& field = Path<kPath...>::Of(*o);
   if constexpr (std::is_same_v<T, bool>) {
-    return ParseBool(value, &(o->*kField));
+    return ParseBool(value, &field);
   } else if constexpr (std::is_floating_point_v<T>) {
     double v;
     if (!absl::SimpleAtod(value, &v)) return Expected("a number", value);
-    o->*kField = v;
+    field = v;
     return absl::OkStatus();
   } else {
     static_assert(std::is_integral_v<T> && sizeof(T) <= sizeof(int64_t));
@@ -72,46 +91,48 @@ absl::Status SetValue(absl::string_view value,
         ParseInt(value, std::numeric_limits<T>::min(),
                  static_cast<int64_t>(std::numeric_limits<T>::max()), &v);
     if (!s.ok()) return s;
-    o->*kField = static_cast<T>(v);
+    field = static_cast<T>(v);
     return absl::OkStatus();
   }
 }
 
-template <auto kField>
-std::string GetValue(const typename MemberOf<decltype(kField)>::Class& o) {
-  using T = typename MemberOf<decltype(kField)>::Type;
+template <auto... kPath>
+std::string GetValue(const typename Path<kPath...>::Class& o) {
+  using T = typename Path<kPath...>::Type;
+  const T& field = Path<kPath...>::Of(o);
   if constexpr (std::is_same_v<T, bool>) {
-    return o.*kField ? "true" : "false";
+    return field ? "true" : "false";
   } else if constexpr (std::is_floating_point_v<T>) {
     // The fewest digits that read back as the same double.
     char buf[32];
     for (int digits = 6; digits <= 17; ++digits) {
-      snprintf(buf, sizeof(buf), "%.*g", digits, o.*kField);
+      snprintf(buf, sizeof(buf), "%.*g", digits, field);
       double back;
-      if (absl::SimpleAtod(buf, &back) && back == o.*kField) break;
+      if (absl::SimpleAtod(buf, &back) && back == field) break;
     }
     return buf;
   } else {
-    return absl::StrCat(o.*kField);
+    return absl::StrCat(field);
   }
 }
 
 // A duration field, as an integer count of kUnitNs nanoseconds.
-template <auto kField, int64_t kUnitNs>
+template <int64_t kUnitNs, auto... kPath>
 absl::Status SetDuration(absl::string_view value,
-                         typename MemberOf<decltype(kField)>::Class* o) {
+                         typename Path<kPath...>::Class* o) {
   int64_t v;
   absl::Status s =
       ParseInt(value, std::numeric_limits<int64_t>::min() / kUnitNs,
                std::numeric_limits<int64_t>::max() / kUnitNs, &v);
   if (!s.ok()) return s;
-  o->*kField = absl::Nanoseconds(v * kUnitNs);
+  Path<kPath...>::Of(*o) = absl::Nanoseconds(v * kUnitNs);
   return absl::OkStatus();
 }
 
-template <auto kField, int64_t kUnitNs>
-std::string GetDuration(const typename MemberOf<decltype(kField)>::Class& o) {
-  return absl::StrCat(absl::ToInt64Nanoseconds(o.*kField) / kUnitNs);
+template <int64_t kUnitNs, auto... kPath>
+std::string GetDuration(const typename Path<kPath...>::Class& o) {
+  return absl::StrCat(absl::ToInt64Nanoseconds(Path<kPath...>::Of(o)) /
+                      kUnitNs);
 }
 
 constexpr int64_t kUs = 1000;
@@ -127,7 +148,7 @@ absl::Status SetMode(absl::string_view value, ChannelOptions* o) {
 absl::Status SetBatch(absl::string_view value, ChannelOptions* o) {
   absl::StatusOr<BatchMode> m = ParseBatchMode(value);
   if (!m.ok()) return Expected("off, fixed, auto or adaptive", value);
-  o->batch = *m;
+  o->batching.mode = *m;
   return absl::OkStatus();
 }
 
@@ -201,6 +222,8 @@ std::string GetSocketDir(const Options& o) {
   return o.provider_options.socket_dir;
 }
 
+// A knob of a top-level field, and of a field of a nested struct (`group`
+// names it: fetch, batching or batching.sizer).
 #define RFRPC_VALUE_KNOB(name, field)                \
   {                                                  \
     name, #field, &SetValue<&ChannelOptions::field>, \
@@ -208,8 +231,36 @@ std::string GetSocketDir(const Options& o) {
   }
 #define RFRPC_DURATION_KNOB(name, field, unit)                \
   {                                                           \
-    name, #field, &SetDuration<&ChannelOptions::field, unit>, \
-        &GetDuration<&ChannelOptions::field, unit>            \
+    name, #field, &SetDuration<unit, &ChannelOptions::field>, \
+        &GetDuration<unit, &ChannelOptions::field>            \
+  }
+#define RFRPC_FETCH_KNOB(name, field)                            \
+  {                                                              \
+    name, "fetch." #field,                                       \
+        &SetValue<&ChannelOptions::fetch, &FetchOptions::field>, \
+        &GetValue<&ChannelOptions::fetch, &FetchOptions::field>  \
+  }
+#define RFRPC_BATCHING_KNOB(name, field)                               \
+  {                                                                    \
+    name, "batching." #field,                                          \
+        &SetValue<&ChannelOptions::batching, &BatchingOptions::field>, \
+        &GetValue<&ChannelOptions::batching, &BatchingOptions::field>  \
+  }
+#define RFRPC_SIZER_KNOB(name, field)                                 \
+  {                                                                   \
+    name, "batching.sizer." #field,                                   \
+        &SetValue<&ChannelOptions::batching, &BatchingOptions::sizer, \
+                  &SizerOptions::field>,                              \
+        &GetValue<&ChannelOptions::batching, &BatchingOptions::sizer, \
+                  &SizerOptions::field>                               \
+  }
+#define RFRPC_SIZER_DURATION_KNOB(name, field, unit)                           \
+  {                                                                            \
+    name, "batching.sizer." #field,                                            \
+        &SetDuration<unit, &ChannelOptions::batching, &BatchingOptions::sizer, \
+                     &SizerOptions::field>,                                    \
+        &GetDuration<unit, &ChannelOptions::batching, &BatchingOptions::sizer, \
+                     &SizerOptions::field>                                     \
   }
 #define RFRPC_SERVER_VALUE_KNOB(name, field)        \
   {                                                 \
@@ -218,8 +269,8 @@ std::string GetSocketDir(const Options& o) {
   }
 #define RFRPC_SERVER_DURATION_KNOB(name, field, unit)        \
   {                                                          \
-    name, #field, &SetDuration<&ServerOptions::field, unit>, \
-        &GetDuration<&ServerOptions::field, unit>            \
+    name, #field, &SetDuration<unit, &ServerOptions::field>, \
+        &GetDuration<unit, &ServerOptions::field>            \
   }
 
 // In the order of ChannelKnobs()'s contract: choices that set several
@@ -227,14 +278,16 @@ std::string GetSocketDir(const Options& o) {
 const ChannelKnob kKnobs[] = {
     {"mode", "mode", &SetMode,
      [](const ChannelOptions& o) { return std::string(RpcModeName(o.mode)); }},
-    RFRPC_VALUE_KNOB("retries", retries),
-    RFRPC_VALUE_KNOB("fetch_size", fetch_size),
-    RFRPC_VALUE_KNOB("switch_after", switch_after),
-    RFRPC_VALUE_KNOB("switch_back_ratio", switch_back_ratio),
-    {"fetch_policy", "adaptive_fetch_delay", &SetFetchPolicyKnob,
+    RFRPC_FETCH_KNOB("retries", retries),
+    RFRPC_FETCH_KNOB("fetch_size", size),
+    RFRPC_FETCH_KNOB("switch_after", switch_after),
+    RFRPC_FETCH_KNOB("switch_back_ratio", switch_back_ratio),
+    {"fetch_policy", "fetch.adaptive_delay", &SetFetchPolicyKnob,
      [](const ChannelOptions& o) { return std::string(FetchPolicyName(o)); }},
-    RFRPC_DURATION_KNOB("max_fetch_delay_us", max_fetch_delay, kUs),
-    RFRPC_VALUE_KNOB("fetch_miss_target", fetch_delay_miss_target),
+    {"max_fetch_delay_us", "fetch.max_delay",
+     &SetDuration<kUs, &ChannelOptions::fetch, &FetchOptions::max_delay>,
+     &GetDuration<kUs, &ChannelOptions::fetch, &FetchOptions::max_delay>},
+    RFRPC_FETCH_KNOB("fetch_miss_target", delay_miss_target),
     RFRPC_VALUE_KNOB("connections", connections),
     RFRPC_VALUE_KNOB("slots", slots_per_connection),
     RFRPC_VALUE_KNOB("max_request_bytes", max_request_bytes),
@@ -247,27 +300,29 @@ const ChannelKnob kKnobs[] = {
     RFRPC_VALUE_KNOB("max_inline", max_inline),
     RFRPC_VALUE_KNOB("signal_every", signal_every),
     RFRPC_VALUE_KNOB("post_lists", post_lists),
-    {"batch", "batch", &SetBatch,
+    {"batch", "batching.mode", &SetBatch,
      [](const ChannelOptions& o) {
-       return std::string(BatchModeName(o.batch));
+       return std::string(BatchModeName(o.batching.mode));
      }},
-    RFRPC_VALUE_KNOB("batch_size", batch_size),
-    RFRPC_VALUE_KNOB("batch_bytes", batch_bytes),
-    RFRPC_DURATION_KNOB("batch_timeout_us", batch_timeout, kUs),
-    RFRPC_VALUE_KNOB("batch_idle_in_flight", batch_idle_in_flight),
-    RFRPC_VALUE_KNOB("batch_sync_combine", batch_sync_combine),
-    RFRPC_VALUE_KNOB("batch_group", batch_group),
-    RFRPC_VALUE_KNOB("max_outstanding", max_outstanding),
-    RFRPC_DURATION_KNOB("latency_limit_us", latency_limit, kUs),
-    RFRPC_VALUE_KNOB("latency_alpha", latency_alpha),
-    {"sizer_rule", "sizer_proportional_steps", &SetSizerRuleKnob,
+    RFRPC_BATCHING_KNOB("batch_size", size),
+    RFRPC_BATCHING_KNOB("batch_bytes", bytes),
+    {"batch_timeout_us", "batching.timeout",
+     &SetDuration<kUs, &ChannelOptions::batching, &BatchingOptions::timeout>,
+     &GetDuration<kUs, &ChannelOptions::batching, &BatchingOptions::timeout>},
+    RFRPC_BATCHING_KNOB("batch_idle_in_flight", idle_in_flight),
+    RFRPC_BATCHING_KNOB("batch_sync_combine", sync_combine),
+    RFRPC_BATCHING_KNOB("batch_group", group),
+    RFRPC_BATCHING_KNOB("max_outstanding", max_outstanding),
+    RFRPC_SIZER_DURATION_KNOB("latency_limit_us", latency_limit, kUs),
+    RFRPC_SIZER_KNOB("latency_alpha", alpha),
+    {"sizer_rule", "batching.sizer.proportional_steps", &SetSizerRuleKnob,
      [](const ChannelOptions& o) { return std::string(SizerRuleName(o)); }},
-    RFRPC_VALUE_KNOB("sizer_window", sizer_window),
-    RFRPC_DURATION_KNOB("sizer_min_window_ms", sizer_min_window, kMs),
-    RFRPC_DURATION_KNOB("sizer_max_window_ms", sizer_max_window, kMs),
-    RFRPC_VALUE_KNOB("sizer_holdoff_windows", sizer_holdoff_windows),
-    RFRPC_VALUE_KNOB("sizer_shrink_windows", sizer_shrink_windows),
-    RFRPC_VALUE_KNOB("sizer_peak_guard", sizer_peak_guard),
+    RFRPC_SIZER_KNOB("sizer_window", window),
+    RFRPC_SIZER_DURATION_KNOB("sizer_min_window_ms", min_window, kMs),
+    RFRPC_SIZER_DURATION_KNOB("sizer_max_window_ms", max_window, kMs),
+    RFRPC_SIZER_KNOB("sizer_holdoff_windows", holdoff_windows),
+    RFRPC_SIZER_KNOB("sizer_shrink_windows", shrink_windows),
+    RFRPC_SIZER_KNOB("sizer_peak_guard", peak_guard),
     RFRPC_VALUE_KNOB("busy_wait", busy_wait),
     RFRPC_VALUE_KNOB("progress_thread", progress_thread),
     RFRPC_VALUE_KNOB("method_stats", method_stats),
@@ -287,12 +342,12 @@ absl::Status SetIdleParkAfter(absl::string_view value, ServerOptions* o) {
     o->idle_park_after = absl::InfiniteDuration();
     return absl::OkStatus();
   }
-  return SetDuration<&ServerOptions::idle_park_after, kUs>(value, o);
+  return SetDuration<kUs, &ServerOptions::idle_park_after>(value, o);
 }
 
 std::string GetIdleParkAfter(const ServerOptions& o) {
   if (o.idle_park_after == absl::InfiniteDuration()) return "-1";
-  return GetDuration<&ServerOptions::idle_park_after, kUs>(o);
+  return GetDuration<kUs, &ServerOptions::idle_park_after>(o);
 }
 
 // Not knobs: provider, address and workers (each server binary has its

@@ -9,7 +9,7 @@
 //
 //   ChannelOptions options;
 //   RFRPC_RETURN_IF_ERROR(SetChannelKnob("batch_timeout_us", "20", &options));
-//   // options.batch_timeout == absl::Microseconds(20)
+//   // options.batching.timeout == absl::Microseconds(20)
 //
 // Values: integers and numbers in decimal; booleans true/false (or 1/0);
 // durations as an integer in the unit the name ends with (_us, _ms); named
@@ -19,8 +19,8 @@
 //
 // Not knobs: `provider` (each binary has its --provider / jakiro.provider),
 // `provider_options.address_hint` (filled from the address), `first_seq`
-// (tests), `on_result` (a callback). `adaptive_fetch_delay` is set through
-// fetch_policy, `sizer_proportional_steps` through sizer_rule.
+// (tests), `on_result` (a callback). `fetch.adaptive_delay` is set through
+// fetch_policy, `batching.sizer.proportional_steps` through sizer_rule.
 //
 // Thread-safety: the table is immutable; the functions are thread-safe for
 // distinct options structs.

@@ -111,11 +111,11 @@ TEST(OptionKnobsTest, GetThenSetRoundTrips) {
   }
   EXPECT_EQ(Dump(copy), Dump(changed));
   // The fields behind the named choices and units.
-  EXPECT_EQ(changed.batch_timeout, absl::Microseconds(33));
+  EXPECT_EQ(changed.batching.timeout, absl::Microseconds(33));
   EXPECT_EQ(changed.default_timeout, absl::Milliseconds(70));
-  EXPECT_EQ(changed.sizer_min_window, absl::Milliseconds(3));
-  EXPECT_FALSE(changed.adaptive_fetch_delay);
-  EXPECT_FALSE(changed.sizer_proportional_steps);
+  EXPECT_EQ(changed.batching.sizer.min_window, absl::Milliseconds(3));
+  EXPECT_FALSE(changed.fetch.adaptive_delay);
+  EXPECT_FALSE(changed.batching.sizer.proportional_steps);
   EXPECT_EQ(changed.provider_options.port, 2);
 }
 
@@ -179,7 +179,7 @@ TEST(OptionKnobsTest, BoundsAreLeftToValidate) {
   ASSERT_TRUE(SetChannelKnob("retries", "0", &o).ok());
   std::string field;
   EXPECT_FALSE(ValidateChannelOptions(o, &field).ok());
-  EXPECT_EQ(field, "retries");
+  EXPECT_EQ(field, "fetch.retries");
   EXPECT_EQ(FindChannelKnobOfField(field)->name, "retries");
   // The provider's fields too, as a server's are.
   o = ChannelOptions();

@@ -56,7 +56,7 @@ absl::StatusOr<BatchMode> ParseBatchMode(absl::string_view name) {
 
 absl::Status SetFetchPolicy(absl::string_view name, ChannelOptions* options) {
   if (name == "adaptive" || name == "paper") {
-    options->adaptive_fetch_delay = name == "adaptive";
+    options->fetch.adaptive_delay = name == "adaptive";
     return absl::OkStatus();
   }
   return absl::InvalidArgumentError(absl::StrCat(
@@ -64,27 +64,28 @@ absl::Status SetFetchPolicy(absl::string_view name, ChannelOptions* options) {
 }
 
 absl::string_view FetchPolicyName(const ChannelOptions& options) {
-  return options.adaptive_fetch_delay ? "adaptive" : "paper";
+  return options.fetch.adaptive_delay ? "adaptive" : "paper";
 }
 
 absl::Status SetSizerRule(absl::string_view name, ChannelOptions* options) {
-  const ChannelOptions defaults;
+  const SizerOptions defaults;
+  SizerOptions& sizer = options->batching.sizer;
   if (name == "proportional") {
-    options->sizer_proportional_steps = defaults.sizer_proportional_steps;
-    options->sizer_holdoff_windows = defaults.sizer_holdoff_windows;
-    options->sizer_shrink_windows = defaults.sizer_shrink_windows;
-    options->sizer_min_window = defaults.sizer_min_window;
-    options->sizer_max_window = defaults.sizer_max_window;
-    options->sizer_peak_guard = defaults.sizer_peak_guard;
+    sizer.proportional_steps = defaults.proportional_steps;
+    sizer.holdoff_windows = defaults.holdoff_windows;
+    sizer.shrink_windows = defaults.shrink_windows;
+    sizer.min_window = defaults.min_window;
+    sizer.max_window = defaults.max_window;
+    sizer.peak_guard = defaults.peak_guard;
     return absl::OkStatus();
   }
   if (name == "paper") {
-    options->sizer_proportional_steps = false;
-    options->sizer_holdoff_windows = 0;
-    options->sizer_shrink_windows = 1;
-    options->sizer_min_window = absl::ZeroDuration();
-    options->sizer_max_window = absl::ZeroDuration();
-    options->sizer_peak_guard = false;
+    sizer.proportional_steps = false;
+    sizer.holdoff_windows = 0;
+    sizer.shrink_windows = 1;
+    sizer.min_window = absl::ZeroDuration();
+    sizer.max_window = absl::ZeroDuration();
+    sizer.peak_guard = false;
     return absl::OkStatus();
   }
   return absl::InvalidArgumentError(absl::StrCat(
@@ -92,7 +93,7 @@ absl::Status SetSizerRule(absl::string_view name, ChannelOptions* options) {
 }
 
 absl::string_view SizerRuleName(const ChannelOptions& options) {
-  return options.sizer_proportional_steps ? "proportional" : "paper";
+  return options.batching.sizer.proportional_steps ? "proportional" : "paper";
 }
 
 namespace {
@@ -151,19 +152,21 @@ void CheckProviderOptions(const transport::ProviderOptions& p, Checker* c) {
 absl::Status ValidateChannelOptions(const ChannelOptions& o,
                                     std::string* field) {
   Checker c(field);
-  c.AtLeast("retries", o.retries, 1);
-  c.AtMost("retries", o.retries, 1 << 20);
-  if (c.ok() && o.fetch_size < wire::kHeaderBytes) {
-    c.Bad("fetch_size", absl::StrCat(o.fetch_size, " is below the ",
-                                     wire::kHeaderBytes,
-                                     "-byte response header"));
+  const FetchOptions& f = o.fetch;
+  c.AtLeast("fetch.retries", f.retries, 1);
+  c.AtMost("fetch.retries", f.retries, 1 << 20);
+  if (c.ok() && f.size < wire::kHeaderBytes) {
+    c.Bad("fetch.size",
+          absl::StrCat(f.size, " is below the ", wire::kHeaderBytes,
+                       "-byte response header"));
   }
-  c.InRange<uint32_t>("fetch_size", o.fetch_size, 0, uint32_t{1} << 24);
-  c.AtLeast("switch_after", o.switch_after, 1);
-  c.AtMost("switch_after", o.switch_after, 1 << 20);
-  if (c.ok() && !(o.switch_back_ratio > 0 && std::isfinite(o.switch_back_ratio))) {
-    c.Bad("switch_back_ratio",
-          absl::StrCat(o.switch_back_ratio, " is not a positive number"));
+  c.InRange<uint32_t>("fetch.size", f.size, 0, uint32_t{1} << 24);
+  c.AtLeast("fetch.switch_after", f.switch_after, 1);
+  c.AtMost("fetch.switch_after", f.switch_after, 1 << 20);
+  if (c.ok() &&
+      !(f.switch_back_ratio > 0 && std::isfinite(f.switch_back_ratio))) {
+    c.Bad("fetch.switch_back_ratio",
+          absl::StrCat(f.switch_back_ratio, " is not a positive number"));
   }
   c.AtLeast("connections", o.connections, 0);
   c.InRange("slots_per_connection", o.slots_per_connection, 1, 4096);
@@ -174,32 +177,33 @@ absl::Status ValidateChannelOptions(const ChannelOptions& o,
   c.Positive("connect_timeout", o.connect_timeout);
   c.InRange<uint32_t>("max_inline", o.max_inline, 0, 1024);
   c.InRange("signal_every", o.signal_every, 1, 64);
-  c.NotNegative("max_fetch_delay", o.max_fetch_delay);
-  if (c.ok() && !(o.fetch_delay_miss_target > 0 &&
-                  o.fetch_delay_miss_target <= 0.5)) {
-    c.Bad("fetch_delay_miss_target",
-          absl::StrCat(o.fetch_delay_miss_target, " is outside (0, 0.5]"));
+  c.NotNegative("fetch.max_delay", f.max_delay);
+  if (c.ok() && !(f.delay_miss_target > 0 && f.delay_miss_target <= 0.5)) {
+    c.Bad("fetch.delay_miss_target",
+          absl::StrCat(f.delay_miss_target, " is outside (0, 0.5]"));
   }
-  c.AtLeast("batch_size", o.batch_size, 1);
-  c.AtMost("batch_size", o.batch_size, 1024);
-  c.AtLeast<uint32_t>("batch_bytes", o.batch_bytes, 64);
-  c.AtMost<uint32_t>("batch_bytes", o.batch_bytes, uint32_t{1} << 24);
-  c.NotNegative("batch_timeout", o.batch_timeout);
-  c.AtLeast("batch_idle_in_flight", o.batch_idle_in_flight, 0);
-  c.AtMost("batch_idle_in_flight", o.batch_idle_in_flight, 1 << 20);
-  c.AtLeast("max_outstanding", o.max_outstanding, 1);
-  c.AtMost("max_outstanding", o.max_outstanding, 1 << 20);
-  c.Positive("latency_limit", o.latency_limit);
-  if (c.ok() && !(o.latency_alpha > 0 && o.latency_alpha < 1)) {
-    c.Bad("latency_alpha", absl::StrCat(o.latency_alpha, " is outside (0, 1)"));
+  const BatchingOptions& b = o.batching;
+  c.AtLeast("batching.size", b.size, 1);
+  c.AtMost("batching.size", b.size, 1024);
+  c.AtLeast<uint32_t>("batching.bytes", b.bytes, 64);
+  c.AtMost<uint32_t>("batching.bytes", b.bytes, uint32_t{1} << 24);
+  c.NotNegative("batching.timeout", b.timeout);
+  c.AtLeast("batching.idle_in_flight", b.idle_in_flight, 0);
+  c.AtMost("batching.idle_in_flight", b.idle_in_flight, 1 << 20);
+  c.AtLeast("batching.max_outstanding", b.max_outstanding, 1);
+  c.AtMost("batching.max_outstanding", b.max_outstanding, 1 << 20);
+  const SizerOptions& z = b.sizer;
+  c.Positive("batching.sizer.latency_limit", z.latency_limit);
+  if (c.ok() && !(z.alpha > 0 && z.alpha < 1)) {
+    c.Bad("batching.sizer.alpha", absl::StrCat(z.alpha, " is outside (0, 1)"));
   }
-  c.AtLeast("sizer_window", o.sizer_window, 1);
-  c.AtMost("sizer_window", o.sizer_window, 1 << 24);
-  c.NotNegative("sizer_min_window", o.sizer_min_window);
-  c.NotNegative("sizer_max_window", o.sizer_max_window);
-  c.AtLeast("sizer_holdoff_windows", o.sizer_holdoff_windows, 0);
-  c.AtLeast("sizer_shrink_windows", o.sizer_shrink_windows, 1);
-  c.AtLeast("batch_group", o.batch_group, 1);
+  c.AtLeast("batching.sizer.window", z.window, 1);
+  c.AtMost("batching.sizer.window", z.window, 1 << 24);
+  c.NotNegative("batching.sizer.min_window", z.min_window);
+  c.NotNegative("batching.sizer.max_window", z.max_window);
+  c.AtLeast("batching.sizer.holdoff_windows", z.holdoff_windows, 0);
+  c.AtLeast("batching.sizer.shrink_windows", z.shrink_windows, 1);
+  c.AtLeast("batching.group", b.group, 1);
   CheckProviderOptions(o.provider_options, &c);
   return c.status();
 }

@@ -24,8 +24,9 @@ enum class RpcMode : uint8_t {
   kRemoteFetch = 0,
   // The server WRITEs results into the client's memory (the baseline).
   kServerReply = 1,
-  // Remote fetching, switching to server-reply after `switch_after`
-  // consecutive calls needed more than `retries` fetches, and back when the
+  // Remote fetching, switching to server-reply after `fetch.switch_after`
+  // consecutive calls needed more than `fetch.retries` fetches, and back when
+  // the
   // server's reported processing time shows results are ready sooner.
   kHybrid = 2,
 };
@@ -66,7 +67,7 @@ absl::string_view SizerRuleName(const ChannelOptions& options);
 // behind Channel::Create, the --rfrpc_* flags and Jakiro's -p jakiro.*
 // properties, so a bad value gets the same error from each (the batching
 // fields too when batching is off). On INVALID_ARGUMENT the
-// message starts with the field's name ("fetch_size 8 is below ...") and,
+// message starts with the field's name ("fetch.size 8 is below ...") and,
 // if `field` is not null, *field is set to it, so an entry point can name
 // its own knob for it (FindChannelKnobOfField, rpc/option_knobs.h).
 absl::Status ValidateChannelOptions(const ChannelOptions& options,
@@ -80,18 +81,14 @@ struct ServerOptions;
 absl::Status ValidateServerOptions(const ServerOptions& options,
                                    std::string* field = nullptr);
 
-struct ChannelOptions {
-  // Transport provider: "shm", "verbs" or "auto". Default: "shm".
-  std::string provider = "shm";
-  transport::ProviderOptions provider_options;
-
-  // Default: kHybrid.
-  RpcMode mode = RpcMode::kHybrid;
+// How a call's result is fetched (paper §3.2, §4.1): R, F, K, the switch
+// back from server-reply, and the adaptive delay of the first fetch.
+struct FetchOptions {
   // R: fetches of one call before it counts as slow (paper: 5). Default: 5.
   int retries = 5;
   // F: bytes fetched by the first READ (header + payload); a second READ
   // fetches the rest only when the result is larger. Default: 256.
-  uint32_t fetch_size = 256;
+  uint32_t size = 256;
   // K: consecutive slow calls that switch a connection to server-reply.
   // Default: 2.
   int switch_after = 2;
@@ -100,7 +97,123 @@ struct ChannelOptions {
   // slow: the first-fetch delay cap + retries * measured fetch time) count
   // as fast; `switch_after` consecutive fast calls switch back. Default: 0.8.
   double switch_back_ratio = 0.8;
+  // Adaptive delay of a call's first fetch: the client learns how long
+  // results take and READs once they are likely ready, instead of at once.
+  // Off gives the paper's "fetch immediately, repeatedly". Default: true.
+  bool adaptive_delay = true;
+  // Upper bound of that delay: max(max_delay, R * measured fetch time).
+  // Past it, fetches count against R as usual, so a slow server still shows
+  // up as calls needing more than R fetches. Default: 2 us.
+  absl::Duration max_delay = absl::Microseconds(2);
+  // The share of calls whose first fetch the adaptive delay lets come one
+  // fetch too early: the delay settles where about this fraction of first
+  // fetches miss and the retry right after them finds the result. So it is
+  // a percentile of how long results take: low, the delay waits for nearly
+  // the slowest results (about 1 + this READs per call, but every call
+  // waits that long); higher, it sits nearer the typical result (more
+  // READs, lower latency when result times spread, e.g. a store whose
+  // lookups sometimes miss the cache). In (0, 0.5]. Default: 1/20 (5%).
+  // Where result times have a slow mode of a few percent (a host moving its
+  // vCPUs: cross-core transfers of ~100 or ~500 ns), a target under that
+  // share makes every call wait for the slow mode: on shm, 1/129 (the
+  // default until 2026-11-26) gave a p50 of 1.17 us against 0.68 us at
+  // 1/20, for 1.04 against 1.12 READs a call (benchmarks/RESULTS.md).
+  double delay_miss_target = 1.0 / 20;
+};
 
+// The auto batch sizer (AutoBatchSizer in rpc/batch_policy.h, docs/rpc.md):
+// keep at most `alpha` of calls above `latency_limit`, deciding at the end
+// of each window of at least `window` calls and `min_window` time (up to
+// 64 * window calls; the paper: 0, windows of `window` calls), with latency
+// taken as the caller sees it (async: up to the start of the callback).
+// SetSizerRule("paper") sets the paper's rule.
+struct SizerOptions {
+  // l_limit. Default: 100 us.
+  absl::Duration latency_limit = absl::Microseconds(100);
+  // alpha. Default: 0.05.
+  double alpha = 0.05;
+  // Calls per window. Default: 1000.
+  int window = 1000;
+  // Shortest window in time: longer than a scheduler slice, so a
+  // descheduled thread's late calls count as the share of calls they are
+  // (see AutoBatchSizer). Default: 10 ms.
+  absl::Duration min_window = absl::Milliseconds(10);
+  // A window this old ends at its next call even if it holds fewer than
+  // `window` calls, so a slow caller (a few hundred calls a second) still
+  // gets a decision this often; zero: windows end on their call count only
+  // (the paper). Default: 50 ms.
+  absl::Duration max_window = absl::Milliseconds(50);
+  // Steps to the size the window's latency quantiles point at (bounded to
+  // halving / doubling) instead of the paper's -1 / +1. Default: true.
+  bool proportional_steps = true;
+  // Windows measured but not acted on after each change (the paper: 0).
+  // Default: 1.
+  int holdoff_windows = 1;
+  // Consecutive windows with more than alpha of calls above the limit
+  // before N shrinks (the paper: 1): one such window is most often a stall
+  // of the host, not N. Default: 2.
+  int shrink_windows = 2;
+  // A grow that lowered the window's calls per second by more than 3% is
+  // undone, and growth stops there for 64 windows (AutoBatchSizer's peak
+  // guard; the paper: off). Default: true.
+  bool peak_guard = true;
+};
+
+// Request batching (paper §4; RB²'s adaptive batching; docs/rpc.md).
+struct BatchingOptions {
+  // Default: kOff.
+  BatchMode mode = BatchMode::kOff;
+  // N: requests per batch (fixed), the starting size (auto), the publish
+  // threshold (adaptive). Default: 16.
+  int size = 16;
+  // L: a batch is flushed before its payload would exceed this. Default: 2048.
+  uint32_t bytes = 2048;
+  // T: a batch is flushed this long after its first request. Default: 5 ms.
+  // With the idle flush on, only an upper bound (docs/rpc.md).
+  absl::Duration timeout = absl::Milliseconds(5);
+  // Idle flush: the open batch is sent as soon as a caller would otherwise
+  // wait for it (a sync caller whose call is in it, or the poller driving
+  // the connection) and no other caller is in the middle of adding a call.
+  // A batch of async calls still waits while this many batches are in
+  // flight on the connection (their callers come back and join), until the
+  // oldest is late (two typical turnarounds), or for N, L or T. So a lone
+  // sync caller never waits for T, and pipelined async load still fills its
+  // batches. 0 turns the idle flush off (N, L and T only, as in the paper).
+  // Default: 1.
+  int idle_in_flight = 1;
+  // Sync callers of many threads combine: a batch with a sync call waits
+  // for company as a batch of async calls does, for callers in the middle
+  // of adding (flat combining; up to 5 us) and behind batches in flight
+  // (leader/follower; until the oldest is late). Off, a sync caller's batch
+  // goes the moment its caller would wait, and a lone sync call takes the
+  // unbatched path. Combining pays where those threads run in parallel and
+  // the server or fabric is the bottleneck; where they are time-sliced
+  // nobody joins meanwhile and every wait is the blocked caller's (on the
+  // 2-core development machine 4 sync threads averaged 1.00 to 1.08 calls
+  // a batch either way, at 0.26x to 1.06x of batch-off calls/s with it
+  // (most runs 0.7x to 0.9x), 0.95x to 1.21x without; benchmarks/RESULTS.md).
+  // Default: false.
+  bool sync_combine = false;
+  // Requests in flight per connection (batches are pipelined up to this); a
+  // batched call stops counting when its result part arrives, not when the
+  // whole batch is done. Async calls past it wait in a queue
+  // (ChannelStats::calls_queued). Default: 256.
+  int max_outstanding = 256;
+  // Adaptive: entries transmitted per group (RB²'s beta). Default: 4.
+  int group = 4;
+  // mode kAuto: the sizer.
+  SizerOptions sizer;
+};
+
+struct ChannelOptions {
+  // Transport provider: "shm", "verbs" or "auto". Default: "shm".
+  std::string provider = "shm";
+  transport::ProviderOptions provider_options;
+
+  // Default: kHybrid.
+  RpcMode mode = RpcMode::kHybrid;
+  // R, F, K and the first-fetch delay.
+  FetchOptions fetch;
   // Connections to open; 0 opens one per server worker (calls are routed by
   // ClientContext::set_shard). Default: 1.
   int connections = 1;
@@ -147,100 +260,8 @@ struct ChannelOptions {
   // its own (to measure what the lists save). Default: true.
   bool post_lists = true;
 
-  // Batching. Default: kOff.
-  BatchMode batch = BatchMode::kOff;
-  // N: requests per batch (fixed), the starting size (auto), the publish
-  // threshold (adaptive). Default: 16.
-  int batch_size = 16;
-  // L: a batch is flushed before its payload would exceed this. Default: 2048.
-  uint32_t batch_bytes = 2048;
-  // T: a batch is flushed this long after its first request. Default: 5 ms.
-  // With the idle flush on, only an upper bound (docs/rpc.md).
-  absl::Duration batch_timeout = absl::Milliseconds(5);
-  // Idle flush: the open batch is sent as soon as a caller would otherwise
-  // wait for it (a sync caller whose call is in it, or the poller driving
-  // the connection) and no other caller is in the middle of adding a call.
-  // A batch of async calls still waits while this many batches are in
-  // flight on the connection (their callers come back and join), until the
-  // oldest is late (two typical turnarounds), or for N, L or T. So a lone
-  // sync caller never waits for T, and pipelined async load still fills its
-  // batches. 0 turns the idle flush off (N, L and T only, as in the paper).
-  // Default: 1.
-  int batch_idle_in_flight = 1;
-  // Sync callers of many threads combine: a batch with a sync call waits
-  // for company as a batch of async calls does, for callers in the middle
-  // of adding (flat combining; up to 5 us) and behind batches in flight
-  // (leader/follower; until the oldest is late). Off, a sync caller's batch
-  // goes the moment its caller would wait, and a lone sync call takes the
-  // unbatched path. Combining pays where those threads run in parallel and
-  // the server or fabric is the bottleneck; where they are time-sliced
-  // nobody joins meanwhile and every wait is the blocked caller's (on the
-  // 2-core development machine 4 sync threads averaged 1.00 to 1.08 calls
-  // a batch either way, at 0.26x to 1.06x of batch-off calls/s with it
-  // (most runs 0.7x to 0.9x), 0.95x to 1.21x without; benchmarks/RESULTS.md).
-  // Default: false.
-  bool batch_sync_combine = false;
-  // Requests in flight per connection (batches are pipelined up to this); a
-  // batched call stops counting when its result part arrives, not when the
-  // whole batch is done. Async calls past it wait in a queue
-  // (ChannelStats::calls_queued). Default: 256.
-  int max_outstanding = 256;
-  // Auto sizer (AutoBatchSizer in rpc/batch_policy.h, docs/rpc.md): keep at
-  // most latency_alpha of calls above latency_limit, deciding at the end of
-  // each window of at least sizer_window calls and sizer_min_window time (up
-  // to 64 * sizer_window calls; the paper: 0, windows of sizer_window
-  // calls), with latency taken as the caller sees it
-  // (async: up to the start of the callback). Defaults: 100 us, 0.05, 1000,
-  // 10 ms (longer than a scheduler slice, so a descheduled thread's late
-  // calls count as the share of calls they are; see AutoBatchSizer).
-  absl::Duration latency_limit = absl::Microseconds(100);
-  double latency_alpha = 0.05;
-  int sizer_window = 1000;
-  absl::Duration sizer_min_window = absl::Milliseconds(10);
-  // A sizer window this old ends at its next call even if it holds fewer
-  // than sizer_window calls, so a slow caller (a few hundred calls a
-  // second) still gets a decision this often; zero: windows end on their
-  // call count only (the paper). Default: 50 ms.
-  absl::Duration sizer_max_window = absl::Milliseconds(50);
-  // Steps to the size the window's latency quantiles point at (bounded to
-  // halving / doubling) instead of the paper's -1 / +1. Default: true.
-  bool sizer_proportional_steps = true;
-  // Windows measured but not acted on after each change (the paper: 0).
-  // Default: 1.
-  int sizer_holdoff_windows = 1;
-  // Consecutive windows with more than latency_alpha of calls above the
-  // limit before N shrinks (the paper: 1): one such window is most often a
-  // stall of the host, not N. Default: 2.
-  int sizer_shrink_windows = 2;
-  // A grow that lowered the window's calls per second by more than 3% is
-  // undone, and growth stops there for 64 windows (AutoBatchSizer's peak
-  // guard; the paper: off). Default: true.
-  bool sizer_peak_guard = true;
-  // Adaptive: entries transmitted per group (RB²'s beta). Default: 4.
-  int batch_group = 4;
-
-  // Adaptive delay of a call's first fetch: the client learns how long
-  // results take and READs once they are likely ready, instead of at once.
-  // Off gives the paper's "fetch immediately, repeatedly". Default: true.
-  bool adaptive_fetch_delay = true;
-  // Upper bound of that delay: max(max_fetch_delay, R * measured fetch
-  // time). Past it, fetches count against R as usual, so a slow server still
-  // shows up as calls needing more than R fetches. Default: 2 us.
-  absl::Duration max_fetch_delay = absl::Microseconds(2);
-  // The share of calls whose first fetch the adaptive delay lets come one
-  // fetch too early: the delay settles where about this fraction of first
-  // fetches miss and the retry right after them finds the result. So it is
-  // a percentile of how long results take: low, the delay waits for nearly
-  // the slowest results (about 1 + this READs per call, but every call
-  // waits that long); higher, it sits nearer the typical result (more
-  // READs, lower latency when result times spread, e.g. a store whose
-  // lookups sometimes miss the cache). In (0, 0.5]. Default: 1/20 (5%).
-  // Where result times have a slow mode of a few percent (a host moving its
-  // vCPUs: cross-core transfers of ~100 or ~500 ns), a target under that
-  // share makes every call wait for the slow mode: on shm, 1/129 (the
-  // default until 2026-11-26) gave a p50 of 1.17 us against 0.68 us at
-  // 1/20, for 1.04 against 1.12 READs a call (benchmarks/RESULTS.md).
-  double fetch_delay_miss_target = 1.0 / 20;
+  // Batching (off by default) and its auto sizer.
+  BatchingOptions batching;
 
   // How a thread waits for its calls (a sync caller, the progress thread):
   // false spins briefly, yields, and once a wait has lasted 1 ms sleeps a

@@ -271,10 +271,10 @@ TEST_F(RpcAsyncTest, BatchResultsStayInRequestOrderPartByPart) {
   so.result_batch_bytes = 64;  // One result per part.
   StartServer(so);
   ChannelOptions opts;
-  opts.batch = BatchMode::kFixed;
-  opts.batch_size = 8;
-  opts.batch_timeout = absl::Seconds(30);  // Flushed when it holds 8,
-  opts.batch_idle_in_flight = 0;           // not when the poller is idle.
+  opts.batching.mode = BatchMode::kFixed;
+  opts.batching.size = 8;
+  opts.batching.timeout = absl::Seconds(30);  // Flushed when it holds 8,
+  opts.batching.idle_in_flight = 0;           // not when the poller is idle.
   for (RpcMode mode : {RpcMode::kRemoteFetch, RpcMode::kServerReply}) {
     SCOPED_TRACE(RpcModeName(mode));
     std::unique_ptr<Channel> ch = Connect(mode, opts);
@@ -334,7 +334,7 @@ TEST_F(RpcAsyncTest, BatchResultsStayInRequestOrderPartByPart) {
 TEST_F(RpcAsyncTest, LateResultsTakeTheServerReplyPath) {
   StartServer();
   ChannelOptions opts;
-  opts.switch_after = 2;
+  opts.fetch.switch_after = 2;
   std::unique_ptr<Channel> ch = Connect(RpcMode::kHybrid, opts);
   ASSERT_NE(ch, nullptr);
   Kinds::Stub stub(ch.get());
@@ -372,8 +372,8 @@ TEST_F(RpcAsyncTest, LateResultsTakeTheServerReplyPath) {
 TEST_F(RpcAsyncTest, EarlyFetchesNeverSeeAHalfWrittenResult) {
   StartServer();
   ChannelOptions opts;
-  opts.adaptive_fetch_delay = false;  // Fetch at once, repeatedly.
-  opts.fetch_size = 64;               // Results need a second READ.
+  opts.fetch.adaptive_delay = false;  // Fetch at once, repeatedly.
+  opts.fetch.size = 64;               // Results need a second READ.
   opts.slots_per_connection = 4;
   std::unique_ptr<Channel> ch = Connect(RpcMode::kRemoteFetch, opts);
   ASSERT_NE(ch, nullptr);
@@ -426,10 +426,10 @@ TEST_F(RpcAsyncTest, EveryKindOfCallIsCountedInMethodStats) {
   }
   // A batch of 4 of each kind.
   ChannelOptions bo;
-  bo.batch = BatchMode::kFixed;
-  bo.batch_size = 4;
-  bo.batch_timeout = absl::Seconds(30);
-  bo.batch_idle_in_flight = 0;
+  bo.batching.mode = BatchMode::kFixed;
+  bo.batching.size = 4;
+  bo.batching.timeout = absl::Seconds(30);
+  bo.batching.idle_in_flight = 0;
   std::unique_ptr<Channel> batched = Connect(RpcMode::kRemoteFetch, bo);
   ASSERT_NE(batched, nullptr);
   Kinds::Stub bstub(batched.get());
@@ -601,10 +601,10 @@ TEST_F(RpcAsyncTest, TheDeadlineReachesHandlersOfEveryKind) {
 
   // Batched calls carry their own budgets.
   ChannelOptions bo;
-  bo.batch = BatchMode::kFixed;
-  bo.batch_size = 4;
-  bo.batch_timeout = absl::Seconds(30);  // One batch of 4: no idle flush.
-  bo.batch_idle_in_flight = 0;
+  bo.batching.mode = BatchMode::kFixed;
+  bo.batching.size = 4;
+  bo.batching.timeout = absl::Seconds(30);  // One batch of 4: no idle flush.
+  bo.batching.idle_in_flight = 0;
   std::unique_ptr<Channel> batched = Connect(RpcMode::kRemoteFetch, bo);
   ASSERT_NE(batched, nullptr);
   Kinds::Stub bstub(batched.get());

@@ -49,11 +49,11 @@ class BatchE2eTest : public ::testing::TestWithParam<Param> {
 
   std::unique_ptr<Channel> Connect(ChannelOptions opts = {}) {
     opts.provider = Provider();
-    opts.batch = GetParam().batch;
+    opts.batching.mode = GetParam().batch;
     opts.mode = GetParam().mode;
     // T: short unless the test sets its own.
-    if (opts.batch_timeout == ChannelOptions().batch_timeout) {
-      opts.batch_timeout = absl::Microseconds(200);
+    if (opts.batching.timeout == ChannelOptions().batching.timeout) {
+      opts.batching.timeout = absl::Microseconds(200);
     }
     // Correctness, not latency: under qemu TCG on a busy host thousands of
     // queued async calls can take longer than the 5 s default.
@@ -89,7 +89,7 @@ class BatchE2eTest : public ::testing::TestWithParam<Param> {
 
 TEST_P(BatchE2eTest, AsyncCallsAreBatchedAndEveryReplyMatches) {
   ChannelOptions opts;
-  opts.batch_size = 16;
+  opts.batching.size = 16;
   std::unique_ptr<Channel> ch = Connect(opts);
   ASSERT_NE(ch, nullptr);
   constexpr int kCalls = 2000;
@@ -145,7 +145,7 @@ TEST_P(BatchE2eTest, AsyncCallsAreBatchedAndEveryReplyMatches) {
 
 TEST_P(BatchE2eTest, SyncCallsFromManyThreads) {
   ChannelOptions opts;
-  opts.batch_size = 4;
+  opts.batching.size = 4;
   std::unique_ptr<Channel> ch = Connect(opts);
   ASSERT_NE(ch, nullptr);
   std::atomic<int> failures{0};
@@ -172,8 +172,8 @@ TEST_P(BatchE2eTest, SyncCallsFromManyThreads) {
 
 TEST_P(BatchE2eTest, PipeliningIsBoundedByMaxOutstanding) {
   ChannelOptions opts;
-  opts.batch_size = 8;
-  opts.max_outstanding = 16;
+  opts.batching.size = 8;
+  opts.batching.max_outstanding = 16;
   opts.slots_per_connection = 8;
   std::unique_ptr<Channel> ch = Connect(opts);
   ASSERT_NE(ch, nullptr);
@@ -212,10 +212,11 @@ TEST_P(BatchE2eTest, PipeliningIsBoundedByMaxOutstanding) {
 // batch. (It used to be: calls_queued 1.)
 TEST_P(BatchE2eTest, FinishedCallsOfABatchFreeTheirOutstandingPlace) {
   ChannelOptions opts;
-  opts.batch_size = 4;
-  opts.max_outstanding = 4;
-  opts.batch_timeout = absl::Milliseconds(50);  // The 4 share one batch.
-  opts.batch_idle_in_flight = 0;  // Flushed by N, not as the first goes idle.
+  opts.batching.size = 4;
+  opts.batching.max_outstanding = 4;
+  opts.batching.timeout = absl::Milliseconds(50);  // The 4 share one batch.
+  opts.batching.idle_in_flight =
+      0;  // Flushed by N, not as the first goes idle.
   std::unique_ptr<Channel> ch = Connect(opts);
   ASSERT_NE(ch, nullptr);
   EXPECT_EQ(ch->batch_size(), 4);
@@ -261,13 +262,13 @@ TEST_P(BatchE2eTest, FinishedCallsOfABatchFreeTheirOutstandingPlace) {
 TEST_P(BatchE2eTest, AutoSizerCountsTimeUntilTheCallbackRuns) {
   if (GetParam().batch != BatchMode::kAuto) GTEST_SKIP() << "auto only";
   ChannelOptions opts;
-  opts.batch_size = 4;  // Starting size.
-  opts.batch_timeout = absl::Milliseconds(50);
-  opts.latency_limit = absl::Milliseconds(1);
-  opts.sizer_window = 4;
-  opts.sizer_min_window = absl::ZeroDuration();  // Windows of 4 calls.
-  opts.sizer_shrink_windows = 1;  // Act on that one window.
-  opts.batch_idle_in_flight = 0;   // The four calls make one batch.
+  opts.batching.size = 4;  // Starting size.
+  opts.batching.timeout = absl::Milliseconds(50);
+  opts.batching.sizer.latency_limit = absl::Milliseconds(1);
+  opts.batching.sizer.window = 4;
+  opts.batching.sizer.min_window = absl::ZeroDuration();  // Windows of 4 calls.
+  opts.batching.sizer.shrink_windows = 1;  // Act on that one window.
+  opts.batching.idle_in_flight = 0;        // The four calls make one batch.
   std::unique_ptr<Channel> ch = Connect(opts);
   ASSERT_NE(ch, nullptr);
   EXPECT_EQ(ch->batch_size(), 4);
@@ -304,12 +305,12 @@ TEST_P(BatchE2eTest, AutoSizerCountsTimeUntilTheCallbackRuns) {
 // first batch.
 TEST_P(BatchE2eTest, MovedResultIsNotTakenForTheNextPartHeader) {
   ChannelOptions opts;
-  opts.batch_size = 3;
+  opts.batching.size = 3;
   // The three calls must make one batch even where issuing them takes a
   // while (qemu TCG; tsan on a loaded host took over 50 ms once): flushed
   // by N, not by T or as the first goes idle.
-  opts.batch_timeout = absl::Milliseconds(500);
-  opts.batch_idle_in_flight = 0;
+  opts.batching.timeout = absl::Milliseconds(500);
+  opts.batching.idle_in_flight = 0;
   opts.first_seq = 1;
   std::unique_ptr<Channel> ch = Connect(opts);
   ASSERT_NE(ch, nullptr);
@@ -345,9 +346,10 @@ TEST_P(BatchE2eTest, MovedResultIsNotTakenForTheNextPartHeader) {
 TEST_P(BatchE2eTest, StaleReplySlotBytesAreNotTakenForTheNextPart) {
   constexpr uint32_t kFirstSeq = 0x5a5a0001;
   ChannelOptions opts;
-  opts.batch_size = 3;
-  opts.batch_timeout = absl::Milliseconds(50);  // Batch 2 flushed by N, not T.
-  opts.batch_idle_in_flight = 0;  // Nor idle.
+  opts.batching.size = 3;
+  opts.batching.timeout =
+      absl::Milliseconds(50);        // Batch 2 flushed by N, not T.
+  opts.batching.idle_in_flight = 0;  // Nor idle.
   opts.slots_per_connection = 1;  // Both batches use the same reply slot.
   opts.first_seq = kFirstSeq;
   std::unique_ptr<Channel> ch = Connect(opts);
@@ -403,9 +405,9 @@ TEST_P(BatchE2eTest, StaleReplySlotBytesAreNotTakenForTheNextPart) {
 // calls added after the first; the second round reuses the slot.
 TEST_P(BatchE2eTest, ShortDeadlineInABatchExpiresAloneAndOnTime) {
   ChannelOptions opts;
-  opts.batch_size = 3;
-  opts.batch_timeout = absl::Seconds(5);  // Flush by N only.
-  opts.batch_idle_in_flight = 0;
+  opts.batching.size = 3;
+  opts.batching.timeout = absl::Seconds(5);  // Flush by N only.
+  opts.batching.idle_in_flight = 0;
   std::unique_ptr<Channel> ch = Connect(opts);
   ASSERT_NE(ch, nullptr);
   static const uint32_t kEcho = MethodId(kEchoMethod);
@@ -518,11 +520,11 @@ class BatchMechanismTest : public ::testing::Test {
   // an hour).
   static ChannelOptions ExactBatches(int n) {
     ChannelOptions opts;
-    opts.batch = BatchMode::kFixed;
-    opts.batch_size = n;
+    opts.batching.mode = BatchMode::kFixed;
+    opts.batching.size = n;
     opts.mode = RpcMode::kRemoteFetch;
-    opts.batch_timeout = absl::Hours(1);
-    opts.batch_idle_in_flight = 0;
+    opts.batching.timeout = absl::Hours(1);
+    opts.batching.idle_in_flight = 0;
     return opts;
   }
 
@@ -556,11 +558,11 @@ class BatchMechanismTest : public ::testing::Test {
 // releases publish 2, with 6 entries and aux = N = 2.
 ChannelOptions AdaptiveScript() {
   ChannelOptions opts;
-  opts.batch = BatchMode::kAdaptive;
+  opts.batching.mode = BatchMode::kAdaptive;
   opts.mode = RpcMode::kRemoteFetch;  // No mode-flag WRITEs to count.
-  opts.batch_size = 2;
-  opts.batch_group = 1;
-  opts.batch_timeout = absl::Hours(1);
+  opts.batching.size = 2;
+  opts.batching.group = 1;
+  opts.batching.timeout = absl::Hours(1);
   opts.progress_thread = false;
   return opts;
 }
@@ -634,11 +636,11 @@ TEST_F(BatchMechanismTest, ServerCutsResultPartsAtTheClientsBatchSize) {
 // if its own were removed.
 TEST_F(BatchMechanismTest, EveryFlushTriggerIsCounted) {
   ChannelOptions opts;
-  opts.batch = BatchMode::kFixed;
+  opts.batching.mode = BatchMode::kFixed;
   opts.mode = RpcMode::kRemoteFetch;
-  opts.batch_size = 4;
-  opts.batch_bytes = 256;
-  opts.batch_timeout = absl::Hours(1);
+  opts.batching.size = 4;
+  opts.batching.bytes = 256;
+  opts.batching.timeout = absl::Hours(1);
   opts.progress_thread = false;
   std::unique_ptr<Channel> ch = Connect(opts);
   ASSERT_NE(ch, nullptr);
@@ -698,8 +700,8 @@ TEST_F(BatchMechanismTest, EveryFlushTriggerIsCounted) {
   // T: with the idle flush off (batch_idle_in_flight = 0, the paper's
   // rule) a lone async call waits for T (20 ms). With it on, T is only an
   // upper bound, reached when it is shorter than a hold.
-  opts.batch_idle_in_flight = 0;
-  opts.batch_timeout = absl::Milliseconds(20);
+  opts.batching.idle_in_flight = 0;
+  opts.batching.timeout = absl::Milliseconds(20);
   std::unique_ptr<Channel> paper = Connect(opts);
   ASSERT_NE(paper, nullptr);
   std::atomic<int> paper_done{0};
@@ -713,9 +715,9 @@ TEST_F(BatchMechanismTest, EveryFlushTriggerIsCounted) {
 // for T. (The idle flush is what the sync tests below rely on.)
 TEST_F(BatchMechanismTest, IdleFlushOffWaitsForT) {
   ChannelOptions opts;
-  opts.batch = BatchMode::kFixed;
-  opts.batch_timeout = absl::Milliseconds(20);
-  opts.batch_idle_in_flight = 0;
+  opts.batching.mode = BatchMode::kFixed;
+  opts.batching.timeout = absl::Milliseconds(20);
+  opts.batching.idle_in_flight = 0;
   std::unique_ptr<Channel> ch = Connect(opts);
   ASSERT_NE(ch, nullptr);
   TestRequest req;
@@ -733,13 +735,14 @@ TEST_F(BatchMechanismTest, IdleFlushOffWaitsForT) {
 TEST_F(BatchMechanismTest, BatchSizeOneFlushesAtOnce) {
   for (BatchMode mode : {BatchMode::kFixed, BatchMode::kAuto}) {
     ChannelOptions opts;
-    opts.batch = mode;
-    opts.batch_size = 1;
-    opts.batch_timeout = absl::Hours(1);
-    opts.batch_idle_in_flight = 0;
-    opts.latency_limit = absl::Seconds(1000);  // Auto: N only grows...
-    opts.sizer_window = 1 << 20;               // ...and not in this test.
-    opts.sizer_max_window = absl::ZeroDuration();
+    opts.batching.mode = mode;
+    opts.batching.size = 1;
+    opts.batching.timeout = absl::Hours(1);
+    opts.batching.idle_in_flight = 0;
+    opts.batching.sizer.latency_limit =
+        absl::Seconds(1000);               // Auto: N only grows...
+    opts.batching.sizer.window = 1 << 20;  // ...and not in this test.
+    opts.batching.sizer.max_window = absl::ZeroDuration();
     std::unique_ptr<Channel> ch = Connect(opts);
     ASSERT_NE(ch, nullptr);
     for (int i = 0; i < 20; ++i) {
@@ -770,11 +773,11 @@ class SyncCombineTest : public BatchMechanismTest,
 TEST_P(SyncCombineTest, SyncCallersJoinTheOpenBatchOnlyWhenCombining) {
   const bool combine = GetParam();
   ChannelOptions opts;
-  opts.batch = BatchMode::kFixed;
-  opts.batch_size = 16;
-  opts.batch_timeout = absl::Hours(1);
-  opts.batch_idle_in_flight = 1;
-  opts.batch_sync_combine = combine;
+  opts.batching.mode = BatchMode::kFixed;
+  opts.batching.size = 16;
+  opts.batching.timeout = absl::Hours(1);
+  opts.batching.idle_in_flight = 1;
+  opts.batching.sync_combine = combine;
   std::unique_ptr<Channel> ch = Connect(opts);
   ASSERT_NE(ch, nullptr);
   std::atomic<int> bad{0};
@@ -837,12 +840,12 @@ INSTANTIATE_TEST_SUITE_P(Combine, SyncCombineTest, ::testing::Bool(),
 // max window time there would be no decision in the run.
 TEST_F(BatchMechanismTest, AutoSizerDecidesForASlowCaller) {
   ChannelOptions opts;
-  opts.batch = BatchMode::kAuto;
-  opts.batch_size = 4;
-  opts.latency_limit = absl::Seconds(1);
-  opts.sizer_window = 1000;
-  opts.sizer_min_window = absl::Milliseconds(10);
-  opts.sizer_max_window = absl::Milliseconds(50);
+  opts.batching.mode = BatchMode::kAuto;
+  opts.batching.size = 4;
+  opts.batching.sizer.latency_limit = absl::Seconds(1);
+  opts.batching.sizer.window = 1000;
+  opts.batching.sizer.min_window = absl::Milliseconds(10);
+  opts.batching.sizer.max_window = absl::Milliseconds(50);
   std::unique_ptr<Channel> ch = Connect(opts);
   ASSERT_NE(ch, nullptr);
   const absl::Time start = absl::Now();
@@ -874,17 +877,17 @@ TEST_F(BatchMechanismTest, AutoSizerDecidesForASlowCaller) {
 // halves N at each callback (8, 4, 2, 1): at N <= 5 batch 2 is full.
 TEST_F(BatchMechanismTest, AShrinkBelowTheOpenBatchSendsIt) {
   ChannelOptions opts;
-  opts.batch = BatchMode::kAuto;
-  opts.batch_size = 8;
-  opts.latency_limit = absl::Nanoseconds(1);
-  opts.sizer_window = 1;
-  opts.sizer_min_window = absl::ZeroDuration();
-  opts.sizer_max_window = absl::ZeroDuration();
-  opts.sizer_holdoff_windows = 0;
-  opts.sizer_shrink_windows = 1;
-  opts.sizer_peak_guard = false;
-  opts.batch_idle_in_flight = 0;
-  opts.batch_timeout = absl::Hours(1);
+  opts.batching.mode = BatchMode::kAuto;
+  opts.batching.size = 8;
+  opts.batching.sizer.latency_limit = absl::Nanoseconds(1);
+  opts.batching.sizer.window = 1;
+  opts.batching.sizer.min_window = absl::ZeroDuration();
+  opts.batching.sizer.max_window = absl::ZeroDuration();
+  opts.batching.sizer.holdoff_windows = 0;
+  opts.batching.sizer.shrink_windows = 1;
+  opts.batching.sizer.peak_guard = false;
+  opts.batching.idle_in_flight = 0;
+  opts.batching.timeout = absl::Hours(1);
   std::unique_ptr<Channel> ch = Connect(opts);
   ASSERT_NE(ch, nullptr);
   std::atomic<int> done{0};
@@ -906,7 +909,7 @@ TEST_F(BatchMechanismTest, AShrinkBelowTheOpenBatchSendsIt) {
 // every part costs two READs (and two doorbells).
 TEST_F(BatchMechanismTest, BatchResultPartsAreReadWholeOnceTheirSizeIsKnown) {
   ChannelOptions opts = ExactBatches(8);
-  opts.fetch_size = 64;
+  opts.fetch.size = 64;
   std::unique_ptr<Channel> ch = Connect(opts);
   ASSERT_NE(ch, nullptr);
   const ChannelStats before = EchoRounds(ch.get(), 30, 8, 100, 10);
@@ -975,10 +978,10 @@ class SyncCallerTest : public BatchMechanismTest,
 
 TEST_P(SyncCallerTest, EveryCallReturnsItsOwnReplyWithoutWaitingForT) {
   ChannelOptions opts;
-  opts.batch = GetParam().batch;
-  opts.batch_size = 16;
-  opts.latency_limit = absl::Microseconds(20);
-  opts.batch_timeout = absl::Hours(1);
+  opts.batching.mode = GetParam().batch;
+  opts.batching.size = 16;
+  opts.batching.sizer.latency_limit = absl::Microseconds(20);
+  opts.batching.timeout = absl::Hours(1);
   std::unique_ptr<Channel> ch = Connect(opts);
   ASSERT_NE(ch, nullptr);
   const int threads = GetParam().threads;
@@ -1041,11 +1044,11 @@ TEST_F(BatchMechanismTest, AdaptivePublishLandsTheHeadWordLast) {
   knobs->Reset();
   ChannelOptions opts;
   opts.provider = absl::StrCat("faulty@torn:", Provider());
-  opts.batch = BatchMode::kAdaptive;
+  opts.batching.mode = BatchMode::kAdaptive;
   opts.mode = RpcMode::kRemoteFetch;
-  opts.batch_size = 2;
-  opts.batch_group = 1;
-  opts.batch_timeout = absl::Microseconds(200);
+  opts.batching.size = 2;
+  opts.batching.group = 1;
+  opts.batching.timeout = absl::Microseconds(200);
   opts.default_timeout = absl::Seconds(10);
   absl::StatusOr<std::unique_ptr<Channel>> ch =
       Channel::Create(server_->address(), opts);
@@ -1101,10 +1104,10 @@ TEST_F(BatchMechanismTest, TheSendQueueIsNeverOverfilled) {
   knobs->set_completion_delay(absl::Milliseconds(3), absl::Milliseconds(6));
   ChannelOptions opts;
   opts.provider = absl::StrCat("faulty@sq:", Provider());
-  opts.batch = BatchMode::kAdaptive;
+  opts.batching.mode = BatchMode::kAdaptive;
   opts.mode = RpcMode::kServerReply;
-  opts.batch_size = 8;
-  opts.batch_group = 1;
+  opts.batching.size = 8;
+  opts.batching.group = 1;
   opts.default_timeout = absl::Seconds(120);
   absl::StatusOr<std::unique_ptr<Channel>> ch =
       Channel::Create(server_->address(), opts);

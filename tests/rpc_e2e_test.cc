@@ -121,15 +121,15 @@ TEST_F(RpcE2eTest, SetFetchParamsChecksWhatCreateChecks) {
   } bad[] = {{0, 256}, {(1 << 20) + 1, 256}, {5, 8}, {5, (1u << 24) + 1}};
   for (const auto& b : bad) {
     ChannelOptions o;
-    o.retries = b.retries;
-    o.fetch_size = b.fetch_size;
+    o.fetch.retries = b.retries;
+    o.fetch.size = b.fetch_size;
     const absl::Status want = ValidateChannelOptions(o);
     ASSERT_FALSE(want.ok());
     const absl::Status got = ch->SetFetchParams(b.retries, b.fetch_size);
     EXPECT_EQ(got.code(), absl::StatusCode::kInvalidArgument);
     EXPECT_EQ(got.message(), absl::StrCat("SetFetchParams: ", want.message()));
-    EXPECT_EQ(ch->retries(), ChannelOptions().retries);
-    EXPECT_EQ(ch->fetch_size(), ChannelOptions().fetch_size);
+    EXPECT_EQ(ch->retries(), ChannelOptions().fetch.retries);
+    EXPECT_EQ(ch->fetch_size(), ChannelOptions().fetch.size);
   }
   ASSERT_TRUE(ch->SetFetchParams(3, 512).ok());
   EXPECT_EQ(ch->retries(), 3);
@@ -200,7 +200,7 @@ TEST_F(RpcE2eTest, WhatACallPostsFollowsInlineAndSignalOptions) {
 TEST_F(RpcE2eTest, ReadsDueTogetherShareADoorbell) {
   StartServer(1);
   ChannelOptions opts;
-  opts.adaptive_fetch_delay = false;
+  opts.fetch.adaptive_delay = false;
   opts.busy_wait = true;
   opts.slots_per_connection = 16;
   std::unique_ptr<Channel> ch = Connect(RpcMode::kRemoteFetch, opts);
@@ -548,13 +548,13 @@ TEST_F(RpcE2eTest, FetchDelayMissTargetIsCheckedAndCallsStayCorrect) {
   for (double bad : {0.0, -0.1, 0.51}) {
     ChannelOptions opts;
     opts.provider = Provider();
-    opts.fetch_delay_miss_target = bad;
+    opts.fetch.delay_miss_target = bad;
     EXPECT_EQ(Channel::Create(server_->address(), opts).status().code(),
               absl::StatusCode::kInvalidArgument)
         << bad;
   }
   ChannelOptions opts;
-  opts.fetch_delay_miss_target = 0.5;
+  opts.fetch.delay_miss_target = 0.5;
   std::unique_ptr<Channel> ch = Connect(RpcMode::kRemoteFetch, opts);
   ASSERT_NE(ch, nullptr);
   for (uint64_t i = 1; i <= 300; ++i) ExpectEcho(ch.get(), i, i % 100);
@@ -582,7 +582,7 @@ TEST_F(RpcE2eTest, SeqsStartAtFirstSeqAndWrapPastZero) {
 TEST_F(RpcE2eTest, ResultsLargerThanFetchSizeTakeASecondRead) {
   StartServer(1);
   ChannelOptions opts;
-  opts.fetch_size = 64;
+  opts.fetch.size = 64;
   std::unique_ptr<Channel> ch = Connect(RpcMode::kRemoteFetch, opts);
   ASSERT_NE(ch, nullptr);
   TestRequest req;
@@ -813,11 +813,11 @@ TEST_F(RpcE2eTest, HybridSwitchesToServerReplyAndBack) {
   // R = 20: on shm a READ takes ~100 ns, and this test is about the switch,
   // not about how a loaded host schedules the server.
   ChannelOptions opts;
-  opts.retries = 20;
+  opts.fetch.retries = 20;
   // Remote fetching may wait up to 1 ms for a result before a call counts as
   // slow, so "fast again" means sub-millisecond replies, which hold even
   // when other tests share the two cores; 20 ms handlers are slow anyway.
-  opts.max_fetch_delay = absl::Milliseconds(1);
+  opts.fetch.max_delay = absl::Milliseconds(1);
   std::unique_ptr<Channel> ch = Connect(RpcMode::kHybrid, opts);
   ASSERT_NE(ch, nullptr);
   // Slow handler: results take far longer than R fetches. The first K (2)
@@ -905,8 +905,8 @@ TEST_F(RpcE2eTest, ASlowMethodSwitchesAloneToServerReply) {
   // seen right after a slow one); a 50 ms call takes hundreds even backing
   // off.
   ChannelOptions opts;
-  opts.retries = 100;
-  opts.max_fetch_delay = absl::Milliseconds(1);
+  opts.fetch.retries = 100;
+  opts.fetch.max_delay = absl::Milliseconds(1);
   int judged = 0;  // Fast calls judged.
   std::string trace;  // Per round: attempt, modes/fetches, switches.
   for (int attempt = 0; attempt < 8 && judged < 5; ++attempt) {
@@ -1007,17 +1007,17 @@ TEST_F(RpcE2eTest, DuplicateMethodIdsAreRefused) {
 // before anything is opened (no server needed: the address is never used).
 TEST(ChannelCreateTest, BadOptionsFailBeforeConnecting) {
   ChannelOptions o;
-  o.fetch_size = 8;
+  o.fetch.size = 8;
   absl::StatusOr<std::unique_ptr<Channel>> c =
       Channel::Create("/nonexistent/rfrpc.sock", o);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(c.status().message(), ValidateChannelOptions(o).message());
   o = ChannelOptions();
-  o.batch = BatchMode::kFixed;
-  o.batch_bytes = 10;  // Not checked at connect before: only by flags.
+  o.batching.mode = BatchMode::kFixed;
+  o.batching.bytes = 10;  // Not checked at connect before: only by flags.
   c = Channel::Create("/nonexistent/rfrpc.sock", o);
-  EXPECT_EQ(c.status().message(), "batch_bytes 10 is below 64");
+  EXPECT_EQ(c.status().message(), "batching.bytes 10 is below 64");
 }
 
 }  // namespace

@@ -281,8 +281,8 @@ TEST_F(FaultScenarioTest, KilledServerFailsCallsInEveryModeBeforeTheirDeadlines)
     ChannelOptions opts;
     opts.provider = Provider();
     opts.mode = m.mode;
-    opts.batch = m.batch;
-    opts.batch_size = 4;
+    opts.batching.mode = m.batch;
+    opts.batching.size = 4;
     auto ch = Channel::Create(address, opts);
     ASSERT_TRUE(ch.ok()) << m.name << ": " << ch.status();
     ASSERT_TRUE(Echo(ch->get(), 1).ok()) << m.name;

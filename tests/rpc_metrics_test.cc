@@ -249,9 +249,9 @@ TEST_F(RpcMetricsTest, MethodStatsOffKeepsNone) {
 
 TEST_F(RpcMetricsTest, BatchedCallsAreCountedPerCall) {
   ChannelOptions co;
-  co.batch = BatchMode::kFixed;
-  co.batch_size = 8;
-  co.batch_timeout = absl::Microseconds(200);
+  co.batching.mode = BatchMode::kFixed;
+  co.batching.size = 8;
+  co.batching.timeout = absl::Microseconds(200);
   std::unique_ptr<Channel> ch = Connect(co);
   constexpr int kCalls = 64;
   std::atomic<int> done{0};

@@ -148,8 +148,8 @@ class Client {
     k->Reset();
     opts.provider = absl::StrCat("faulty@", tag, ":", FLAGS_provider);
     opts.mode = cfg_.mode;
-    opts.batch = cfg_.batch;
-    opts.batch_size = 8;
+    opts.batching.mode = cfg_.batch;
+    opts.batching.size = 8;
     opts.connections = cfg_.connections;
     opts.slots_per_connection = 8;
     opts.max_request_bytes = 4096;

@@ -63,7 +63,7 @@ inline constexpr double kJakiroFetchMissTarget = 0.2;
 
 struct JakiroClientOptions {
   JakiroClientOptions() {
-    channel.fetch_delay_miss_target = kJakiroFetchMissTarget;
+    channel.fetch.delay_miss_target = kJakiroFetchMissTarget;
   }
 
   // Server addresses (shm socket paths or verbs host:port). Must not be empty

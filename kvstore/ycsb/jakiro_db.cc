@@ -172,7 +172,7 @@ absl::StatusOr<JakiroDbOptions> JakiroDbOptions::FromProperties(
           absl::StrCat(e->origin, ": ", key, ": ", s.message()));
     }
   }
-  o.shared_client = c.batch != BatchMode::kOff;
+  o.shared_client = c.batching.mode != BatchMode::kOff;
   s = BoolProperty(p, "jakiro.shared_client", &o.shared_client);
   if (!s.ok()) return s;
   s = IntProperty(p, "fieldcount", 1, int64_t{1} << 31, &o.fieldcount);
@@ -205,12 +205,12 @@ absl::Status JakiroDb::Init() {
   }
   // One client per configuration, created by the first thread to get here;
   // the others wait for it under the mutex.
-  const std::string key = absl::StrCat(
-      absl::StrJoin(options_.client.servers, ","), "|",
-      options_.client.channel.provider, "|",
-      RpcModeName(options_.client.channel.mode), "|",
-      BatchModeName(options_.client.channel.batch), "|",
-      options_.client.channel.progress_thread);
+  const std::string key =
+      absl::StrCat(absl::StrJoin(options_.client.servers, ","), "|",
+                   options_.client.channel.provider, "|",
+                   RpcModeName(options_.client.channel.mode), "|",
+                   BatchModeName(options_.client.channel.batching.mode), "|",
+                   options_.client.channel.progress_thread);
   SharedClients& shared = Shared();
   absl::MutexLock lock(&shared.mu);
   std::weak_ptr<kvstore::JakiroClient>& slot = shared.clients[key];
@@ -237,7 +237,8 @@ absl::Status JakiroDb::Cleanup() {
         "calls/batch=%.2f fetch_delay_ns=%.0f rtt_ns=%.0f\n",
         options_.client.channel.provider.c_str(),
         std::string(RpcModeName(options_.client.channel.mode)).c_str(),
-        std::string(BatchModeName(options_.client.channel.batch)).c_str(),
+        std::string(BatchModeName(options_.client.channel.batching.mode))
+            .c_str(),
         static_cast<unsigned long long>(st.calls),
         static_cast<unsigned long long>(st.calls_remote_fetch),
         static_cast<unsigned long long>(st.calls_server_reply),

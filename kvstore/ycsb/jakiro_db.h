@@ -50,7 +50,7 @@
 //   jakiro.latency_alpha    auto sizer alpha. Default: 0.05
 //   jakiro.fetch_miss_target
 //                           share of calls whose first fetch may come too
-//                           early (ChannelOptions::fetch_delay_miss_target):
+//                           early (ChannelOptions::fetch.delay_miss_target):
 //                           higher trades READs for latency. Default:
 //                           kJakiroFetchMissTarget (0.2)
 //   jakiro.fetch_policy     adaptive | paper (fetch at once, R times; see

@@ -51,19 +51,19 @@ TEST(JakiroDbOptionsTest, ParsesProperties) {
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->client.servers, (std::vector<std::string>{"/a.sock", "/b.sock"}));
   EXPECT_EQ(o->client.channel.mode, RpcMode::kServerReply);
-  EXPECT_EQ(o->client.channel.batch, BatchMode::kFixed);
-  EXPECT_EQ(o->client.channel.batch_size, 8);
-  EXPECT_EQ(o->client.channel.batch_timeout, absl::Microseconds(30));
-  EXPECT_EQ(o->client.channel.batch_idle_in_flight, 0);
-  EXPECT_TRUE(o->client.channel.batch_sync_combine);
-  EXPECT_EQ(o->client.channel.fetch_size, 128u);
-  EXPECT_EQ(o->client.channel.retries, 3);
-  EXPECT_EQ(o->client.channel.fetch_delay_miss_target, 0.25);
-  EXPECT_FALSE(o->client.channel.adaptive_fetch_delay);
-  EXPECT_FALSE(o->client.channel.sizer_proportional_steps);
-  EXPECT_EQ(o->client.channel.sizer_holdoff_windows, 0);
-  EXPECT_EQ(o->client.channel.sizer_shrink_windows, 1);
-  EXPECT_EQ(o->client.channel.sizer_window, 200);
+  EXPECT_EQ(o->client.channel.batching.mode, BatchMode::kFixed);
+  EXPECT_EQ(o->client.channel.batching.size, 8);
+  EXPECT_EQ(o->client.channel.batching.timeout, absl::Microseconds(30));
+  EXPECT_EQ(o->client.channel.batching.idle_in_flight, 0);
+  EXPECT_TRUE(o->client.channel.batching.sync_combine);
+  EXPECT_EQ(o->client.channel.fetch.size, 128u);
+  EXPECT_EQ(o->client.channel.fetch.retries, 3);
+  EXPECT_EQ(o->client.channel.fetch.delay_miss_target, 0.25);
+  EXPECT_FALSE(o->client.channel.fetch.adaptive_delay);
+  EXPECT_FALSE(o->client.channel.batching.sizer.proportional_steps);
+  EXPECT_EQ(o->client.channel.batching.sizer.holdoff_windows, 0);
+  EXPECT_EQ(o->client.channel.batching.sizer.shrink_windows, 1);
+  EXPECT_EQ(o->client.channel.batching.sizer.window, 200);
   EXPECT_EQ(o->client.channel.max_inline, 0u);
   EXPECT_EQ(o->client.channel.signal_every, 4);
   EXPECT_TRUE(o->shared_client);  // Batching shares the client by default.
@@ -75,10 +75,10 @@ TEST(JakiroDbOptionsTest, FetchMissTargetDefaultsToJakiros) {
   absl::StatusOr<JakiroDbOptions> o =
       JakiroDbOptions::FromProperties(Props({{"jakiro.servers", "/a.sock"}}));
   ASSERT_TRUE(o.ok()) << o.status();
-  EXPECT_EQ(o->client.channel.fetch_delay_miss_target,
+  EXPECT_EQ(o->client.channel.fetch.delay_miss_target,
             kvstore::kJakiroFetchMissTarget);
   EXPECT_NE(kvstore::kJakiroFetchMissTarget,
-            ChannelOptions().fetch_delay_miss_target);
+            ChannelOptions().fetch.delay_miss_target);
 }
 
 // A bad ChannelOptions value through -p gets the library's message (the
@@ -89,7 +89,7 @@ TEST(JakiroDbOptionsTest, BadChannelValuesGetTheLibrarysMessage) {
                                     {"jakiro.fetch_size", "8"}}))
                              .status();
   ChannelOptions bad;
-  bad.fetch_size = 8;
+  bad.fetch.size = 8;
   const absl::Status library = ValidateChannelOptions(bad);
   ASSERT_FALSE(library.ok());
   EXPECT_EQ(s.message(), absl::StrCat("jakiro.fetch_size: ", library.message()));
@@ -105,7 +105,8 @@ TEST(JakiroDbOptionsTest, BadChannelValuesGetTheLibrarysMessage) {
                                Props({{"jakiro.servers", "/a"},
                                       {"jakiro.batch_size", "2000"}}))
                                .status();
-  EXPECT_EQ(big.message(), "jakiro.batch_size: batch_size 2000 is above 1024");
+  EXPECT_EQ(big.message(),
+            "jakiro.batch_size: batching.size 2000 is above 1024");
 }
 
 // Every ChannelOptions knob is a property, parsed as its --rfrpc_* flag is.
@@ -131,11 +132,12 @@ TEST(JakiroDbOptionsTest, EveryChannelKnobIsAProperty) {
              {"jakiro.sizer_holdoff_windows", "3"}}));
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_FALSE(o->client.channel.post_lists);
-  EXPECT_EQ(o->client.channel.batch_group, 2);
-  EXPECT_EQ(o->client.channel.switch_back_ratio, 0.5);
+  EXPECT_EQ(o->client.channel.batching.group, 2);
+  EXPECT_EQ(o->client.channel.fetch.switch_back_ratio, 0.5);
   EXPECT_EQ(o->client.channel.rering_after, absl::Microseconds(250));
-  EXPECT_FALSE(o->client.channel.sizer_proportional_steps);
-  EXPECT_EQ(o->client.channel.sizer_holdoff_windows, 3);  // After the rule.
+  EXPECT_FALSE(o->client.channel.batching.sizer.proportional_steps);
+  EXPECT_EQ(o->client.channel.batching.sizer.holdoff_windows,
+            3);  // After the rule.
   const absl::Status s = JakiroDbOptions::FromProperties(
                              Props({{"jakiro.servers", "/a"},
                                     {"jakiro.retries", "x"}}))

@@ -235,7 +235,7 @@ absl::StatusOr<std::unique_ptr<Channel>> OpenChannel(
   co.provider = o.provider;
   co.provider_options = o.provider_options;
   co.mode = mode;
-  co.adaptive_fetch_delay = o.adaptive_fetch_delay;
+  co.fetch.adaptive_delay = o.adaptive_fetch_delay;
   co.max_response_bytes = 64 * 1024;
   return Channel::Create(address, co);
 }

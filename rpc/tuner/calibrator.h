@@ -84,7 +84,7 @@ struct CalibratorOptions {
   double payoff_threshold = 0.10;
   // Candidate F grid step (profile.h). Default: 64.
   uint32_t fetch_step = 64;
-  // ChannelOptions::adaptive_fetch_delay of the measuring channels; set it
+  // ChannelOptions::fetch.adaptive_delay of the measuring channels; set it
   // as the application's channels will. Default: true.
   bool adaptive_fetch_delay = true;
 

@@ -106,8 +106,8 @@ TEST_F(OnlineChannelTest, ConvergesWhenResultSizeChangesAndDoesNotFlap) {
   ASSERT_TRUE(tuner.ok());
   ChannelOptions co;
   co.provider = "shm";
-  co.retries = 5;
-  co.fetch_size = 256;
+  co.fetch.retries = 5;
+  co.fetch.size = 256;
   co.on_result = (*tuner)->Observer();
   absl::StatusOr<std::unique_ptr<Channel>> ch =
       Channel::Create(server_->address(), co);
