@@ -42,9 +42,6 @@ constexpr uint64_t WrId(uint32_t slot, WrKind kind) {
 // In server-reply, READ the response buffer this often anyway: the server
 // always publishes there first, so this bounds any wait on a lost race.
 constexpr int64_t kReplyProbeNs = 1000 * 1000;
-// Abandoned slots (deadline passed) are fetched at most this often until the
-// late result shows up and the slot can be reused.
-constexpr int64_t kAbandonedFetchNs = 20 * 1000;
 // An unanswered request rings again (with notify) ChannelOptions::
 // rering_after after it was posted, then after twice that, and so on up to
 // kMaxReRingNs: the doorbell may have been lost (a peer cleared a shared
@@ -1187,85 +1184,91 @@ void ClientConnection::HandleHeader(uint32_t s, int64_t now,
     return;
   }
   const bool probe = slot.phase == Phase::kWaitReply;
-  const bool abandoned = Abandoned(slot);
-  if (probe && st == wire::FetchState::kReady &&
-      TakeReplyLocked(s, finished)) {
+  const bool found = st == wire::FetchState::kReady;
+  if (probe && found && TakeReplyLocked(s, finished)) {
     // The probe raced the server's push and the push has landed too (a
     // sleeping caller polls its completions long after the probe was
     // posted): the result came by server-reply.
     return;
   }
-  if (st == wire::FetchState::kReady) {
-    if (!probe && !abandoned && slot.part_offset == 0) {
-      timing_.OnFound(slot.fetches + 1,
-                      /*learn_misses=*/mode_option_ != RpcMode::kServerReply);
-    }
-    ++slot.fetches;
-    if (view.flags & wire::kResponseFlagPushed) {
-      slot.phase = Phase::kWaitReply;
-      return;
-    }
-    if (slot.batch) {
-      // The next batch's parts are about this size: READ that much the
-      // first time instead of F and then the rest (one READ, one doorbell
-      // fewer per part in a steady batched load).
-      batch_fetch_bytes_ = static_cast<uint32_t>(std::min<uint64_t>(
-          (wire::FramedBytes(view.size) + 63) / 64 * 64, kMaxBatchFetchBytes));
-    }
-    if (wire::FramedBytes(view.size) <= slot.fetched_bytes) {
+  FetchRead read;
+  read.kind = probe ? FetchRead::Kind::kProbe
+              : slot.phase == Phase::kSwitchCheck
+                  ? FetchRead::Kind::kSwitchCheck
+                  : FetchRead::Kind::kFetch;
+  read.found = found;
+  read.pushed = found && (view.flags & wire::kResponseFlagPushed) != 0;
+  read.fits = found && wire::FramedBytes(view.size) <= slot.fetched_bytes;
+  read.abandoned = Abandoned(slot);
+  read.first_part = slot.part_offset == 0;
+  read.notified = slot.notified;
+  read.counted_slow = slot.counted_slow;
+  read.fetches = slot.fetches;
+  read.posted_ns = slot.posted_ns;
+  const FetchStep step = timing_.AfterRead(
+      read, /*learn_misses=*/mode_option_ != RpcMode::kServerReply, now);
+  slot.fetches = step.fetches;
+  if (found && !read.pushed && slot.batch) {
+    // The next batch's parts are about this size: READ that much the
+    // first time instead of F and then the rest (one READ, one doorbell
+    // fewer per part in a steady batched load).
+    batch_fetch_bytes_ = static_cast<uint32_t>(std::min<uint64_t>(
+        (wire::FramedBytes(view.size) + 63) / 64 * 64, kMaxBatchFetchBytes));
+  }
+  switch (step.next) {
+    case FetchStep::Next::kComplete:
       Complete(s, buf + wire::kHeaderBytes, view, RpcMode::kRemoteFetch,
                finished);
       return;
+    case FetchStep::Next::kReadRest: {
+      // The result (with its tail) is larger than F: one more READ for the
+      // rest.
+      const uint32_t rest =
+          static_cast<uint32_t>(wire::FramedBytes(view.size)) -
+          slot.fetched_bytes;
+      WorkRequest wr = WorkRequest::Read(
+          WrId(s, kRestRead), local_.get(),
+          fetch_offset_ + size_t{s} * layout_.response_slot_bytes +
+              slot.part_offset + slot.fetched_bytes,
+          rest, server_region_,
+          layout_.ResponseSlotOffset(s) + slot.part_offset +
+              slot.fetched_bytes);
+      if (Post(wr)) {
+        slot.read_outstanding = true;
+        slot.read_posted_ns = now;
+        ++slot.reads;
+        slot.phase = Phase::kFetchRest;
+      }
+      return;
     }
-    // The result (with its tail) is larger than F: one more READ for the rest.
-    const uint32_t rest = static_cast<uint32_t>(wire::FramedBytes(view.size)) -
-                          slot.fetched_bytes;
-    WorkRequest wr = WorkRequest::Read(
-        WrId(s, kRestRead), local_.get(),
-        fetch_offset_ + size_t{s} * layout_.response_slot_bytes +
-            slot.part_offset + slot.fetched_bytes,
-        rest, server_region_,
-        layout_.ResponseSlotOffset(s) + slot.part_offset + slot.fetched_bytes);
-    if (Post(wr)) {
-      slot.read_outstanding = true;
-      slot.read_posted_ns = now;
-      ++slot.reads;
-      slot.phase = Phase::kFetchRest;
-    }
-    return;
+    case FetchStep::Next::kWaitReply:
+      // Pushed, or the READ after the switch found nothing: the server
+      // WRITEs the result.
+      if (!found) slot.last_probe_ns = now;
+      slot.phase = Phase::kWaitReply;
+      return;
+    case FetchStep::Next::kKeepWaiting:
+      return;
+    case FetchStep::Next::kFetchAgain:
+      // Repeated fetching: at once while within R; past R, backing off
+      // exponentially (capped) so a slow or descheduled server is not
+      // hammered and the poller leaves the core to others.
+      slot.next_fetch_ns = step.fetch_at_ns;
+      break;
   }
-  // Not ready yet.
-  if (probe) return;
-  ++slot.fetches;
-  if (slot.phase == Phase::kSwitchCheck) {
-    slot.phase = Phase::kWaitReply;
-    slot.last_probe_ns = now;
-    return;
-  }
-  if (abandoned) {
-    slot.next_fetch_ns = now + kAbandonedFetchNs;
-    return;
-  }
-  // Repeated fetching: at once while within R; past R, back off
-  // exponentially (capped) so a slow or descheduled server is not hammered
-  // and the poller leaves the core to others.
-  slot.next_fetch_ns =
-      timing_.NextFetchAt(slot.fetches, slot.posted_ns, slot.notified, now);
-  if (timing_.Slow(slot.fetches) && !slot.counted_slow) {
-    slot.counted_slow = true;
-    if (Policy(slot.bucket).OnCallExceededRetries()) {
-      counters_->switches_to_server_reply.fetch_add(1,
-                                                    std::memory_order_relaxed);
-      SetModeBit(slot.bucket, true);
-      // Every call of the bucket still fetching gets one READ after the
-      // flag landed: either the result was already published, or the
-      // server will WRITE it. Other methods keep fetching.
-      for (uint32_t i = 0; i < slots_.size(); ++i) {
-        Slot& o = slots_[i];
-        if (o.phase == Phase::kFetchHeader && o.bucket == slot.bucket) {
-          o.phase = Phase::kSwitchCheck;
-          o.next_fetch_ns = now;
-        }
+  if (!step.newly_slow) return;
+  slot.counted_slow = true;
+  if (Policy(slot.bucket).OnCallExceededRetries()) {
+    counters_->switches_to_server_reply.fetch_add(1, std::memory_order_relaxed);
+    SetModeBit(slot.bucket, true);
+    // Every call of the bucket still fetching gets one READ after the
+    // flag landed: either the result was already published, or the
+    // server will WRITE it. Other methods keep fetching.
+    for (uint32_t i = 0; i < slots_.size(); ++i) {
+      Slot& o = slots_[i];
+      if (o.phase == Phase::kFetchHeader && o.bucket == slot.bucket) {
+        o.phase = Phase::kSwitchCheck;
+        o.next_fetch_ns = now;
       }
     }
   }

@@ -57,6 +57,45 @@ inline void TrackLowerEnvelope(double* ewma, double sample) {
   }
 }
 
+// One header READ of a slot, as it came back: the input of the per-slot
+// fetch state machine (FetchTiming::AfterRead).
+struct FetchRead {
+  enum class Kind : uint8_t {
+    kFetch,        // Remote fetching: the call's own READ.
+    kSwitchCheck,  // The one READ after its method switched to server-reply.
+    kProbe,        // Server-reply: a READ checking on a push.
+  };
+  Kind kind = Kind::kFetch;
+  bool found = false;   // It holds a result with the call's seq.
+  bool pushed = false;  // found, flagged pushed: the server WRITEs it.
+  bool fits = false;    // found: the whole frame is in the bytes READ.
+  // The call is gone (deadline, cancel); the slot waits for its result
+  // only to be reused.
+  bool abandoned = false;
+  bool first_part = true;     // The READ was for the slot's first part.
+  bool notified = false;      // The request's doorbell woke a parked worker.
+  bool counted_slow = false;  // The call already went past R.
+  int fetches = 0;            // The call's READs before this one.
+  int64_t posted_ns = 0;      // When the request was posted.
+};
+
+// What the slot does next, and what the READ counted.
+struct FetchStep {
+  enum class Next : uint8_t {
+    kComplete,     // The result is all here.
+    kReadRest,     // READ the part of the result past the bytes READ.
+    kWaitReply,    // The server WRITEs it: poll the local reply slot.
+    kFetchAgain,   // Not there yet: READ again at fetch_at_ns.
+    kKeepWaiting,  // A probe that found nothing: keep waiting for the push.
+  };
+  Next next = Next::kKeepWaiting;
+  int fetches = 0;          // The call's READs, this one included if counted.
+  int64_t fetch_at_ns = 0;  // kFetchAgain.
+  // This READ took the call past R: one slow call toward K
+  // (HybridPolicy::OnCallExceededRetries).
+  bool newly_slow = false;
+};
+
 class FetchTiming {
  public:
   struct Params {
@@ -121,6 +160,47 @@ class FetchTiming {
                            : static_cast<double>(std::min(
                                  waited / kLongWaitShare, kMaxLongWaitPauseNs));
     return now + static_cast<int64_t>(std::min(backoff, cap));
+  }
+
+  // An abandoned slot (its call gone) READs at most this often until its
+  // late result shows up and the slot can be reused.
+  static constexpr int64_t kAbandonedFetchNs = 20 * 1000;
+
+  // The per-slot fetch state machine: after `read` came back at `now`,
+  // what the slot does next. A found result of a live call's first part
+  // teaches the first-fetch delay (OnFound; `learn_misses` as there); a
+  // miss schedules the next READ (NextFetchAt), and the first miss past R
+  // is a slow call.
+  FetchStep AfterRead(const FetchRead& read, bool learn_misses, int64_t now) {
+    using Next = FetchStep::Next;
+    FetchStep step;
+    step.fetches = read.fetches;
+    const bool probe = read.kind == FetchRead::Kind::kProbe;
+    if (read.found) {
+      step.fetches = read.fetches + 1;
+      if (!probe && !read.abandoned && read.first_part) {
+        OnFound(step.fetches, learn_misses);
+      }
+      step.next = read.pushed ? Next::kWaitReply
+                  : read.fits ? Next::kComplete
+                              : Next::kReadRest;
+      return step;
+    }
+    if (probe) return step;  // kKeepWaiting.
+    step.fetches = read.fetches + 1;
+    if (read.kind == FetchRead::Kind::kSwitchCheck) {
+      step.next = Next::kWaitReply;
+      return step;
+    }
+    step.next = Next::kFetchAgain;
+    if (read.abandoned) {
+      step.fetch_at_ns = now + kAbandonedFetchNs;
+      return step;
+    }
+    step.fetch_at_ns =
+        NextFetchAt(step.fetches, read.posted_ns, read.notified, now);
+    step.newly_slow = Slow(step.fetches) && !read.counted_slow;
+    return step;
   }
 
   // Whether a call that has made `fetches` READs is slow (past R).

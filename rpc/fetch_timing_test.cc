@@ -24,24 +24,38 @@ struct CallResult {
   int fetches = 0;         // READs, the one that found the result included.
   int64_t found_ns = 0;    // When the READ that found it completed.
   int64_t max_gap_ns = 0;  // Longest pause between a READ and the next.
+  int slow_marks = 0;      // READs that reported the call newly slow.
 };
 
+// One call through the per-slot state machine (FetchTiming::AfterRead), as
+// ClientConnection drives it.
 CallResult RunCall(FetchTiming* t, int64_t ready_ns, bool notified = false) {
   CallResult r;
+  FetchRead read;
+  read.notified = notified;
+  read.posted_ns = 0;
   int64_t post = t->FirstFetchAt(0);
   for (;;) {
     const int64_t done = post + kRttNs;
     t->OnRoundTrip(static_cast<double>(kRttNs));
-    ++r.fetches;
-    if (post + kRttNs / 2 >= ready_ns) {
-      t->OnFound(r.fetches, /*learn_misses=*/true);
+    read.found = post + kRttNs / 2 >= ready_ns;
+    read.fits = true;
+    const FetchStep step = t->AfterRead(read, /*learn_misses=*/true, done);
+    EXPECT_EQ(step.fetches, read.fetches + 1);
+    r.fetches = read.fetches = step.fetches;
+    if (step.newly_slow) {
+      read.counted_slow = true;
+      ++r.slow_marks;
+    }
+    if (read.found) {
+      EXPECT_EQ(step.next, FetchStep::Next::kComplete);
       r.found_ns = done;
       return r;
     }
-    const int64_t next = t->NextFetchAt(r.fetches, 0, notified, done);
-    EXPECT_GE(next, done);
-    r.max_gap_ns = std::max(r.max_gap_ns, next - done);
-    post = next;
+    EXPECT_EQ(step.next, FetchStep::Next::kFetchAgain);
+    EXPECT_GE(step.fetch_at_ns, done);
+    r.max_gap_ns = std::max(r.max_gap_ns, step.fetch_at_ns - done);
+    post = step.fetch_at_ns;
   }
 }
 
@@ -51,12 +65,121 @@ FetchTiming::Params DelayOff() {
   return p;
 }
 
+FetchRead Found(bool fits, bool pushed = false) {
+  FetchRead read;
+  read.found = true;
+  read.fits = fits;
+  read.pushed = pushed;
+  return read;
+}
+
+// A READ that found the result: complete it, READ the part past the bytes
+// READ, or (pushed) wait for the server's WRITE; each counts the READ.
+TEST(FetchStateTest, AFoundResultCompletesReadsTheRestOrWaitsForThePush) {
+  FetchTiming t(DelayOff());
+  FetchRead read = Found(/*fits=*/true);
+  read.fetches = 2;
+  FetchStep step = t.AfterRead(read, true, 1000);
+  EXPECT_EQ(step.next, FetchStep::Next::kComplete);
+  EXPECT_EQ(step.fetches, 3);
+  EXPECT_FALSE(step.newly_slow);
+  EXPECT_EQ(t.AfterRead(Found(/*fits=*/false), true, 1000).next,
+            FetchStep::Next::kReadRest);
+  EXPECT_EQ(t.AfterRead(Found(/*fits=*/true, /*pushed=*/true), true, 1000).next,
+            FetchStep::Next::kWaitReply);
+  // A probe or the switch check that finds it takes it the same way.
+  read.kind = FetchRead::Kind::kProbe;
+  EXPECT_EQ(t.AfterRead(read, true, 1000).next, FetchStep::Next::kComplete);
+  read.kind = FetchRead::Kind::kSwitchCheck;
+  EXPECT_EQ(t.AfterRead(read, true, 1000).next, FetchStep::Next::kComplete);
+}
+
+// Within R a miss READs again at once; the READ that takes the call past R
+// backs off and marks it slow, once; a notified call's pauses stay at 2 us.
+TEST(FetchStateTest, MissesRepeatAtOnceThenBackOffAndMarkTheCallSlowOnce) {
+  FetchTiming t(DelayOff());
+  t.OnRoundTrip(kRttNs);
+  FetchRead read;
+  const int64_t now = 50 * 1000;
+  for (int before = 0; before < 4; ++before) {
+    read.fetches = before;
+    const FetchStep step = t.AfterRead(read, true, now);
+    EXPECT_EQ(step.next, FetchStep::Next::kFetchAgain);
+    EXPECT_EQ(step.fetch_at_ns, now) << before;
+    EXPECT_FALSE(step.newly_slow);
+  }
+  read.fetches = 5;  // This is READ 6: past R = 5.
+  FetchStep step = t.AfterRead(read, true, now);
+  EXPECT_EQ(step.fetch_at_ns, now + 2 * kRttNs);
+  EXPECT_TRUE(step.newly_slow);
+  read.counted_slow = true;
+  read.fetches = 20;
+  step = t.AfterRead(read, true, now);
+  EXPECT_FALSE(step.newly_slow);
+  EXPECT_EQ(step.fetch_at_ns,
+            now + static_cast<int64_t>(FetchTiming::kMaxBackoffNs));
+  read.notified = true;
+  EXPECT_EQ(t.AfterRead(read, true, now).fetch_at_ns,
+            now + static_cast<int64_t>(FetchTiming::kMaxNotifiedBackoffNs));
+}
+
+// After its method switched to server-reply a call's one more READ that
+// finds nothing leaves it waiting for the push; a probe that finds nothing
+// changes nothing, and is not counted.
+TEST(FetchStateTest, TheSwitchCheckWaitsForThePushAndAProbeMissIsNotCounted) {
+  FetchTiming t(DelayOff());
+  FetchRead read;
+  read.fetches = 3;
+  read.kind = FetchRead::Kind::kSwitchCheck;
+  FetchStep step = t.AfterRead(read, true, 1000);
+  EXPECT_EQ(step.next, FetchStep::Next::kWaitReply);
+  EXPECT_EQ(step.fetches, 4);
+  read.kind = FetchRead::Kind::kProbe;
+  step = t.AfterRead(read, true, 1000);
+  EXPECT_EQ(step.next, FetchStep::Next::kKeepWaiting);
+  EXPECT_EQ(step.fetches, 3);
+}
+
+// A slot whose call is gone READs every 20 us for the late result, however
+// many READs it made, and never counts as a slow call.
+TEST(FetchStateTest, AnAbandonedSlotReadsEvery20us) {
+  FetchTiming t(DelayOff());
+  FetchRead read;
+  read.abandoned = true;
+  read.fetches = 40;
+  const FetchStep step = t.AfterRead(read, true, 1000);
+  EXPECT_EQ(step.next, FetchStep::Next::kFetchAgain);
+  EXPECT_EQ(step.fetch_at_ns, 1000 + FetchTiming::kAbandonedFetchNs);
+  EXPECT_FALSE(step.newly_slow);
+}
+
+// Only a live call's own READ of its first result part teaches the
+// first-fetch delay: not a probe, not an abandoned slot, not a batch's
+// later part (their timing is the server's push or the first part's).
+TEST(FetchStateTest, OnlyALiveCallsFirstPartTeachesTheDelay) {
+  auto learned = [](void (*shape)(FetchRead*)) {
+    FetchTiming t(FetchTiming::Params{});
+    t.OnRoundTrip(kRttNs);
+    FetchRead read = Found(/*fits=*/true);
+    read.fetches = 3;  // Found by READ 4: three READs too early.
+    shape(&read);
+    for (int i = 0; i < 100; ++i) t.AfterRead(read, true, 1000);
+    return t.delay_ns();
+  };
+  EXPECT_GT(learned([](FetchRead*) {}), 0);
+  EXPECT_EQ(learned([](FetchRead* r) { r->kind = FetchRead::Kind::kProbe; }),
+            0);
+  EXPECT_EQ(learned([](FetchRead* r) { r->abandoned = true; }), 0);
+  EXPECT_EQ(learned([](FetchRead* r) { r->first_part = false; }), 0);
+}
+
 // Within R, a READ that finds nothing is repeated at once.
 TEST(FetchTimingTest, RepeatsAtOnceWithinR) {
   FetchTiming t(DelayOff());
   const CallResult r = RunCall(&t, 4 * kRttNs);
   EXPECT_EQ(r.fetches, 5);  // READs at 0, 100, 200, 300, 400.
   EXPECT_EQ(r.max_gap_ns, 0);
+  EXPECT_EQ(r.slow_marks, 0);
   EXPECT_FALSE(t.Slow(r.fetches));
   EXPECT_TRUE(t.Slow(6));
 }
@@ -74,6 +197,7 @@ TEST(FetchTimingTest, BacksOffPastRUpToItsCap) {
   EXPECT_EQ(r.max_gap_ns, static_cast<int64_t>(FetchTiming::kMaxBackoffNs));
   EXPECT_LE(r.found_ns - ready,
             static_cast<int64_t>(FetchTiming::kMaxBackoffNs) + 2 * kRttNs);
+  EXPECT_EQ(r.slow_marks, 1);  // One slow call, however many READs past R.
 }
 
 // A request whose doorbell woke a parked worker is answered one wake-up
