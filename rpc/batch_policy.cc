@@ -125,18 +125,21 @@ void AutoBatchSizer::KeepSlowest(int64_t ns) {
   }
 }
 
-size_t AutoBatchSizer::CallsUntilDue(int64_t now_ns) const {
-  // The window can end at the first call once it timed out, else when it
-  // reaches its call count, or its call cap while younger than
-  // min_window_ns_ (as EndWindowIfDue decides; now_ns is the same for
-  // every call of a span, so so is this).
-  const int64_t age = now_ns - window_start_ns_;
+int AutoBatchSizer::CallsDue(int64_t age) const {
+  // A window too slow to fill its call count still ends once it is
+  // max_window_ns_ old (and min_window_ns_, which wins if larger): at its
+  // next call.
   if (max_window_ns_ > 0 && age >= std::max(max_window_ns_, min_window_ns_)) {
-    return 1;
+    return 0;
   }
-  const int due =
-      min_window_ns_ > 0 && age < min_window_ns_ ? max_window_ : window_;
-  return static_cast<size_t>(std::max(1, due - in_window_));
+  // Younger than min_window_ns_: only its call cap ends it.
+  return min_window_ns_ > 0 && age < min_window_ns_ ? max_window_ : window_;
+}
+
+size_t AutoBatchSizer::CallsUntilDue(int64_t now_ns) const {
+  // now_ns is the same for every call of a span, so is this.
+  return static_cast<size_t>(
+      std::max(1, CallsDue(now_ns - window_start_ns_) - in_window_));
 }
 
 int AutoBatchSizer::RecordSpan(absl::Span<const int64_t> latencies_ns,
@@ -174,16 +177,7 @@ int AutoBatchSizer::RecordSpan(absl::Span<const int64_t> latencies_ns,
 
 bool AutoBatchSizer::EndWindowIfDue(int64_t now_ns) {
   const int64_t age = now_ns - window_start_ns_;
-  // A window too slow to fill its call count still ends once it is
-  // max_window_ns_ old (and min_window_ns_, which wins if larger).
-  const bool timed_out =
-      max_window_ns_ > 0 && age >= std::max(max_window_ns_, min_window_ns_);
-  if (!timed_out) {
-    if (in_window_ < window_) return false;
-    if (min_window_ns_ > 0 && age < min_window_ns_ && in_window_ < max_window_) {
-      return false;
-    }
-  }
+  if (in_window_ < CallsDue(age)) return false;
   const int calls = in_window_;
   // Calls per second of this window (0: no timestamps).
   const double rate =

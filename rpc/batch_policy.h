@@ -303,6 +303,8 @@ class AutoBatchSizer {
   int Decide(int calls);
   // A latency above l_limit, into the window's slowest.
   void KeepSlowest(int64_t ns);
+  // The call count at which a window `age` old ends (0: at its next call).
+  int CallsDue(int64_t age) const;
   // Calls the window takes before it may end (at least 1).
   size_t CallsUntilDue(int64_t now_ns) const;
   // Ends the window and decides if its call count and age say so.
