@@ -222,8 +222,6 @@ std::string GetSocketDir(const Options& o) {
   return o.provider_options.socket_dir;
 }
 
-// A knob of a top-level field, and of a field of a nested struct (`group`
-// names it: fetch, batching or batching.sizer).
 #define RFRPC_VALUE_KNOB(name, field)                \
   {                                                  \
     name, #field, &SetValue<&ChannelOptions::field>, \
@@ -234,33 +232,18 @@ std::string GetSocketDir(const Options& o) {
     name, #field, &SetDuration<unit, &ChannelOptions::field>, \
         &GetDuration<unit, &ChannelOptions::field>            \
   }
-#define RFRPC_FETCH_KNOB(name, field)                            \
-  {                                                              \
-    name, "fetch." #field,                                       \
-        &SetValue<&ChannelOptions::fetch, &FetchOptions::field>, \
-        &GetValue<&ChannelOptions::fetch, &FetchOptions::field>  \
-  }
-#define RFRPC_BATCHING_KNOB(name, field)                               \
-  {                                                                    \
-    name, "batching." #field,                                          \
-        &SetValue<&ChannelOptions::batching, &BatchingOptions::field>, \
-        &GetValue<&ChannelOptions::batching, &BatchingOptions::field>  \
-  }
-#define RFRPC_SIZER_KNOB(name, field)                                 \
-  {                                                                   \
-    name, "batching.sizer." #field,                                   \
-        &SetValue<&ChannelOptions::batching, &BatchingOptions::sizer, \
-                  &SizerOptions::field>,                              \
-        &GetValue<&ChannelOptions::batching, &BatchingOptions::sizer, \
-                  &SizerOptions::field>                               \
-  }
-#define RFRPC_SIZER_DURATION_KNOB(name, field, unit)                           \
-  {                                                                            \
-    name, "batching.sizer." #field,                                            \
-        &SetDuration<unit, &ChannelOptions::batching, &BatchingOptions::sizer, \
-                     &SizerOptions::field>,                                    \
-        &GetDuration<unit, &ChannelOptions::batching, &BatchingOptions::sizer, \
-                     &SizerOptions::field>                                     \
+// Knobs of nested fields: `field` as ValidateChannelOptions names it, then
+// the member path to it (RFRPC_FETCH(size) is &ChannelOptions::fetch,
+// &FetchOptions::size).
+#define RFRPC_FETCH(f) &ChannelOptions::fetch, &FetchOptions::f
+#define RFRPC_BATCHING(f) &ChannelOptions::batching, &BatchingOptions::f
+#define RFRPC_SIZER(f) RFRPC_BATCHING(sizer), &SizerOptions::f
+#define RFRPC_NESTED_KNOB(name, field, ...) \
+  { name, field, &SetValue<__VA_ARGS__>, &GetValue<__VA_ARGS__> }
+#define RFRPC_NESTED_DURATION_KNOB(name, field, unit, ...) \
+  {                                                        \
+    name, field, &SetDuration<unit, __VA_ARGS__>,          \
+        &GetDuration<unit, __VA_ARGS__>                    \
   }
 #define RFRPC_SERVER_VALUE_KNOB(name, field)        \
   {                                                 \
@@ -278,16 +261,18 @@ std::string GetSocketDir(const Options& o) {
 const ChannelKnob kKnobs[] = {
     {"mode", "mode", &SetMode,
      [](const ChannelOptions& o) { return std::string(RpcModeName(o.mode)); }},
-    RFRPC_FETCH_KNOB("retries", retries),
-    RFRPC_FETCH_KNOB("fetch_size", size),
-    RFRPC_FETCH_KNOB("switch_after", switch_after),
-    RFRPC_FETCH_KNOB("switch_back_ratio", switch_back_ratio),
+    RFRPC_NESTED_KNOB("retries", "fetch.retries", RFRPC_FETCH(retries)),
+    RFRPC_NESTED_KNOB("fetch_size", "fetch.size", RFRPC_FETCH(size)),
+    RFRPC_NESTED_KNOB("switch_after", "fetch.switch_after",
+                      RFRPC_FETCH(switch_after)),
+    RFRPC_NESTED_KNOB("switch_back_ratio", "fetch.switch_back_ratio",
+                      RFRPC_FETCH(switch_back_ratio)),
     {"fetch_policy", "fetch.adaptive_delay", &SetFetchPolicyKnob,
      [](const ChannelOptions& o) { return std::string(FetchPolicyName(o)); }},
-    {"max_fetch_delay_us", "fetch.max_delay",
-     &SetDuration<kUs, &ChannelOptions::fetch, &FetchOptions::max_delay>,
-     &GetDuration<kUs, &ChannelOptions::fetch, &FetchOptions::max_delay>},
-    RFRPC_FETCH_KNOB("fetch_miss_target", delay_miss_target),
+    RFRPC_NESTED_DURATION_KNOB("max_fetch_delay_us", "fetch.max_delay", kUs,
+                               RFRPC_FETCH(max_delay)),
+    RFRPC_NESTED_KNOB("fetch_miss_target", "fetch.delay_miss_target",
+                      RFRPC_FETCH(delay_miss_target)),
     RFRPC_VALUE_KNOB("connections", connections),
     RFRPC_VALUE_KNOB("slots", slots_per_connection),
     RFRPC_VALUE_KNOB("max_request_bytes", max_request_bytes),
@@ -304,25 +289,38 @@ const ChannelKnob kKnobs[] = {
      [](const ChannelOptions& o) {
        return std::string(BatchModeName(o.batching.mode));
      }},
-    RFRPC_BATCHING_KNOB("batch_size", size),
-    RFRPC_BATCHING_KNOB("batch_bytes", bytes),
-    {"batch_timeout_us", "batching.timeout",
-     &SetDuration<kUs, &ChannelOptions::batching, &BatchingOptions::timeout>,
-     &GetDuration<kUs, &ChannelOptions::batching, &BatchingOptions::timeout>},
-    RFRPC_BATCHING_KNOB("batch_idle_in_flight", idle_in_flight),
-    RFRPC_BATCHING_KNOB("batch_sync_combine", sync_combine),
-    RFRPC_BATCHING_KNOB("batch_group", group),
-    RFRPC_BATCHING_KNOB("max_outstanding", max_outstanding),
-    RFRPC_SIZER_DURATION_KNOB("latency_limit_us", latency_limit, kUs),
-    RFRPC_SIZER_KNOB("latency_alpha", alpha),
+    RFRPC_NESTED_KNOB("batch_size", "batching.size", RFRPC_BATCHING(size)),
+    RFRPC_NESTED_KNOB("batch_bytes", "batching.bytes", RFRPC_BATCHING(bytes)),
+    RFRPC_NESTED_DURATION_KNOB("batch_timeout_us", "batching.timeout", kUs,
+                               RFRPC_BATCHING(timeout)),
+    RFRPC_NESTED_KNOB("batch_idle_in_flight", "batching.idle_in_flight",
+                      RFRPC_BATCHING(idle_in_flight)),
+    RFRPC_NESTED_KNOB("batch_sync_combine", "batching.sync_combine",
+                      RFRPC_BATCHING(sync_combine)),
+    RFRPC_NESTED_KNOB("batch_group", "batching.group", RFRPC_BATCHING(group)),
+    RFRPC_NESTED_KNOB("max_outstanding", "batching.max_outstanding",
+                      RFRPC_BATCHING(max_outstanding)),
+    RFRPC_NESTED_DURATION_KNOB("latency_limit_us",
+                               "batching.sizer.latency_limit", kUs,
+                               RFRPC_SIZER(latency_limit)),
+    RFRPC_NESTED_KNOB("latency_alpha", "batching.sizer.alpha",
+                      RFRPC_SIZER(alpha)),
     {"sizer_rule", "batching.sizer.proportional_steps", &SetSizerRuleKnob,
      [](const ChannelOptions& o) { return std::string(SizerRuleName(o)); }},
-    RFRPC_SIZER_KNOB("sizer_window", window),
-    RFRPC_SIZER_DURATION_KNOB("sizer_min_window_ms", min_window, kMs),
-    RFRPC_SIZER_DURATION_KNOB("sizer_max_window_ms", max_window, kMs),
-    RFRPC_SIZER_KNOB("sizer_holdoff_windows", holdoff_windows),
-    RFRPC_SIZER_KNOB("sizer_shrink_windows", shrink_windows),
-    RFRPC_SIZER_KNOB("sizer_peak_guard", peak_guard),
+    RFRPC_NESTED_KNOB("sizer_window", "batching.sizer.window",
+                      RFRPC_SIZER(window)),
+    RFRPC_NESTED_DURATION_KNOB("sizer_min_window_ms",
+                               "batching.sizer.min_window", kMs,
+                               RFRPC_SIZER(min_window)),
+    RFRPC_NESTED_DURATION_KNOB("sizer_max_window_ms",
+                               "batching.sizer.max_window", kMs,
+                               RFRPC_SIZER(max_window)),
+    RFRPC_NESTED_KNOB("sizer_holdoff_windows", "batching.sizer.holdoff_windows",
+                      RFRPC_SIZER(holdoff_windows)),
+    RFRPC_NESTED_KNOB("sizer_shrink_windows", "batching.sizer.shrink_windows",
+                      RFRPC_SIZER(shrink_windows)),
+    RFRPC_NESTED_KNOB("sizer_peak_guard", "batching.sizer.peak_guard",
+                      RFRPC_SIZER(peak_guard)),
     RFRPC_VALUE_KNOB("busy_wait", busy_wait),
     RFRPC_VALUE_KNOB("progress_thread", progress_thread),
     RFRPC_VALUE_KNOB("method_stats", method_stats),
@@ -385,6 +383,11 @@ const ServerKnob kServerKnobs[] = {
 #undef RFRPC_DURATION_KNOB
 #undef RFRPC_SERVER_VALUE_KNOB
 #undef RFRPC_SERVER_DURATION_KNOB
+#undef RFRPC_NESTED_KNOB
+#undef RFRPC_NESTED_DURATION_KNOB
+#undef RFRPC_FETCH
+#undef RFRPC_BATCHING
+#undef RFRPC_SIZER
 
 template <typename Knob>
 const Knob* FindByName(absl::Span<const Knob> knobs, absl::string_view name) {
