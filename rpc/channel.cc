@@ -32,6 +32,7 @@ namespace {
 
 using internal::ClientConnection;
 using internal::PendingCall;
+using internal::RequestBatcher;
 using internal::Waiter;
 
 // A sync caller's long waits for a call whose push will wake it. The push
@@ -65,9 +66,6 @@ class PushSleeper final : public Waiter::Sleeper {
   std::vector<PendingCall*>* const finished_;
 };
 
-// Auto sizing reads the clock before every this many callbacks of a round
-// (see RunCallbacks).
-constexpr size_t kClockEvery = 8;
 // Don't retry a failed connection more often than this.
 constexpr absl::Duration kReconnectInterval = absl::Milliseconds(100);
 
@@ -377,13 +375,12 @@ class ChannelImpl final : public Channel,
       case BatchMode::kOff:
         return 0;
       case BatchMode::kAuto: {
+        // Each connection's sizer publishes its N as it decides.
         const int n = counters_.batch_size.load(std::memory_order_relaxed);
-        return n > 0 ? n
-                     : std::clamp(options_.batching.size, 1,
-                                  AutoBatchSizer::kMaxSize);
+        return n > 0 ? n : RequestBatcher::InitialSize(options_.batching);
       }
       default:
-        return std::max(1, options_.batching.size);
+        return RequestBatcher::InitialSize(options_.batching);
     }
   }
 
@@ -633,31 +630,17 @@ class ChannelImpl final : public Channel,
   // Runs the callbacks of `finished` (async calls), in order, and empties it.
   // `conn` (may be null; not kept) is the connection that finished them: on
   // an auto-batching connection the sizer is then fed each successful
-  // call's latency as its caller sees it, up to the start of its callback,
-  // so time spent delivering a batch's results one callback after another
-  // counts against l_limit too. The clock is read before every
-  // kClockEvery-th of those callbacks and after the last (unless the last
-  // group is one callback); the ones between get start times interpolated
-  // linearly (LatenciesToCallbackStart), since a clock read costs about as
-  // much as a short callback (a batch of 128 takes 17 reads, not 128). A
-  // failed call's callback, untimed, counts in its group's span.
+  // call's latency as its caller sees it, up to the start of its callback
+  // (internal::CallbackLatencies, next to the batcher that defines it).
   void RunCallbacks(ClientConnection* conn,
                     std::vector<PendingCall*>* finished) {
     const bool on_driver = driving_channel == this;
     const bool timed = conn != nullptr && conn->auto_sizing();
-    // Each timed call's start, made its latency at the end.
-    absl::InlinedVector<int64_t, 128> latencies;
-    // stamps[m]: the clock before timed callback m * kClockEvery.
-    absl::InlinedVector<int64_t, 128 / kClockEvery + 1> stamps;
+    internal::CallbackLatencies latencies(internal::UnixNanos);
     for (size_t i = 0; i < finished->size(); ++i) {
       PendingCall* call = (*finished)[i];
       CountFinished(*call);
-      if (timed && call->status.ok()) {
-        if (latencies.size() % kClockEvery == 0) {
-          stamps.push_back(internal::UnixNanos());
-        }
-        latencies.push_back(call->start_ns);
-      }
+      if (timed && call->status.ok()) latencies.Before(call->start_ns);
       Deliver(call);
       if (on_driver && driving_channel != this) {
         // That callback destroyed the channel (see ~ChannelImpl): the
@@ -671,15 +654,9 @@ class ChannelImpl final : public Channel,
     }
     finished->clear();
     if (latencies.empty()) return;
-    const size_t n = latencies.size();
-    const size_t last_group = (n - 1) / kClockEvery * kClockEvery;
-    // The end of the last group: after its last callback (no read needed
-    // when that group is one callback, whose start is its stamp).
-    const int64_t end =
-        n - last_group > 1 ? internal::UnixNanos() : stamps.back();
-    LatenciesToCallbackStart(stamps, end, kClockEvery,
-                             absl::MakeSpan(latencies));
-    conn->RecordLatencies(latencies, end);
+    int64_t end = 0;
+    const absl::Span<const int64_t> measured = latencies.Finish(&end);
+    conn->RecordLatencies(measured, end);
   }
 
   // Counts a finished async call in the per-method counters; Deliver then

@@ -135,7 +135,7 @@ void ClientConnection::PublishHotLinesLocked() {
   };
   // This object's per-call fields (a few lines from mu_ on).
   for (const char* p = reinterpret_cast<const char*>(&mu_);
-       p <= reinterpret_cast<const char*>(&publish_posted_ns_); p += 64) {
+       p <= reinterpret_cast<const char*>(batcher_.hot_end()); p += 64) {
     add(p);
   }
   // The slot the next call takes, and its buffers.
@@ -321,9 +321,9 @@ absl::Status ClientConnection::Start(
     // it, so that holder sees a call on its way into the open batch
     // (FlushIfIdleLocked). Uncontended, no announcement is needed: nobody
     // can look at the open batch before this call is in it.
-    adding_.fetch_add(1, std::memory_order_relaxed);
+    batcher_.adders().fetch_add(1, std::memory_order_relaxed);
     mu_.Lock();
-    adding_.fetch_sub(1, std::memory_order_relaxed);
+    batcher_.adders().fetch_sub(1, std::memory_order_relaxed);
   }
   absl::Status st = StartLocked(call, nullptr, &request, size);
   mu_.Unlock();
@@ -338,20 +338,11 @@ void ClientConnection::Enqueue(PendingCall* call) {
   UpdateNeedsDriver();
 }
 
-int ClientConnection::BatchSizeNow() const {
-  return batch_mode_ == BatchMode::kAuto ? sizer_.size()
-                                         : std::max(1, options_.batching.size);
-}
-
 bool ClientConnection::SendAloneLocked(const PendingCall* call, size_t size) {
-  // A sync caller about to open a batch that the idle flush would send at
-  // once, alone: it goes as the plain request it is, on the unbatched path
-  // (nothing to share the batch framing with). Not in adaptive mode, whose
-  // entries may be WRITTen into the server's slot before the batch is
-  // complete: its slots carry batches only.
-  if (!call->sync || open_ >= 0 || batch_mode_ == BatchMode::kAdaptive ||
-      outstanding_ >= max_outstanding_ ||
-      wire::EntryBytes(size) > layout_.RequestPayloadCapacity()) {
+  if (!batcher_.MayGoAlone(
+          call->sync, open_ >= 0,
+          /*room=*/outstanding_ < max_outstanding_ &&
+              wire::EntryBytes(size) <= layout_.RequestPayloadCapacity())) {
     return false;  // AddToBatchLocked takes it (or reports why not).
   }
   int64_t now = 0;
@@ -441,8 +432,8 @@ absl::Status ClientConnection::StartLocked(
     slot.in_flight_counted = true;
     // Its turnaround matters only to batches of sync calls waiting behind
     // it (sync_combine): the clock is not read for it otherwise.
-    slot.timed = flush_.sync_combine();
-    ++batches_in_flight_;
+    slot.timed = batcher_.sync_combine();
+    batcher_.Sent(now, /*publish=*/false);
     NoteOutstandingLocked();
     counters_->batches_plain.fetch_add(1, std::memory_order_relaxed);
     counters_->flushes_idle.fetch_add(1, std::memory_order_relaxed);
@@ -484,22 +475,19 @@ absl::Status ClientConnection::AddToBatchLocked(
     return absl::ResourceExhaustedError(
         "max_outstanding requests already in flight on the connection");
   }
+  const size_t capacity = layout_.RequestPayloadCapacity();
   if (open_ >= 0) {
     const Slot& o = slots_[open_];
-    const int n = static_cast<int>(o.calls.size());
-    if (flush_.BeforeAdd(n, o.bytes, entry) == FlushReason::kBytes) {
-      FlushLocked(FlushReason::kBytes);
-    } else if (o.bytes + entry + wire::BudgetCodesBytes(n + 1) >
-               layout_.RequestPayloadCapacity()) {
+    if (batcher_.BeforeAdd(static_cast<int>(o.calls.size()), o.bytes, entry,
+                           capacity) == FlushReason::kBytes) {
       FlushLocked(FlushReason::kBytes);
     }
     // Flushing may have failed the connection: then the call is not taken.
     if (!status_.ok()) return status_;
     // A held (elastic) publish that is now full must wait: no room.
     if (open_ >= 0 &&
-        slots_[open_].bytes + entry +
-                wire::BudgetCodesBytes(slots_[open_].calls.size() + 1) >
-            layout_.RequestPayloadCapacity()) {
+        !RequestBatcher::Fits(static_cast<int>(slots_[open_].calls.size()),
+                              slots_[open_].bytes, entry, capacity)) {
       return absl::ResourceExhaustedError("open batch is full");
     }
   }
@@ -547,22 +535,15 @@ absl::Status ClientConnection::AddToBatchLocked(
   NoteOutstandingLocked();
   if (call->sync) slot.has_sync = true;
   if (!call->sync) ++async_slots_;
-  if (batch_mode_ == BatchMode::kAdaptive &&
-      slot.untransmitted_entries >=
-          static_cast<uint32_t>(std::max(1, options_.batching.group))) {
-    TransmitGroupLocked(s);
-  }
-  if (slot.publish_pending) {
-    // Held by the elastic threshold: keep filling until the previous
-    // publish completes (Progress publishes it then).
-  } else if (flush_.AfterAdd(static_cast<int>(slot.calls.size()),
-                             BatchSizeNow()) == FlushReason::kEntries) {
+  const RequestBatcher::Added added = batcher_.AfterAdd(
+      static_cast<int>(slot.calls.size()),
+      static_cast<int>(slot.untransmitted_entries), call->sync,
+      /*held=*/slot.publish_pending);
+  if (added.send_group) TransmitGroupLocked(s);
+  if (added.flush == FlushReason::kEntries) {
     FlushLocked(FlushReason::kEntries);
-  } else if (call->sync) {
-    // A sync caller waits for its result from here on: nobody else coming
-    // means nothing to wait for. (An async caller may add more; the poller
-    // flushes its batch when idle.) A batch opened by this call read the
-    // clock just now.
+  } else if (added.check_idle) {
+    // A batch opened by this call read the clock just now.
     FlushIfIdleLocked(slot.calls.size() == 1 ? slot.first_ns : 0);
   }
   // Adding a call abandons no slot: the count of the last scan still holds.
@@ -603,27 +584,19 @@ void ClientConnection::NoteOutstandingLocked() {
 
 bool ClientConnection::IdleLocked(int entries, bool sync, int64_t first_ns,
                                   int64_t* now) {
-  if (flush_.idle_in_flight() <= 0) return false;
-  FlushPolicy::IdleState st;
-  st.entries = entries;
-  st.sync = sync;
-  st.adding = adding_.load(std::memory_order_relaxed);
-  st.in_flight = batches_in_flight_;
-  st.turnaround_ns = static_cast<int64_t>(turnaround_ns_);
-  // Ages matter only while a wait may apply: the clock is read (and the
-  // slots scanned) only then.
-  if ((!sync || flush_.sync_combine()) &&
-      (st.adding > 0 || st.in_flight >= flush_.idle_in_flight())) {
-    if (*now == 0) *now = NowNs();
-    st.open_age_ns = first_ns == 0 ? 0 : *now - first_ns;
-    int64_t oldest = *now;
-    for (uint32_t s = 0; s < used_slots_ && st.in_flight > 0; ++s) {
-      const Slot& b = slots_[s];
-      if (b.in_flight_counted) oldest = std::min(oldest, b.posted_ns);
-    }
-    st.oldest_in_flight_age_ns = *now - oldest;
+  return batcher_.Idle(entries, sync, first_ns, now, NowNs,
+                       [this](int64_t t) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                         return OldestInFlightLocked(t);
+                       });
+}
+
+int64_t ClientConnection::OldestInFlightLocked(int64_t now) const {
+  int64_t oldest = now;
+  for (uint32_t s = 0; s < used_slots_; ++s) {
+    const Slot& b = slots_[s];
+    if (b.in_flight_counted) oldest = std::min(oldest, b.posted_ns);
   }
-  return flush_.WhenIdle(st) == FlushReason::kIdle;
+  return oldest;
 }
 
 void ClientConnection::FlushIfIdleLocked(int64_t now) {
@@ -656,8 +629,7 @@ void ClientConnection::FlushLocked(FlushReason reason, int64_t now) {
     case FlushReason::kNone:
       break;
   }
-  if (batch_mode_ == BatchMode::kAdaptive && publish_in_flight_ &&
-      reason != FlushReason::kBytes) {
+  if (!batcher_.PublishesNow(reason)) {
     // Elastic threshold: the previous publish is still in flight; keep
     // transmitting entries and publish when it completes.
     if (!slot.publish_pending) {
@@ -676,7 +648,6 @@ void ClientConnection::PublishLocked(uint32_t s, int64_t now) {
   slot.publish_pending = false;
   slot.in_flight_counted = true;
   slot.timed = true;
-  ++batches_in_flight_;  // Until FreeSlot.
   char* buf = staging(s);
   slot.seq = wire::NextSeq(slot.seq);
   if (now == 0) now = NowNs();
@@ -686,9 +657,8 @@ void ClientConnection::PublishLocked(uint32_t s, int64_t now) {
   // plain response. Not in adaptive mode, whose entries may already be in
   // the server's slot and whose slots carry batches only (see
   // SendAloneLocked).
-  const bool plain =
-      slot.calls.size() == 1 && slot.calls[0] != nullptr &&
-      batch_mode_ != BatchMode::kAdaptive;
+  const bool plain = batcher_.SendsPlain(static_cast<int>(slot.calls.size()),
+                                         slot.calls[0] != nullptr);
   size_t framed;
   if (plain) {
     PendingCall* call = slot.calls[0];
@@ -726,14 +696,7 @@ void ClientConnection::PublishLocked(uint32_t s, int64_t now) {
     framed = wire::FinishRequest(
         buf, static_cast<uint32_t>(slot.bytes + codes_bytes), slot.seq,
         /*method_id=*/slot.bytes,
-        // Entries per result part: N, or all of them if N shrank after
-        // they were added (else their results come in two parts, two
-        // fetches).
-        static_cast<uint16_t>(std::min(
-            batch_mode_ == BatchMode::kAuto
-                ? std::max(BatchSizeNow(), static_cast<int>(slot.calls.size()))
-                : BatchSizeNow(),
-            0xffff)),
+        batcher_.PartEntries(static_cast<int>(slot.calls.size())),
         wire::kRequestFlagBatch | wire::kRequestFlagDeadline);
   }
   const uint64_t base = staging_offset_ + size_t{s} * layout_.request_slot_bytes;
@@ -766,10 +729,8 @@ void ClientConnection::PublishLocked(uint32_t s, int64_t now) {
                                 kHead, server_region_, rbase);
     wrs[2].signaled = true;
     ok = PostRequest(s, now, wrs, 3);
-    if (ok) {
-      publish_in_flight_ = true;
-      publish_posted_ns_ = now;
-    }
+    // In flight until FreeSlot; its publish until its completion.
+    batcher_.Sent(now, /*publish=*/ok);
   } else {
     WorkRequest wrs[3];
     wrs[0] = WorkRequest::Write(WrId(s, kRequestWrite), local_.get(), base,
@@ -777,6 +738,7 @@ void ClientConnection::PublishLocked(uint32_t s, int64_t now) {
                                 rbase);
     wrs[0].signaled = false;
     ok = PostRequest(s, now, wrs, 1);
+    batcher_.Sent(now, /*publish=*/false);  // In flight until FreeSlot.
   }
   if (!plain) {  // Plain ones are counted in batches_plain only.
     counters_->batches.fetch_add(1, std::memory_order_relaxed);
@@ -862,7 +824,7 @@ void ClientConnection::FreeSlot(uint32_t s) {
   if (slot.in_flight_counted) {
     slot.in_flight_counted = false;
     slot.timed = false;
-    --batches_in_flight_;
+    batcher_.Retired();
   }
   slot.call = nullptr;
   slot.calls.clear();
@@ -910,13 +872,13 @@ void ClientConnection::FinishCall(PendingCall* call, absl::Status status,
                                   std::vector<PendingCall*>* finished) {
   if (!status.ok()) {
     counters_->calls_failed.fetch_add(1, std::memory_order_relaxed);
-  } else if (call->sync && batch_mode_ == BatchMode::kAuto && !call->alone) {
+  } else if (call->sync && batcher_.Times(/*ok=*/true, call->alone)) {
     // A sync caller returns as soon as it sees `finished`; an async call's
-    // latency is taken when its callback runs (RecordLatencies). A call that
-    // never waited in a batch tells nothing about N.
+    // latency is taken when its callback starts (RecordLatencies).
     const int64_t now = NowNs();
     const int64_t latency = now - call->start_ns;
-    RecordLatenciesLocked(absl::MakeConstSpan(&latency, 1), now);
+    RecordLatenciesLocked(absl::MakeConstSpan(&latency, 1), now,
+                          /*open_entries=*/0);
   }
   call->status = std::move(status);
   call->finish_ns = now_ns_;
@@ -951,30 +913,30 @@ void ClientConnection::CountResults(uint64_t n, RpcMode via, int fetches,
   }
 }
 
-void ClientConnection::RecordLatenciesLocked(
-    absl::Span<const int64_t> latencies_ns, int64_t now_ns) {
-  const int adjustments = sizer_.RecordSpan(latencies_ns, now_ns);
+RequestBatcher::Recorded ClientConnection::RecordLatenciesLocked(
+    absl::Span<const int64_t> latencies_ns, int64_t now_ns, int open_entries) {
+  const RequestBatcher::Recorded r =
+      batcher_.Record(latencies_ns, now_ns, open_entries);
   // The shared counters once per round, not once per call.
-  if (adjustments > 0) {
-    counters_->sizer_adjustments.fetch_add(adjustments,
+  if (r.adjustments > 0) {
+    counters_->sizer_adjustments.fetch_add(r.adjustments,
                                            std::memory_order_relaxed);
   }
-  counters_->batch_size.store(sizer_.size(), std::memory_order_relaxed);
-  counters_->sizer_k.store(sizer_.last_k(), std::memory_order_relaxed);
+  counters_->batch_size.store(batcher_.SizeNow(), std::memory_order_relaxed);
+  counters_->sizer_k.store(batcher_.sizer().last_k(),
+                           std::memory_order_relaxed);
+  return r;
 }
 
 void ClientConnection::RecordLatencies(absl::Span<const int64_t> latencies_ns,
                                        int64_t now_ns) {
   if (batch_mode_ != BatchMode::kAuto || latencies_ns.empty()) return;
   MutexLock lock(&mu_);
-  const int before = sizer_.size();
-  RecordLatenciesLocked(latencies_ns, now_ns);
-  // N shrank to what the open batch holds or less: the full-batch check
-  // runs only when a call is added, and a caller that keeps at most N calls
-  // in flight adds none now, so the batch would sit until the idle flush or
-  // the timeout. It is full: send it.
-  if (sizer_.size() < before && open_ >= 0 && !slots_[open_].publish_pending &&
-      slots_[open_].calls.size() >= static_cast<size_t>(sizer_.size())) {
+  const int open_entries = open_ >= 0 && !slots_[open_].publish_pending
+                               ? static_cast<int>(slots_[open_].calls.size())
+                               : 0;
+  if (RecordLatenciesLocked(latencies_ns, now_ns, open_entries)
+          .open_batch_full) {
     FlushLocked(FlushReason::kEntries);
   }
 }
@@ -1047,8 +1009,7 @@ void ClientConnection::Complete(uint32_t s, const char* payload,
     // The batcher's turnaround (publish to first result), tracked near its
     // lower envelope as the READ round trip is: how long a batch in flight
     // is worth waiting for (FlushPolicy::WhenIdle).
-    TrackLowerEnvelope(&turnaround_ns_,
-                       static_cast<double>(NowNs() - slot.posted_ns));
+    batcher_.Turnaround(NowNs() - slot.posted_ns);
   }
   if (slot.batch) {
     CompletePart(s, payload, view, via, finished);
@@ -1517,7 +1478,7 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
   if (open_ >= 0) {
     const Slot& o = slots_[open_];
     if (!o.publish_pending &&
-        flush_.OnTick(static_cast<int>(o.calls.size()), o.first_ns, now) ==
+        batcher_.OnTick(static_cast<int>(o.calls.size()), o.first_ns, now) ==
             FlushReason::kTimeout) {
       FlushLocked(FlushReason::kTimeout);
       progressed = true;
@@ -1575,7 +1536,7 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
     const uint32_t s = static_cast<uint32_t>(c.wr_id >> 4);
     const WrKind kind = static_cast<WrKind>(c.wr_id & 0xf);
     if (kind == kPublishWrite) {
-      publish_in_flight_ = false;
+      batcher_.PublishCompleted();
       if (open_ >= 0 && slots_[open_].publish_pending) {
         PublishLocked(static_cast<uint32_t>(open_));
       }
@@ -1637,7 +1598,7 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
   // 3. Doorbells that may have been lost, lost completions, server-reply
   // slots, deadlines, probes.
   if (now >= next_rering_ns_) ReRingLocked(now);
-  if (publish_in_flight_ && now - publish_posted_ns_ > kLostCompletionNs) {
+  if (batcher_.PublishLost(now, kLostCompletionNs)) {
     FailLocked(absl::UnavailableError(
                    "no completion for a batch publish WRITE within 2 s; "
                    "connection presumed lost"),

@@ -39,6 +39,7 @@
 #include "rpc/fetch_timing.h"
 #include "rpc/hybrid_policy.h"
 #include "rpc/options.h"
+#include "rpc/request_batcher.h"
 #include "rpc/slot_codec.h"
 #include "rpc/wire_format.h"
 #include "transport/send_queue_count.h"
@@ -298,9 +299,9 @@ class alignas(64) ClientConnection {
     int64_t next_ring_ns = 0;
     int64_t ring_backoff_ns = 0;
     // Sent by the batcher (a batch, or a batch of one sent plain) and
-    // counted in batches_in_flight_ until FreeSlot.
+    // counted in the batcher's in_flight() until FreeSlot.
     bool in_flight_counted = false;
-    bool timed = false;  // Its turnaround feeds turnaround_ns_.
+    bool timed = false;  // Its turnaround feeds the batcher's.
     // Batches.
     bool has_sync = false;  // The open batch holds a sync call.
     bool publish_pending = false;     // Adaptive: held by the elastic rule.
@@ -387,8 +388,13 @@ class alignas(64) ClientConnection {
                   std::vector<PendingCall*>* finished)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FreeSlot(uint32_t s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void RecordLatenciesLocked(absl::Span<const int64_t> latencies_ns,
-                             int64_t now_ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Feeds the batcher's sizer; counts its decisions and publishes N.
+  RequestBatcher::Recorded RecordLatenciesLocked(
+      absl::Span<const int64_t> latencies_ns, int64_t now_ns, int open_entries)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The oldest publish time of the batches in flight (`now` if none).
+  int64_t OldestInFlightLocked(int64_t now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // WRITEs mode_bits_ into the server's mode word.
   void WriteModeWord() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FailLocked(absl::Status status, std::vector<PendingCall*>* finished)
@@ -466,7 +472,6 @@ class alignas(64) ClientConnection {
       --ctx_calls_;
     }
   }
-  int BatchSizeNow() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   char* staging(uint32_t s) const;
   char* fetch_buf(uint32_t s) const;
@@ -550,13 +555,11 @@ class alignas(64) ClientConnection {
   static constexpr int kNoBucket = -1;
   int first_bucket_ ABSL_GUARDED_BY(mu_) = kNoBucket;
   HybridPolicy first_policy_ ABSL_GUARDED_BY(mu_);
-  FlushPolicy flush_;
   int outstanding_peak_ ABSL_GUARDED_BY(mu_) = 0;
-  int batches_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
-  double turnaround_ns_ ABSL_GUARDED_BY(mu_) = 0;
-  std::atomic<int> adding_{0};
-  bool publish_in_flight_ ABSL_GUARDED_BY(mu_) = false;
-  int64_t publish_posted_ns_ ABSL_GUARDED_BY(mu_) = 0;
+  // Batching's decisions, N, the sizer and the batches in flight. Its first
+  // fields are read by every call (publish_in_flight()); the hot lines run
+  // to batcher_.hot_end().
+  RequestBatcher batcher_ ABSL_GUARDED_BY(mu_);
   std::atomic<const void*>* hot_sink_ ABSL_GUARDED_BY(mu_) = nullptr;
   // Colder: batching's sizer, the other methods' policies, the options.
   double reply_ns_ ABSL_GUARDED_BY(mu_) = 0;        // EWMA of server-reply latency.
@@ -569,7 +572,6 @@ class alignas(64) ClientConnection {
   uint32_t batch_fetch_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<HybridPolicy> policies_ ABSL_GUARDED_BY(mu_);
   uint8_t policy_index_[wire::kModeBuckets] ABSL_GUARDED_BY(mu_);
-  AutoBatchSizer sizer_ ABSL_GUARDED_BY(mu_);
   const ChannelOptions options_;
   int worker_ = 0;
   int server_workers_ = 1;

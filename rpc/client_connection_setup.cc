@@ -77,11 +77,7 @@ ClientConnection::ClientConnection(ChannelOptions options,
       first_policy_(HybridPolicy::Params{options.mode, options.fetch.retries,
                                          options.fetch.switch_after,
                                          options.fetch.switch_back_ratio}),
-      flush_(std::max(1, options.batching.size), options.batching.bytes,
-             options.batching.timeout, options.batching.idle_in_flight,
-             options.batching.sync_combine),
-      sizer_(AutoBatchSizer::OptionsFor(options.batching.sizer,
-                                        options.batching.size)),
+      batcher_(options.batching),
       options_(std::move(options)) {
   MutexLock lock(&mu_);
   fetch_size_ = options_.fetch.size;
