@@ -1444,6 +1444,220 @@ void ClientConnection::SleepForPush(int64_t ns,
   (void)cq_->WaitWoken(absl::Nanoseconds(ns));
 }
 
+bool ClientConnection::PostDueReadsLocked(int64_t now,
+                                          std::vector<PendingCall*>* finished,
+                                          bool* progressed) {
+  // Post the header READs that are due, in one post list (one doorbell;
+  // up to kReadList at a time).
+  uint32_t due[kReadList];
+  int n_due = 0;
+  for (uint32_t s = 0; s < used_slots_; ++s) {
+    Slot& slot = slots_[s];
+    if (slot.hot_unconfirmed) {
+      // Posted without a doorbell on a hot slot. `now` is after that post:
+      // if the slot's window had run out by now, the post may have come
+      // after the worker stopped polling it (the poster was descheduled
+      // between its clock read and its post): ring, so it is not left for
+      // the re-ring.
+      slot.hot_unconfirmed = false;
+      if (now >= slot.hot_until_ns && slot.phase != Phase::kFree &&
+          slot.phase != Phase::kDraining && slot.phase != Phase::kFilling) {
+        WorkRequest wrs[2];
+        BellWrites(s, /*all=*/false, /*notify=*/true, wrs);
+        SignalAccounting(wrs, 2);
+        slot.rung = true;
+        PostList(absl::MakeSpan(wrs, 2));
+      }
+    }
+    if ((slot.phase == Phase::kFetchHeader || slot.phase == Phase::kSwitchCheck) &&
+        !slot.read_outstanding && now >= slot.next_fetch_ns) {
+      due[n_due++] = s;
+      if (n_due == kReadList) {
+        PostHeaderReads(due, n_due, now);
+        n_due = 0;
+      }
+    }
+  }
+  if (n_due > 0) PostHeaderReads(due, n_due, now);
+  if (!status_.ok()) {
+    FailLocked(status_, finished);
+    *progressed = true;
+    return false;
+  }
+  return true;
+
+}
+
+bool ClientConnection::TakeCompletionsLocked(int64_t* now,
+                                             std::vector<PendingCall*>* finished,
+                                             bool* progressed) {
+  // Completions take a fresh clock read: results found now are timed from it.
+  transport::Completion comps[16];
+  int n = cq_->Poll(absl::MakeSpan(comps));
+  if (n > 0) now_ns_ = *now = NowNs();
+  for (int i = 0; i < n; ++i) {
+    const transport::Completion& c = comps[i];
+    if (!c.ok()) {
+      FailLocked(c.ToStatus(), finished);
+      *progressed = true;
+      return false;
+    }
+    sq_.Completed(c.wr_id);
+    const uint32_t s = static_cast<uint32_t>(c.wr_id >> 4);
+    const WrKind kind = static_cast<WrKind>(c.wr_id & 0xf);
+    if (kind == kPublishWrite) {
+      batcher_.PublishCompleted();
+      if (open_ >= 0 && slots_[open_].publish_pending) {
+        PublishLocked(static_cast<uint32_t>(open_));
+      }
+      *progressed = true;
+      continue;
+    }
+    if (kind == kRequestWrite || kind == kModeWrite || kind == kBellWrite ||
+        kind == kCancelWrite) {
+      continue;
+    }
+    if (s >= slots_.size()) continue;
+    Slot& slot = slots_[s];
+    slot.read_outstanding = false;
+    *progressed = true;
+    if (slot.phase == Phase::kDraining) {
+      slot.phase = Phase::kFree;
+      --busy_slots_;
+      free_slots_.push_back(s);
+      continue;
+    }
+    if (kind == kHeaderRead) {
+      // A server-reply probe can land after the push it raced with already
+      // completed its part: the slot has moved on, the fetched bytes belong
+      // to an earlier part and say nothing about the current one.
+      if (slot.read_offset != slot.part_offset) continue;
+      if (slot.phase == Phase::kFetchHeader || slot.phase == Phase::kSwitchCheck ||
+          slot.phase == Phase::kWaitReply) {
+        HandleHeader(s, *now, finished);
+      }
+    } else if (kind == kRestRead && slot.phase == Phase::kFetchRest) {
+      wire::ResponseView view;
+      const char* buf = fetch_buf(s) + slot.part_offset;
+      const uint32_t room = layout_.response_slot_bytes - slot.part_offset;
+      const wire::FetchState st = wire::InspectResponse(
+          buf, room, wire::SlotPayloadCapacity(room), slot.seq,
+          /*require_tail=*/true, &view);
+      if (st == wire::FetchState::kReady) {
+        Complete(s, buf + wire::kHeaderBytes, view, RpcMode::kRemoteFetch,
+                 finished);
+      } else if (st == wire::FetchState::kNotReady) {
+        // No tail where the head said: the head READ was torn (see
+        // HandleHeader). READ the header again.
+        slot.phase = WaitPhase(slot.bucket);
+        slot.next_fetch_ns = *now;
+        slot.last_probe_ns = 0;
+      } else {
+        FailLocked(absl::InternalError(absl::StrCat(
+                       "response header changed between READs on slot ", s)),
+                   finished);
+        *progressed = true;
+        return false;
+      }
+    }
+    if (!status_.ok()) {
+      FailLocked(status_, finished);
+      *progressed = true;
+      return false;
+    }
+  }
+  return true;
+
+}
+
+bool ClientConnection::SweepSlotsLocked(int64_t now,
+                                        std::vector<PendingCall*>* finished,
+                                        bool* progressed) {
+  // Doorbells that may have been lost, lost completions, server-reply
+  // slots, deadlines, probes.
+  if (now >= next_rering_ns_) ReRingLocked(now);
+  if (batcher_.PublishLost(now, kLostCompletionNs)) {
+    FailLocked(absl::UnavailableError(
+                   "no completion for a batch publish WRITE within 2 s; "
+                   "connection presumed lost"),
+               finished);
+    *progressed = true;
+    return false;
+  }
+  if (busy_slots_ > 0) {
+    for (uint32_t s = 0; s < used_slots_; ++s) {
+      Slot& slot = slots_[s];
+      if (slot.read_outstanding && now - slot.read_posted_ns > kLostCompletionNs) {
+        FailLocked(absl::UnavailableError(absl::StrCat(
+                       "no completion for a READ on slot ", s,
+                       " within 2 s; connection presumed lost")),
+                   finished);
+        *progressed = true;
+        return false;
+      }
+      if (slot.phase == Phase::kFree || slot.phase == Phase::kDraining) continue;
+      if (slot.phase == Phase::kWaitReply) {
+        bool suspect = false;
+        if (TakeReplyLocked(s, finished, &suspect)) {
+          *progressed = true;
+          if (!status_.ok()) return false;
+          continue;
+        }
+        // A head with our seq whose frame does not fit is suspect, not yet
+        // corrupt: until this part's push lands, a batch part's offset holds
+        // what earlier batches left there (their payload), and a landing
+        // WRITE may show its first word in pieces. The server's published
+        // copy decides: a probe READ takes the result from it, or waits if
+        // it is not published, or fails the connection if it is corrupt.
+        if (suspect && slot.suspect_offset != slot.part_offset) {
+          slot.suspect_offset = slot.part_offset;
+          slot.last_probe_ns = 0;  // Probe now.
+        }
+        if ((suspect ||
+             (mode_option_ != RpcMode::kServerReply && !slot.push_notify)) &&
+            !slot.read_outstanding &&
+            now - slot.last_probe_ns > kReplyProbeNs) {
+          slot.last_probe_ns = now;
+          PostHeaderRead(s, now);
+        }
+      }
+      const bool was_abandoned = slot.phase != Phase::kFilling && Abandoned(slot);
+      ExpireCalls(s, now, finished);
+      if (!was_abandoned && slot.phase != Phase::kFilling && Abandoned(slot)) {
+        *progressed = true;
+      }
+    }
+  }
+  return true;
+
+}
+
+bool ClientConnection::StartQueuedLocked(int64_t now,
+                                         std::vector<PendingCall*>* finished) {
+  // Queued async calls take freed slots.
+  bool started = false;
+  while (!queued_.empty()) {
+    PendingCall* call = queued_.front();
+    if (now > call->deadline_ns) {
+      queued_.pop_front();
+      ++async_slots_;
+      FinishCall(call, absl::DeadlineExceededError("deadline exceeded waiting for a free slot"),
+                 finished);
+      continue;
+    }
+    absl::Status st = StartLocked(call, call->queued_request.data(), nullptr,
+                                  call->queued_request.size());
+    if (st.code() == absl::StatusCode::kResourceExhausted) break;
+    queued_.pop_front();
+    if (!st.ok()) {
+      ++async_slots_;
+      FinishCall(call, st, finished);
+    }
+    started = true;
+  }
+  return started;
+}
+
 bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
   MutexLock lock(&mu_);
   if (!status_.ok()) {
@@ -1484,192 +1698,15 @@ bool ClientConnection::Progress(std::vector<PendingCall*>* finished) {
       progressed = true;
     }
   }
-
-  // 1. Post the header READs that are due, in one post list (one doorbell;
-  // up to kReadList at a time).
-  uint32_t due[kReadList];
-  int n_due = 0;
-  for (uint32_t s = 0; s < used_slots_; ++s) {
-    Slot& slot = slots_[s];
-    if (slot.hot_unconfirmed) {
-      // Posted without a doorbell on a hot slot. `now` is after that post:
-      // if the slot's window had run out by now, the post may have come
-      // after the worker stopped polling it (the poster was descheduled
-      // between its clock read and its post): ring, so it is not left for
-      // the re-ring.
-      slot.hot_unconfirmed = false;
-      if (now >= slot.hot_until_ns && slot.phase != Phase::kFree &&
-          slot.phase != Phase::kDraining && slot.phase != Phase::kFilling) {
-        WorkRequest wrs[2];
-        BellWrites(s, /*all=*/false, /*notify=*/true, wrs);
-        SignalAccounting(wrs, 2);
-        slot.rung = true;
-        PostList(absl::MakeSpan(wrs, 2));
-      }
-    }
-    if ((slot.phase == Phase::kFetchHeader || slot.phase == Phase::kSwitchCheck) &&
-        !slot.read_outstanding && now >= slot.next_fetch_ns) {
-      due[n_due++] = s;
-      if (n_due == kReadList) {
-        PostHeaderReads(due, n_due, now);
-        n_due = 0;
-      }
-    }
-  }
-  if (n_due > 0) PostHeaderReads(due, n_due, now);
-  if (!status_.ok()) {
-    FailLocked(status_, finished);
+  // Each step returns false once the connection has failed (every call
+  // failed with it, `progressed` set).
+  if (!PostDueReadsLocked(now, finished, &progressed) ||
+      !TakeCompletionsLocked(&now, finished, &progressed) ||
+      !SweepSlotsLocked(now, finished, &progressed)) {
     return true;
   }
-
-  // 2. Take completions.
-  transport::Completion comps[16];
-  int n = cq_->Poll(absl::MakeSpan(comps));
-  if (n > 0) now_ns_ = now = NowNs();
-  for (int i = 0; i < n; ++i) {
-    const transport::Completion& c = comps[i];
-    if (!c.ok()) {
-      FailLocked(c.ToStatus(), finished);
-      return true;
-    }
-    sq_.Completed(c.wr_id);
-    const uint32_t s = static_cast<uint32_t>(c.wr_id >> 4);
-    const WrKind kind = static_cast<WrKind>(c.wr_id & 0xf);
-    if (kind == kPublishWrite) {
-      batcher_.PublishCompleted();
-      if (open_ >= 0 && slots_[open_].publish_pending) {
-        PublishLocked(static_cast<uint32_t>(open_));
-      }
-      progressed = true;
-      continue;
-    }
-    if (kind == kRequestWrite || kind == kModeWrite || kind == kBellWrite ||
-        kind == kCancelWrite) {
-      continue;
-    }
-    if (s >= slots_.size()) continue;
-    Slot& slot = slots_[s];
-    slot.read_outstanding = false;
-    progressed = true;
-    if (slot.phase == Phase::kDraining) {
-      slot.phase = Phase::kFree;
-      --busy_slots_;
-      free_slots_.push_back(s);
-      continue;
-    }
-    if (kind == kHeaderRead) {
-      // A server-reply probe can land after the push it raced with already
-      // completed its part: the slot has moved on, the fetched bytes belong
-      // to an earlier part and say nothing about the current one.
-      if (slot.read_offset != slot.part_offset) continue;
-      if (slot.phase == Phase::kFetchHeader || slot.phase == Phase::kSwitchCheck ||
-          slot.phase == Phase::kWaitReply) {
-        HandleHeader(s, now, finished);
-      }
-    } else if (kind == kRestRead && slot.phase == Phase::kFetchRest) {
-      wire::ResponseView view;
-      const char* buf = fetch_buf(s) + slot.part_offset;
-      const uint32_t room = layout_.response_slot_bytes - slot.part_offset;
-      const wire::FetchState st = wire::InspectResponse(
-          buf, room, wire::SlotPayloadCapacity(room), slot.seq,
-          /*require_tail=*/true, &view);
-      if (st == wire::FetchState::kReady) {
-        Complete(s, buf + wire::kHeaderBytes, view, RpcMode::kRemoteFetch,
-                 finished);
-      } else if (st == wire::FetchState::kNotReady) {
-        // No tail where the head said: the head READ was torn (see
-        // HandleHeader). READ the header again.
-        slot.phase = WaitPhase(slot.bucket);
-        slot.next_fetch_ns = now;
-        slot.last_probe_ns = 0;
-      } else {
-        FailLocked(absl::InternalError(absl::StrCat(
-                       "response header changed between READs on slot ", s)),
-                   finished);
-        return true;
-      }
-    }
-    if (!status_.ok()) {
-      FailLocked(status_, finished);
-      return true;
-    }
-  }
-
-  // 3. Doorbells that may have been lost, lost completions, server-reply
-  // slots, deadlines, probes.
-  if (now >= next_rering_ns_) ReRingLocked(now);
-  if (batcher_.PublishLost(now, kLostCompletionNs)) {
-    FailLocked(absl::UnavailableError(
-                   "no completion for a batch publish WRITE within 2 s; "
-                   "connection presumed lost"),
-               finished);
-    return true;
-  }
-  if (busy_slots_ > 0) {
-    for (uint32_t s = 0; s < used_slots_; ++s) {
-      Slot& slot = slots_[s];
-      if (slot.read_outstanding && now - slot.read_posted_ns > kLostCompletionNs) {
-        FailLocked(absl::UnavailableError(absl::StrCat(
-                       "no completion for a READ on slot ", s,
-                       " within 2 s; connection presumed lost")),
-                   finished);
-        return true;
-      }
-      if (slot.phase == Phase::kFree || slot.phase == Phase::kDraining) continue;
-      if (slot.phase == Phase::kWaitReply) {
-        bool suspect = false;
-        if (TakeReplyLocked(s, finished, &suspect)) {
-          progressed = true;
-          if (!status_.ok()) return true;
-          continue;
-        }
-        // A head with our seq whose frame does not fit is suspect, not yet
-        // corrupt: until this part's push lands, a batch part's offset holds
-        // what earlier batches left there (their payload), and a landing
-        // WRITE may show its first word in pieces. The server's published
-        // copy decides: a probe READ takes the result from it, or waits if
-        // it is not published, or fails the connection if it is corrupt.
-        if (suspect && slot.suspect_offset != slot.part_offset) {
-          slot.suspect_offset = slot.part_offset;
-          slot.last_probe_ns = 0;  // Probe now.
-        }
-        if ((suspect ||
-             (mode_option_ != RpcMode::kServerReply && !slot.push_notify)) &&
-            !slot.read_outstanding &&
-            now - slot.last_probe_ns > kReplyProbeNs) {
-          slot.last_probe_ns = now;
-          PostHeaderRead(s, now);
-        }
-      }
-      const bool was_abandoned = slot.phase != Phase::kFilling && Abandoned(slot);
-      ExpireCalls(s, now, finished);
-      if (!was_abandoned && slot.phase != Phase::kFilling && Abandoned(slot)) {
-        progressed = true;
-      }
-    }
-  }
-
-  // 4. Queued async calls take freed slots.
-  while (!queued_.empty()) {
-    PendingCall* call = queued_.front();
-    if (now > call->deadline_ns) {
-      queued_.pop_front();
-      ++async_slots_;
-      FinishCall(call, absl::DeadlineExceededError("deadline exceeded waiting for a free slot"),
-                 finished);
-      continue;
-    }
-    absl::Status st = StartLocked(call, call->queued_request.data(), nullptr,
-                                  call->queued_request.size());
-    if (st.code() == absl::StatusCode::kResourceExhausted) break;
-    queued_.pop_front();
-    if (!st.ok()) {
-      ++async_slots_;
-      FinishCall(call, st, finished);
-    }
-    progressed = true;
-  }
-  // 5. Whoever polls is about to wait: send the open batch if nobody is
+  if (StartQueuedLocked(now, finished)) progressed = true;
+  // Whoever polls is about to wait: send the open batch if nobody is
   // adding to it (and few enough batches are in flight).
   if (open_ >= 0) {
     FlushIfIdleLocked(now);

@@ -360,6 +360,26 @@ class alignas(64) ClientConnection {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleHeader(uint32_t s, int64_t now, std::vector<PendingCall*>* finished)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Progress's steps. Each but the last returns false once the connection
+  // has failed (its calls failed into `finished`) and sets *progressed when
+  // something happened.
+  // Posts the header READs that are due (in post lists of kReadList), and
+  // rings for hot posts that turned out late.
+  bool PostDueReadsLocked(int64_t now, std::vector<PendingCall*>* finished,
+                          bool* progressed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Polls the completion queue and carries out what each completion says;
+  // `*now` is read again if any came.
+  bool TakeCompletionsLocked(int64_t* now, std::vector<PendingCall*>* finished,
+                             bool* progressed)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Re-rings, lost completions, server-reply slots and their probes,
+  // deadlines.
+  bool SweepSlotsLocked(int64_t now, std::vector<PendingCall*>* finished,
+                        bool* progressed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queued async calls take freed slots (or expire); true if any left the
+  // queue.
+  bool StartQueuedLocked(int64_t now, std::vector<PendingCall*>* finished)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A batch result part's first READ takes the size of the last part seen
   // (rounded up to 64 bytes), at most this many bytes; F if larger.
   static constexpr uint32_t kMaxBatchFetchBytes = 4096;
