@@ -89,9 +89,9 @@ HybridPolicy& ClientConnection::OtherPolicy(uint8_t bucket) {
   }
   uint8_t& i = policy_index_[bucket];
   if (i == 0xff) {
-    policies_.emplace_back(HybridPolicy::Params{
-        options_.mode, timing_.retries(), options_.fetch.switch_after,
-        options_.fetch.switch_back_ratio});
+    policies_.emplace_back(
+        HybridPolicy::Params{options_.mode, options_.fetch.switch_after,
+                             options_.fetch.switch_back_ratio});
     i = static_cast<uint8_t>(policies_.size() - 1);
   }
   return policies_[i];
@@ -981,7 +981,7 @@ void ClientConnection::Complete(uint32_t s, const char* payload,
                                                     : (long_buckets_ & ~bit);
   }
   if (via == RpcMode::kRemoteFetch) {
-    Policy(slot.bucket).OnFetchedCall(slot.fetches);
+    Policy(slot.bucket).OnFetchedCall(timing_.Slow(slot.fetches));
   } else if (const double reply_ns = static_cast<double>(NowNs() - slot.posted_ns);
              (reply_ns_ = reply_ns_ == 0 ? reply_ns : 0.8 * reply_ns_ + 0.2 * reply_ns),
              Policy(slot.bucket).OnServerReplyCall(

@@ -74,7 +74,7 @@ ClientConnection::ClientConnection(ChannelOptions options,
       rering_after_ns_(
           std::clamp<int64_t>(absl::ToInt64Nanoseconds(options.rering_after),
                               1000, int64_t{3600} * 1000 * 1000 * 1000)),
-      first_policy_(HybridPolicy::Params{options.mode, options.fetch.retries,
+      first_policy_(HybridPolicy::Params{options.mode,
                                          options.fetch.switch_after,
                                          options.fetch.switch_back_ratio}),
       batcher_(options.batching),
@@ -88,8 +88,6 @@ void ClientConnection::SetFetchParams(int retries, uint32_t fetch_size) {
   MutexLock lock(&mu_);
   timing_.set_retries(retries);
   fetch_size_ = fetch_size;
-  first_policy_.set_retries(retries);
-  for (HybridPolicy& p : policies_) p.set_retries(retries);
 }
 
 ClientConnection::~ClientConnection() {

@@ -23,8 +23,8 @@ bool HybridPolicy::OnCallExceededRetries() {
   return true;
 }
 
-void HybridPolicy::OnFetchedCall(int fetches) {
-  if (fetches <= params_.retries) consecutive_slow_ = 0;
+void HybridPolicy::OnFetchedCall(bool slow) {
+  if (!slow) consecutive_slow_ = 0;
 }
 
 bool HybridPolicy::OnServerReplyCall(absl::Duration server_time,

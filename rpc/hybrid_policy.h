@@ -4,7 +4,8 @@
 // "Discussion"). Pure logic, no I/O, so it is tested with scripted events.
 //
 //  - A connection starts in remote fetching.
-//  - A call that needs more than R fetches is slow. K consecutive slow calls
+//  - A call that needs more than R fetches is slow (the connection's
+//    FetchTiming holds R and says which calls are). K consecutive slow calls
 //    switch the connection to server-reply (a single outlier does not).
 //  - In server-reply the client records each result's server processing
 //    time; when K consecutive results report a time below
@@ -29,7 +30,6 @@ class HybridPolicy {
  public:
   struct Params {
     RpcMode mode = RpcMode::kHybrid;
-    int retries = 5;         // R.
     int switch_after = 2;    // K.
     double switch_back_ratio = 0.8;
   };
@@ -43,8 +43,9 @@ class HybridPolicy {
   // Returns true if the connection switches to server-reply now.
   bool OnCallExceededRetries();
 
-  // A call completed by remote fetching after `fetches` header READs.
-  void OnFetchedCall(int fetches);
+  // A call completed by remote fetching; `slow`: it needed more than R
+  // header READs (and OnCallExceededRetries was told).
+  void OnFetchedCall(bool slow);
 
   // A call completed by a server WRITE while in server-reply, reporting
   // `server_time`, `reply_latency` after its request was posted.
@@ -57,9 +58,6 @@ class HybridPolicy {
   bool OnServerReplyCall(absl::Duration server_time,
                          absl::Duration reply_latency,
                          absl::Duration rf_budget);
-
-  // Changes R (the R/F tuner's online re-selection).
-  void set_retries(int retries) { params_.retries = retries; }
 
   uint64_t switches_to_server_reply() const { return to_server_reply_; }
   uint64_t switches_to_remote_fetch() const { return to_remote_fetch_; }

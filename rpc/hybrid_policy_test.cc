@@ -10,7 +10,6 @@ namespace {
 HybridPolicy::Params Hybrid() {
   HybridPolicy::Params p;
   p.mode = RpcMode::kHybrid;
-  p.retries = 5;
   p.switch_after = 2;
   p.switch_back_ratio = 0.8;
   return p;
@@ -21,7 +20,7 @@ HybridPolicy::Params Hybrid() {
 bool FetchCall(HybridPolicy* p, int fetches, int retries = 5) {
   bool switched = false;
   if (fetches > retries) switched = p->OnCallExceededRetries();
-  if (!switched) p->OnFetchedCall(fetches);
+  if (!switched) p->OnFetchedCall(/*slow=*/fetches > retries);
   return switched;
 }
 
