@@ -71,13 +71,16 @@ struct Path {
   using Type = std::remove_reference_t<decltype(Of(std::declval<Class&>()))>;
 };
 
-// A number or boolean field, in its own type.
+// A number, boolean or string field, in its own type.
 template <auto... kPath>
 absl::Status SetValue(absl::string_view value,
                       typename Path<kPath...>::Class* o) {
   using T = typename Path<kPath...>::Type;
   T& field = Path<kPath...>::Of(*o);
-  if constexpr (std::is_same_v<T, bool>) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    field = std::string(value);
+    return absl::OkStatus();
+  } else if constexpr (std::is_same_v<T, bool>) {
     return ParseBool(value, &field);
   } else if constexpr (std::is_floating_point_v<T>) {
     double v;
@@ -100,7 +103,9 @@ template <auto... kPath>
 std::string GetValue(const typename Path<kPath...>::Class& o) {
   using T = typename Path<kPath...>::Type;
   const T& field = Path<kPath...>::Of(o);
-  if constexpr (std::is_same_v<T, bool>) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    return field;
+  } else if constexpr (std::is_same_v<T, bool>) {
     return field ? "true" : "false";
   } else if constexpr (std::is_floating_point_v<T>) {
     // The fewest digits that read back as the same double.
@@ -167,61 +172,6 @@ absl::Status SetSizerRuleKnob(absl::string_view value, ChannelOptions* o) {
   return absl::OkStatus();
 }
 
-template <typename Options>
-absl::Status SetAuthToken(absl::string_view value, Options* o) {
-  o->auth_token = std::string(value);
-  return absl::OkStatus();
-}
-
-// The provider's knobs, the same on both sides (ValidateChannelOptions and
-// ValidateServerOptions check their bounds alike).
-template <typename Options>
-absl::Status SetDevice(absl::string_view value, Options* o) {
-  o->provider_options.device = std::string(value);
-  return absl::OkStatus();
-}
-
-template <typename Options>
-absl::Status SetSocketDir(absl::string_view value, Options* o) {
-  o->provider_options.socket_dir = std::string(value);
-  return absl::OkStatus();
-}
-
-template <typename Options>
-absl::Status SetIbPort(absl::string_view value, Options* o) {
-  int64_t v;
-  absl::Status s = ParseInt(value, std::numeric_limits<int>::min(),
-                            std::numeric_limits<int>::max(), &v);
-  if (s.ok()) o->provider_options.port = static_cast<int>(v);
-  return s;
-}
-
-template <typename Options>
-absl::Status SetGidIndex(absl::string_view value, Options* o) {
-  int64_t v;
-  absl::Status s = ParseInt(value, std::numeric_limits<int>::min(),
-                            std::numeric_limits<int>::max(), &v);
-  if (s.ok()) o->provider_options.gid_index = static_cast<int>(v);
-  return s;
-}
-
-template <typename Options>
-std::string GetDevice(const Options& o) {
-  return o.provider_options.device;
-}
-template <typename Options>
-std::string GetIbPort(const Options& o) {
-  return absl::StrCat(o.provider_options.port);
-}
-template <typename Options>
-std::string GetGidIndex(const Options& o) {
-  return absl::StrCat(o.provider_options.gid_index);
-}
-template <typename Options>
-std::string GetSocketDir(const Options& o) {
-  return o.provider_options.socket_dir;
-}
-
 #define RFRPC_VALUE_KNOB(name, field)                \
   {                                                  \
     name, #field, &SetValue<&ChannelOptions::field>, \
@@ -255,6 +205,21 @@ std::string GetSocketDir(const Options& o) {
     name, #field, &SetDuration<unit, &ServerOptions::field>, \
         &GetDuration<unit, &ServerOptions::field>            \
   }
+// The provider's knobs, the same on both sides (ValidateChannelOptions and
+// ValidateServerOptions check their bounds alike).
+#define RFRPC_PROVIDER_KNOBS(Options)                                \
+  RFRPC_NESTED_KNOB("device", "provider_options.device",             \
+                    &Options::provider_options,                      \
+                    &transport::ProviderOptions::device),            \
+      RFRPC_NESTED_KNOB("ib_port", "provider_options.port",          \
+                        &Options::provider_options,                  \
+                        &transport::ProviderOptions::port),          \
+      RFRPC_NESTED_KNOB("gid_index", "provider_options.gid_index",   \
+                        &Options::provider_options,                  \
+                        &transport::ProviderOptions::gid_index),     \
+      RFRPC_NESTED_KNOB("socket_dir", "provider_options.socket_dir", \
+                        &Options::provider_options,                  \
+                        &transport::ProviderOptions::socket_dir)
 
 // In the order of ChannelKnobs()'s contract: choices that set several
 // fields before those fields' own knobs.
@@ -280,8 +245,7 @@ const ChannelKnob kKnobs[] = {
     RFRPC_DURATION_KNOB("rering_after_us", rering_after, kUs),
     RFRPC_DURATION_KNOB("timeout_ms", default_timeout, kMs),
     RFRPC_DURATION_KNOB("connect_timeout_ms", connect_timeout, kMs),
-    {"auth_token", "auth_token", &SetAuthToken<ChannelOptions>,
-     [](const ChannelOptions& o) { return o.auth_token; }},
+    RFRPC_VALUE_KNOB("auth_token", auth_token),
     RFRPC_VALUE_KNOB("max_inline", max_inline),
     RFRPC_VALUE_KNOB("signal_every", signal_every),
     RFRPC_VALUE_KNOB("post_lists", post_lists),
@@ -324,14 +288,7 @@ const ChannelKnob kKnobs[] = {
     RFRPC_VALUE_KNOB("busy_wait", busy_wait),
     RFRPC_VALUE_KNOB("progress_thread", progress_thread),
     RFRPC_VALUE_KNOB("method_stats", method_stats),
-    {"device", "provider_options.device", &SetDevice<ChannelOptions>,
-     &GetDevice<ChannelOptions>},
-    {"ib_port", "provider_options.port", &SetIbPort<ChannelOptions>,
-     &GetIbPort<ChannelOptions>},
-    {"gid_index", "provider_options.gid_index", &SetGidIndex<ChannelOptions>,
-     &GetGidIndex<ChannelOptions>},
-    {"socket_dir", "provider_options.socket_dir", &SetSocketDir<ChannelOptions>,
-     &GetSocketDir<ChannelOptions>},
+    RFRPC_PROVIDER_KNOBS(ChannelOptions),
 };
 
 // idle_park_after: microseconds, -1 for never (InfiniteDuration).
@@ -364,25 +321,18 @@ const ServerKnob kServerKnobs[] = {
      &GetIdleParkAfter},
     RFRPC_SERVER_DURATION_KNOB("hot_window_us", hot_window, kUs),
     RFRPC_SERVER_VALUE_KNOB("raise_fd_limit", raise_fd_limit),
-    {"auth_token", "auth_token", &SetAuthToken<ServerOptions>,
-     [](const ServerOptions& o) { return o.auth_token; }},
+    RFRPC_SERVER_VALUE_KNOB("auth_token", auth_token),
     RFRPC_SERVER_VALUE_KNOB("max_inline", max_inline),
     RFRPC_SERVER_VALUE_KNOB("method_stats", method_stats),
     RFRPC_SERVER_VALUE_KNOB("blocking_threads", blocking_threads),
-    {"device", "provider_options.device", &SetDevice<ServerOptions>,
-     &GetDevice<ServerOptions>},
-    {"ib_port", "provider_options.port", &SetIbPort<ServerOptions>,
-     &GetIbPort<ServerOptions>},
-    {"gid_index", "provider_options.gid_index", &SetGidIndex<ServerOptions>,
-     &GetGidIndex<ServerOptions>},
-    {"socket_dir", "provider_options.socket_dir", &SetSocketDir<ServerOptions>,
-     &GetSocketDir<ServerOptions>},
+    RFRPC_PROVIDER_KNOBS(ServerOptions),
 };
 
 #undef RFRPC_VALUE_KNOB
 #undef RFRPC_DURATION_KNOB
 #undef RFRPC_SERVER_VALUE_KNOB
 #undef RFRPC_SERVER_DURATION_KNOB
+#undef RFRPC_PROVIDER_KNOBS
 #undef RFRPC_NESTED_KNOB
 #undef RFRPC_NESTED_DURATION_KNOB
 #undef RFRPC_FETCH
