@@ -321,9 +321,9 @@ absl::Status ClientConnection::Start(
     // it, so that holder sees a call on its way into the open batch
     // (FlushIfIdleLocked). Uncontended, no announcement is needed: nobody
     // can look at the open batch before this call is in it.
-    batcher_.adders().fetch_add(1, std::memory_order_relaxed);
+    adding_.fetch_add(1, std::memory_order_relaxed);
     mu_.Lock();
-    batcher_.adders().fetch_sub(1, std::memory_order_relaxed);
+    adding_.fetch_sub(1, std::memory_order_relaxed);
   }
   absl::Status st = StartLocked(call, nullptr, &request, size);
   mu_.Unlock();
@@ -433,7 +433,7 @@ absl::Status ClientConnection::StartLocked(
     // Its turnaround matters only to batches of sync calls waiting behind
     // it (sync_combine): the clock is not read for it otherwise.
     slot.timed = batcher_.sync_combine();
-    batcher_.Sent(now, /*publish=*/false);
+    batcher_.Sent();
     NoteOutstandingLocked();
     counters_->batches_plain.fetch_add(1, std::memory_order_relaxed);
     counters_->flushes_idle.fetch_add(1, std::memory_order_relaxed);
@@ -584,7 +584,8 @@ void ClientConnection::NoteOutstandingLocked() {
 
 bool ClientConnection::IdleLocked(int entries, bool sync, int64_t first_ns,
                                   int64_t* now) {
-  return batcher_.Idle(entries, sync, first_ns, now, NowNs,
+  return batcher_.Idle(entries, sync, adding_.load(std::memory_order_relaxed),
+                       first_ns, now, NowNs,
                        [this](int64_t t) ABSL_NO_THREAD_SAFETY_ANALYSIS {
                          return OldestInFlightLocked(t);
                        });
@@ -657,8 +658,9 @@ void ClientConnection::PublishLocked(uint32_t s, int64_t now) {
   // plain response. Not in adaptive mode, whose entries may already be in
   // the server's slot and whose slots carry batches only (see
   // SendAloneLocked).
-  const bool plain = batcher_.SendsPlain(static_cast<int>(slot.calls.size()),
-                                         slot.calls[0] != nullptr);
+  const int entries = static_cast<int>(slot.calls.size());
+  const bool plain =
+      batcher_.SendsPlain(entries, entries == 1 && slot.calls[0] != nullptr);
   size_t framed;
   if (plain) {
     PendingCall* call = slot.calls[0];
@@ -728,17 +730,17 @@ void ClientConnection::PublishLocked(uint32_t s, int64_t now) {
     wrs[2] = WorkRequest::Write(WrId(s, kPublishWrite), local_.get(), base,
                                 kHead, server_region_, rbase);
     wrs[2].signaled = true;
+    batcher_.Sent();  // In flight until FreeSlot.
     ok = PostRequest(s, now, wrs, 3);
-    // In flight until FreeSlot; its publish until its completion.
-    batcher_.Sent(now, /*publish=*/ok);
+    if (ok) batcher_.PublishPosted(now);  // Until its completion.
   } else {
     WorkRequest wrs[3];
     wrs[0] = WorkRequest::Write(WrId(s, kRequestWrite), local_.get(), base,
                                 static_cast<uint32_t>(framed), server_region_,
                                 rbase);
     wrs[0].signaled = false;
+    batcher_.Sent();  // In flight until FreeSlot.
     ok = PostRequest(s, now, wrs, 1);
-    batcher_.Sent(now, /*publish=*/false);  // In flight until FreeSlot.
   }
   if (!plain) {  // Plain ones are counted in batches_plain only.
     counters_->batches.fetch_add(1, std::memory_order_relaxed);
@@ -875,10 +877,8 @@ void ClientConnection::FinishCall(PendingCall* call, absl::Status status,
   } else if (call->sync && batcher_.Times(/*ok=*/true, call->alone)) {
     // A sync caller returns as soon as it sees `finished`; an async call's
     // latency is taken when its callback starts (RecordLatencies).
-    const int64_t now = NowNs();
-    const int64_t latency = now - call->start_ns;
-    RecordLatenciesLocked(absl::MakeConstSpan(&latency, 1), now,
-                          /*open_entries=*/0);
+    NoteSizerLocked(batcher_.RecordSync(call->start_ns, NowNs(),
+                                        /*open_entries=*/0));
   }
   call->status = std::move(status);
   call->finish_ns = now_ns_;
@@ -913,10 +913,7 @@ void ClientConnection::CountResults(uint64_t n, RpcMode via, int fetches,
   }
 }
 
-RequestBatcher::Recorded ClientConnection::RecordLatenciesLocked(
-    absl::Span<const int64_t> latencies_ns, int64_t now_ns, int open_entries) {
-  const RequestBatcher::Recorded r =
-      batcher_.Record(latencies_ns, now_ns, open_entries);
+void ClientConnection::NoteSizerLocked(const RequestBatcher::Recorded& r) {
   // The shared counters once per round, not once per call.
   if (r.adjustments > 0) {
     counters_->sizer_adjustments.fetch_add(r.adjustments,
@@ -925,7 +922,6 @@ RequestBatcher::Recorded ClientConnection::RecordLatenciesLocked(
   counters_->batch_size.store(batcher_.SizeNow(), std::memory_order_relaxed);
   counters_->sizer_k.store(batcher_.sizer().last_k(),
                            std::memory_order_relaxed);
-  return r;
 }
 
 void ClientConnection::RecordLatencies(absl::Span<const int64_t> latencies_ns,
@@ -935,10 +931,10 @@ void ClientConnection::RecordLatencies(absl::Span<const int64_t> latencies_ns,
   const int open_entries = open_ >= 0 && !slots_[open_].publish_pending
                                ? static_cast<int>(slots_[open_].calls.size())
                                : 0;
-  if (RecordLatenciesLocked(latencies_ns, now_ns, open_entries)
-          .open_batch_full) {
-    FlushLocked(FlushReason::kEntries);
-  }
+  const RequestBatcher::Recorded r =
+      batcher_.Record(latencies_ns, now_ns, open_entries);
+  NoteSizerLocked(r);
+  if (r.open_batch_full) FlushLocked(FlushReason::kEntries);
 }
 
 void ClientConnection::FinishWithResult(PendingCall* call, uint16_t status_code,
@@ -1354,7 +1350,7 @@ void ClientConnection::ExpireCalls(uint32_t s, int64_t now,
                                    std::vector<PendingCall*>* finished) {
   Slot& slot = slots_[s];
   if (now <= slot.earliest_deadline_ns) return;
-  auto expire = [&](PendingCall* call) {
+  auto expire = [&](PendingCall* call) ABSL_NO_THREAD_SAFETY_ANALYSIS {
     call->fetches = slot.fetches;
     call->reads = slot.reads;
     FinishCall(call,
@@ -1485,7 +1481,6 @@ bool ClientConnection::PostDueReadsLocked(int64_t now,
     return false;
   }
   return true;
-
 }
 
 bool ClientConnection::TakeCompletionsLocked(int64_t* now,
@@ -1567,7 +1562,6 @@ bool ClientConnection::TakeCompletionsLocked(int64_t* now,
     }
   }
   return true;
-
 }
 
 bool ClientConnection::SweepSlotsLocked(int64_t now,
@@ -1629,7 +1623,6 @@ bool ClientConnection::SweepSlotsLocked(int64_t now,
     }
   }
   return true;
-
 }
 
 bool ClientConnection::StartQueuedLocked(int64_t now,

@@ -376,8 +376,9 @@ class alignas(64) ClientConnection {
   // deadlines.
   bool SweepSlotsLocked(int64_t now, std::vector<PendingCall*>* finished,
                         bool* progressed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Queued async calls take freed slots (or expire); true if any left the
-  // queue.
+  // Queued async calls take freed slots (or expire); true if any started
+  // or failed to start (one that expired waiting leaves the queue
+  // uncounted, as it always did).
   bool StartQueuedLocked(int64_t now, std::vector<PendingCall*>* finished)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A batch result part's first READ takes the size of the last part seen
@@ -408,9 +409,9 @@ class alignas(64) ClientConnection {
                   std::vector<PendingCall*>* finished)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FreeSlot(uint32_t s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Feeds the batcher's sizer; counts its decisions and publishes N.
-  RequestBatcher::Recorded RecordLatenciesLocked(
-      absl::Span<const int64_t> latencies_ns, int64_t now_ns, int open_entries)
+  // After the batcher's sizer was fed: counts its decisions and publishes N
+  // (ChannelStats::batch_size, sizer_k, sizer_adjustments).
+  void NoteSizerLocked(const RequestBatcher::Recorded& r)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The oldest publish time of the batches in flight (`now` if none).
   int64_t OldestInFlightLocked(int64_t now) const
@@ -580,6 +581,9 @@ class alignas(64) ClientConnection {
   // fields are read by every call (publish_in_flight()); the hot lines run
   // to batcher_.hot_end().
   RequestBatcher batcher_ ABSL_GUARDED_BY(mu_);
+  // Callers waiting for mu_ to add a call to the open batch (they bump it
+  // around the wait, so unguarded): the idle flush waits for them.
+  std::atomic<int> adding_{0};
   std::atomic<const void*>* hot_sink_ ABSL_GUARDED_BY(mu_) = nullptr;
   // Colder: batching's sizer, the other methods' policies, the options.
   double reply_ns_ ABSL_GUARDED_BY(mu_) = 0;        // EWMA of server-reply latency.

@@ -8,14 +8,12 @@
 // clock of its own (callers pass times in): unit-tested with plain numbers
 // (request_batcher_test.cc). Internal to rpc/.
 //
-// Thread-compatible: a connection calls it under its lock, except adders(),
-// which callers waiting for that lock bump.
+// Thread-compatible: a connection calls it under its lock.
 
 #ifndef RFRPC_RPC_REQUEST_BATCHER_H_
 #define RFRPC_RPC_REQUEST_BATCHER_H_
 
 #include <algorithm>
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -111,18 +109,21 @@ class RequestBatcher {
 
   // The idle flush (FlushPolicy::WhenIdle): whether an open batch of
   // `entries` entries (with a sync call in it: `sync`), opened at
-  // `first_ns` (0: being opened now), goes now. Ages matter only while a
-  // wait may apply, so only then is `*now` read (`clock()`, if still 0) and
-  // `oldest_posted_ns(*now)` asked for the publish time of the oldest batch
-  // in flight (the connection scans its slots; returns *now if none).
+  // `first_ns` (0: being opened now), goes now. `adders`: callers waiting
+  // for the connection's lock to add a call (the connection counts them
+  // outside its lock); the batch waits for them briefly (flat combining).
+  // Ages matter only while a wait may apply, so only then is `*now` read
+  // (`clock()`, if still 0) and `oldest_posted_ns(*now)` asked for the
+  // publish time of the oldest batch in flight (the connection scans its
+  // slots; returns *now if none).
   template <typename Clock, typename OldestPosted>
-  bool Idle(int entries, bool sync, int64_t first_ns, int64_t* now, Clock clock,
-            OldestPosted oldest_posted_ns) const {
+  bool Idle(int entries, bool sync, int adders, int64_t first_ns, int64_t* now,
+            Clock clock, OldestPosted oldest_posted_ns) const {
     if (flush_.idle_in_flight() <= 0) return false;
     FlushPolicy::IdleState st;
     st.entries = entries;
     st.sync = sync;
-    st.adding = adders_.load(std::memory_order_relaxed);
+    st.adding = adders;
     st.in_flight = in_flight_;
     st.turnaround_ns = static_cast<int64_t>(turnaround_ns_);
     if ((!sync || flush_.sync_combine()) &&
@@ -171,15 +172,15 @@ class RequestBatcher {
 
   // ---- In flight ----
 
-  // A batch (or a call sent alone for one, MayGoAlone) left at `now`: it
-  // counts in flight until Retired. `publish`: its header went by the
-  // signaled publish WRITE (adaptive), in flight until PublishCompleted.
-  void Sent(int64_t now, bool publish) {
-    ++in_flight_;
-    if (publish) {
-      publish_in_flight_ = true;
-      publish_posted_ns_ = now;
-    }
+  // A batch (or a call sent alone for one, MayGoAlone) is being posted: it
+  // counts in flight until Retired, whether or not the post succeeds (a
+  // failed post fails the connection, whose slots retire it).
+  void Sent() { ++in_flight_; }
+  // Adaptive: a batch's header went by the signaled publish WRITE, posted
+  // at `now`; in flight until PublishCompleted.
+  void PublishPosted(int64_t now) {
+    publish_in_flight_ = true;
+    publish_posted_ns_ = now;
   }
   void PublishCompleted() { publish_in_flight_ = false; }
   void Retired() { --in_flight_; }
@@ -195,9 +196,6 @@ class RequestBatcher {
   bool publish_in_flight() const { return publish_in_flight_; }
   int in_flight() const { return in_flight_; }
   int64_t turnaround_ns() const { return static_cast<int64_t>(turnaround_ns_); }
-  // Callers waiting for the connection's lock to add a call (they bump it
-  // around the wait): the idle flush waits for them (flat combining).
-  std::atomic<int>& adders() { return adders_; }
   // The last field a call may touch: the connection prefetches this
   // object's lines up to here (what follows, the sizer, is colder).
   const void* hot_end() const { return &publish_posted_ns_; }
@@ -238,7 +236,6 @@ class RequestBatcher {
   const int fixed_size_;  // max(1, size).
   const int group_;       // Adaptive: entries sent ahead at a time.
   int in_flight_ = 0;     // Sent and not retired.
-  std::atomic<int> adders_{0};
   FlushPolicy flush_;
   double turnaround_ns_ = 0;  // 0 until the first timed batch.
   int64_t publish_posted_ns_ = 0;

@@ -73,7 +73,8 @@ TEST(RequestBatcherTest, AdaptiveSendsGroupsAheadAndHoldsAPublishInFlight) {
   EXPECT_FALSE(b.AfterAdd(4, 1, false, false).send_group);
 
   EXPECT_TRUE(b.PublishesNow(FlushReason::kEntries));
-  b.Sent(/*now=*/1000, /*publish=*/true);
+  b.Sent();
+  b.PublishPosted(/*now=*/1000);
   EXPECT_TRUE(b.publish_in_flight());
   EXPECT_EQ(b.in_flight(), 1);
   // The elastic threshold: the next publish waits for this one...
@@ -97,7 +98,8 @@ TEST(RequestBatcherTest, FixedAndAutoNeverHoldAPublish) {
     BatchingOptions o = Fixed(8);
     o.mode = mode;
     RequestBatcher b(o);
-    b.Sent(10, /*publish=*/true);  // Whatever the connection says.
+    b.Sent();
+    b.PublishPosted(10);  // Whatever the connection says.
     EXPECT_TRUE(b.PublishesNow(FlushReason::kEntries));
     EXPECT_TRUE(b.PublishesNow(FlushReason::kIdle));
   }
@@ -142,13 +144,14 @@ TEST(RequestBatcherTest, ALoneSyncCallGoesPlainOutsideAdaptive) {
 
 TEST(RequestBatcherTest, SyncBatchIsIdleAtOnceWithoutSyncCombine) {
   RequestBatcher b(Fixed(16));
-  b.Sent(0, false);  // A batch in flight does not hold a sync caller.
+  b.Sent();  // A batch in flight does not hold a sync caller.
   int64_t now = 0;
-  EXPECT_TRUE(b.Idle(1, /*sync=*/true, 0, &now, NoClock, NoScan));
+  EXPECT_TRUE(b.Idle(1, /*sync=*/true, /*adders=*/0, 0, &now, NoClock, NoScan));
   EXPECT_EQ(now, 0);
   BatchingOptions off = Fixed(16);
   off.idle_in_flight = 0;  // The paper's N, L, T only.
-  EXPECT_FALSE(RequestBatcher(off).Idle(1, true, 0, &now, NoClock, NoScan));
+  EXPECT_FALSE(RequestBatcher(off).Idle(1, true, /*adders=*/0, 0, &now, NoClock,
+                                        NoScan));
 }
 
 TEST(RequestBatcherTest, AsyncBatchWaitsForBatchesInFlightWorthWaitingFor) {
@@ -157,8 +160,8 @@ TEST(RequestBatcherTest, AsyncBatchWaitsForBatchesInFlightWorthWaitingFor) {
   RequestBatcher b(o);
   int64_t now = 0;
   // Nothing in flight, nobody adding: nothing is coming.
-  EXPECT_TRUE(b.Idle(3, false, 1, &now, NoClock, NoScan));
-  b.Sent(1000, false);
+  EXPECT_TRUE(b.Idle(3, false, /*adders=*/0, 1, &now, NoClock, NoScan));
+  b.Sent();
   b.Turnaround(4000);  // Typical turnaround 4 us: worth up to 8 us.
   int scans = 0;
   auto oldest = [&](int64_t) {
@@ -167,29 +170,38 @@ TEST(RequestBatcherTest, AsyncBatchWaitsForBatchesInFlightWorthWaitingFor) {
   };
   now = 0;
   EXPECT_FALSE(b.Idle(
-      3, false, 900, &now, [] { return int64_t{8999}; }, oldest));
+      3, false, /*adders=*/0, 900, &now, [] { return int64_t{8999}; }, oldest));
   EXPECT_EQ(now, 8999);  // Read, as a wait applied.
   now = 9001;
-  EXPECT_TRUE(b.Idle(3, false, 900, &now, NoClock, oldest));
+  EXPECT_TRUE(b.Idle(3, false, /*adders=*/0, 900, &now, NoClock, oldest));
   EXPECT_EQ(scans, 2);
   // A batch with a sync call waits too with sync_combine.
   o.sync_combine = true;
   RequestBatcher c(o);
-  c.Sent(1000, false);
+  c.Sent();
   c.Turnaround(4000);
   now = 2000;
-  EXPECT_FALSE(c.Idle(1, /*sync=*/true, 1900, &now, NoClock, oldest));
+  EXPECT_FALSE(
+      c.Idle(1, /*sync=*/true, /*adders=*/0, 1900, &now, NoClock, oldest));
+  // ...and stops waiting once the batch in flight is late.
+  now = 1000 + 8001;
+  EXPECT_TRUE(
+      c.Idle(1, /*sync=*/true, /*adders=*/0, 1900, &now, NoClock, oldest));
 }
 
 TEST(RequestBatcherTest, AddersHoldTheBatchOnlyBriefly) {
   RequestBatcher b(Fixed(16));
-  b.adders().store(1);
   int64_t now = 10'000;
-  EXPECT_FALSE(b.Idle(2, false, now - 100, &now, NoClock, NoScan));
-  EXPECT_TRUE(
-      b.Idle(2, false, now - FlushPolicy::kAdderWaitNs, &now, NoClock, NoScan));
-  b.adders().store(0);
-  EXPECT_TRUE(b.Idle(2, false, now - 100, &now, NoClock, NoScan));
+  EXPECT_FALSE(
+      b.Idle(2, false, /*adders=*/1, now - 100, &now, NoClock, NoScan));
+  EXPECT_TRUE(b.Idle(2, false, /*adders=*/1, now - FlushPolicy::kAdderWaitNs,
+                     &now, NoClock, NoScan));
+  EXPECT_TRUE(b.Idle(2, false, /*adders=*/0, now - 100, &now, NoClock, NoScan));
+  // A batch being opened now (first_ns 0) is no age at all, whatever the
+  // clock says: it waits for the adders.
+  now = 1'000'000;
+  EXPECT_FALSE(
+      b.Idle(1, false, /*adders=*/1, /*first_ns=*/0, &now, NoClock, NoScan));
 }
 
 TEST(RequestBatcherTest, TimeoutComesFromTheOptions) {
@@ -238,7 +250,8 @@ TEST(RequestBatcherTest, AShrinkBelowTheOpenBatchSendsIt) {
 TEST(RequestBatcherTest, AFastWindowGrowsNAndIsNoFlush) {
   RequestBatcher b(AutoFrom(4));
   const std::vector<int64_t> fast(10, 1'000);
-  const RequestBatcher::Recorded r = b.Record(fast, 1'000'000, 4);
+  // An open batch already past the new N: only a shrink sends it.
+  const RequestBatcher::Recorded r = b.Record(fast, 1'000'000, 100);
   EXPECT_EQ(r.adjustments, 1);
   EXPECT_GT(b.SizeNow(), 4);
   EXPECT_FALSE(r.open_batch_full);
@@ -254,6 +267,7 @@ TEST(RequestBatcherTest, OnlyAutoTimesAndOnlyBatchedCallsThatSucceeded) {
   // Fixed N ignores latencies.
   const std::vector<int64_t> slow(100, 1'000'000);
   EXPECT_EQ(f.Record(slow, 1, 8).adjustments, 0);
+  EXPECT_EQ(f.sizer().windows(), 0u);
   EXPECT_EQ(f.SizeNow(), 8);
   EXPECT_EQ(f.PartEntries(20), 8);
 }
