@@ -577,12 +577,12 @@ class alignas(64) ClientConnection {
   int first_bucket_ ABSL_GUARDED_BY(mu_) = kNoBucket;
   HybridPolicy first_policy_ ABSL_GUARDED_BY(mu_);
   int outstanding_peak_ ABSL_GUARDED_BY(mu_) = 0;
-  // Batching's decisions, N, the sizer and the batches in flight. Its first
-  // fields are read by every call (publish_in_flight()); the hot lines run
-  // to batcher_.hot_end().
   // Callers waiting for mu_ to add a call to the open batch (they bump it
   // around the wait, so unguarded): the idle flush waits for them.
   std::atomic<int> adding_{0};
+  // Batching's decisions, N, the sizer and the batches in flight. Its first
+  // fields are read by every call (publish_in_flight()); the hot lines run
+  // to batcher_.hot_end().
   RequestBatcher batcher_ ABSL_GUARDED_BY(mu_);
   std::atomic<const void*>* hot_sink_ ABSL_GUARDED_BY(mu_) = nullptr;
   // Colder: batching's sizer, the other methods' policies, the options.
