@@ -7,6 +7,8 @@
 #      every operation must return OK and every read verify.
 #   2. Two servers: --servers=a,b (jakiro.servers); both must hold records.
 #   3. SIGTERM: each server exits 0, logs "stopped", leaves no process.
+#   4. (shm) A server SIGKILLed under a run: ycsb stops within seconds, says
+#      the database is unreachable and exits 1.
 #
 # Provider and addresses come from the environment so the Soft-RoCE VM runs
 # the same script over verbs (tools/kvstore_vm_test.sh):
@@ -188,4 +190,30 @@ echo "items: server 1 $I1, server 2 $I2"
 [ "$I1" -ge "$RECORDS" ] || fail "server 1 holds $I1 records, want >= $RECORDS"
 [ "$I2" -gt $((RECORDS / 4)) ] || fail "server 2 holds only $I2 records of $RECORDS"
 [ "$I2" -lt $((RECORDS * 3 / 4)) ] || fail "server 2 holds $I2 records of $RECORDS"
+
+# 4. A server that dies under a run: ycsb stops within seconds and exits 1,
+# saying why, instead of counting failed operations to the end with exit 0.
+# shm only: over verbs a dead peer shows after the QP's retry timeouts.
+if [ "$PROVIDER" = shm ]; then
+  start_server s3 "" 1
+  A3="$(cat "$TMP/s3.addr")"
+  ycsb load3 -load -db jakiro -P "$W/workloadc" -p jakiro.servers="$A3" -threads 1
+  # operationcount=0: until maxexecutiontime, unless something stops it.
+  "$YCSB" -t -db jakiro -P "$W/workloadc" -p jakiro.servers="$A3" \
+    -p jakiro.provider=shm -p recordcount="$RECORDS" -p operationcount=0 \
+    -p maxexecutiontime=60 -threads 2 >"$TMP/died.out" 2>"$TMP/died.err" &
+  YPID=$!
+  PIDS+=($YPID)
+  sleep 1
+  pkill -KILL -f -- "--address_file=$TMP/s3.addr"
+  T0=$SECONDS
+  rc=0
+  wait "$YPID" || rc=$?
+  took=$((SECONDS - T0))
+  [ "$rc" = 1 ] || fail "ycsb exited $rc after its server died, want 1"
+  grep -q "the database is unreachable" "$TMP/died.err" ||
+    fail "died: ycsb did not say the database is unreachable"
+  [ "$took" -lt 30 ] || fail "ycsb took ${took} s to stop after its server died"
+  echo "ok: ycsb stopped ${took} s after its server died, exit 1"
+fi
 echo "PASS"

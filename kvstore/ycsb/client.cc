@@ -1,6 +1,5 @@
 // Copyright 2026 The rfrpc Authors.
 
-#include "base/cpu_relax.h"
 #include "kvstore/ycsb/client.h"
 
 #include <algorithm>
@@ -14,10 +13,12 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "kvstore/ycsb/workload.h"
+#include "base/cpu_relax.h"
 #include "base/mutex.h"
+#include "kvstore/ycsb/workload.h"
 
 namespace rfrpc {
 namespace ycsb {
@@ -92,10 +93,23 @@ constexpr int kWaitSpinRounds = 64;
 // at ops_todo, at maxexecutiontime or on an error, and returns only after
 // every issued operation completed (no completion is lost or left to run
 // after the DB is cleaned up).
+// UNAVAILABLE once every operation `w` completed for `stop_ns` (> 0)
+// returned SERVICE_UNAVAILABLE: its database is unreachable.
+absl::Status Unreachable(const Worker& w, int64_t stop_ns) {
+  const int64_t since = w.measurements.unavailable_since_ns();
+  if (since == 0 || stop_ns <= 0) return absl::OkStatus();
+  const int64_t for_ns = NowNanos() - since;
+  if (for_ns < stop_ns) return absl::OkStatus();
+  return absl::UnavailableError(absl::StrFormat(
+      "every operation for %.1f s returned SERVICE_UNAVAILABLE: the database "
+      "is unreachable (its first such failure is printed above)",
+      static_cast<double>(for_ns) / 1e9));
+}
+
 absl::Status RunPipelined(const CoreWorkload& workload, DB* db,
                           CoreWorkload::ThreadState& state, int depth,
-                          double tick_ns, Worker* w, Shared* shared,
-                          int64_t* done_out) {
+                          double tick_ns, int64_t unavailable_stop_ns,
+                          Worker* w, Shared* shared, int64_t* done_out) {
   std::vector<PendingOp> ops(static_cast<size_t>(depth));
   std::vector<int> free_ops;
   for (int i = depth - 1; i >= 0; --i) free_ops.push_back(i);
@@ -159,6 +173,8 @@ absl::Status RunPipelined(const CoreWorkload& workload, DB* db,
         start(i);  // Read-modify-write's update.
       }
     }
+    // Stops issuing; what is in flight still completes.
+    if (error.ok()) error = Unreachable(*w, unavailable_stop_ns);
   }
   *done_out = done;
   return error;
@@ -201,13 +217,14 @@ void RunWorker(const CoreWorkload& workload, const ClientOptions& options,
   int64_t done = 0;
   const int depth = OperationsInFlight(spec, options.load, *w->db);
   if (depth > 1) {
-    error = RunPipelined(workload, w->db.get(), state, depth, tick_ns, w,
-                         shared, &done);
+    error = RunPipelined(workload, w->db.get(), state, depth, tick_ns,
+                         options.unavailable_stop_ns, w, shared, &done);
   }
   while (depth == 1 && (w->ops_todo == 0 || done < w->ops_todo) &&
          !shared->stop.load(std::memory_order_relaxed)) {
     error = options.load ? workload.DoInsert(db, state)
                          : workload.DoTransaction(db, state);
+    if (error.ok()) error = Unreachable(*w, options.unavailable_stop_ns);
     if (!error.ok()) break;
     ++done;
     w->ops_done.store(done, std::memory_order_relaxed);

@@ -65,6 +65,12 @@ struct ClientOptions {
   std::ostream* status_out = &std::cerr;
   // Creates each thread's DB. Required (see FindDriver()).
   DriverFactory factory;
+  // A thread stops (and the run fails: RunResult::ok() is false) once every
+  // operation it completed for this long returned SERVICE_UNAVAILABLE (the
+  // database is unreachable: a server that died), instead of counting
+  // failures at full speed to the end. Zero or less: never.
+  // Default: 3 s.
+  int64_t unavailable_stop_ns = int64_t{3'000'000'000};
 };
 
 struct RunResult {
@@ -77,7 +83,8 @@ struct RunResult {
   // Reads whose data failed verification (VERIFY returns other than OK).
   int64_t integrity_failures = 0;
   // Threads that stopped early, with why (a failed load insert, a full
-  // acknowledgement window).
+  // acknowledgement window, a database unreachable for
+  // ClientOptions::unavailable_stop_ns).
   std::vector<std::string> thread_errors;
   // True if the run stopped at maxexecutiontime before finishing its
   // operations.

@@ -16,10 +16,11 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_split.h"
+#include "base/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kvstore/ycsb/basic_db.h"
-#include "base/mutex.h"
+#include "kvstore/ycsb/workload.h"
 
 namespace rfrpc {
 namespace ycsb {
@@ -189,6 +190,68 @@ class FailingDb final : public DB {
  private:
   bool fail_init_;
 };
+
+// A database that went away: every call fails UNAVAILABLE (as an rfrpc
+// channel's calls do once its server died). Async calls complete inline.
+class UnreachableDb final : public DB {
+ public:
+  explicit UnreachableDb(bool async) : async_(async) {}
+  absl::Status Read(absl::string_view, absl::string_view,
+                    const std::vector<std::string>*, Record*) override {
+    return Next();
+  }
+  absl::Status Scan(absl::string_view, absl::string_view, int64_t,
+                    const std::vector<std::string>*,
+                    std::vector<Record>*) override {
+    return Next();
+  }
+  absl::Status Update(absl::string_view, absl::string_view,
+                      const Record&) override {
+    return Next();
+  }
+  absl::Status Insert(absl::string_view, absl::string_view,
+                      const Record&) override {
+    return Next();
+  }
+  absl::Status Delete(absl::string_view, absl::string_view) override {
+    return Next();
+  }
+  bool SupportsAsync() const override { return async_; }
+
+ private:
+  absl::Status Next() { return absl::UnavailableError("connection lost"); }
+  const bool async_;
+};
+
+// A run whose database is unreachable stops after unavailable_stop_ns and
+// fails, sync and pipelined, instead of counting failures to the end.
+TEST(ClientTest, AnUnreachableDatabaseStopsTheRunAndFailsIt) {
+  for (const bool async : {false, true}) {
+    ClientOptions options;
+    options.unavailable_stop_ns = 50'000'000;  // 50 ms.
+    options.factory =
+        [async](const Properties&) -> absl::StatusOr<std::unique_ptr<DB>> {
+      return std::make_unique<UnreachableDb>(async);
+    };
+    WorkloadSpec spec = IntegritySpec();
+    spec.dataintegrity = false;
+    spec.threadcount = 2;
+    spec.operationcount = 0;     // Unlimited: only the stop ends it...
+    spec.maxexecutiontime = 20;  // ...or this, which would fail the test.
+    spec.outstanding = async ? 8 : 1;
+    const int64_t start = NowNanos();
+    absl::StatusOr<RunResult> run = RunClient(spec, Properties(), options);
+    ASSERT_TRUE(run.ok()) << run.status();
+    EXPECT_LT(NowNanos() - start, int64_t{10'000'000'000}) << async;
+    EXPECT_FALSE(run->timed_out) << async;
+    EXPECT_FALSE(run->ok()) << async;
+    ASSERT_EQ(run->thread_errors.size(), 2u) << async;
+    EXPECT_THAT(run->thread_errors[0],
+                HasSubstr("returned SERVICE_UNAVAILABLE: the database is "
+                          "unreachable"))
+        << async;
+  }
+}
 
 TEST(ClientTest, InitFailureIsReturned) {
   ClientOptions options;

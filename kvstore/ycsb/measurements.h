@@ -30,6 +30,7 @@
 #ifndef RFRPC_KVSTORE_YCSB_MEASUREMENTS_H_
 #define RFRPC_KVSTORE_YCSB_MEASUREMENTS_H_
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -110,6 +111,16 @@ class Measurements {
               absl::string_view op, absl::string_view return_name)
       ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Since when (NowNanos) every call recorded has been SERVICE_UNAVAILABLE:
+  // 0 while the last call got any other return. RecordCall keeps it; the
+  // client loop stops a thread whose database has been unreachable too long.
+  int64_t unavailable_since_ns() const {
+    return unavailable_since_ns_.load(std::memory_order_relaxed);
+  }
+  void set_unavailable_since_ns(int64_t ns) {
+    unavailable_since_ns_.store(ns, std::memory_order_relaxed);
+  }
+
   // Merges what was recorded since the last call into `*into` and starts a
   // new interval. `into` must not be null.
   void TakeInterval(MeasurementSnapshot* into) ABSL_LOCKS_EXCLUDED(mu_);
@@ -137,6 +148,7 @@ class Measurements {
   // one to three names).
   static constexpr int kRecent = 4;
   Op* recent_[kRecent] ABSL_GUARDED_BY(mu_) = {};
+  std::atomic<int64_t> unavailable_since_ns_{0};
 };
 
 // Java's Double.toString(d): the shortest digits that read back as `d`, in

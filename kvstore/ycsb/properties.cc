@@ -431,6 +431,16 @@ absl::StatusOr<WorkloadSpec> ParseWorkloadSpec(
     return r.ComboError("fieldcount", "fieldcount: must be at least 1");
   }
   RFRPC_RETURN_IF_ERROR(r.NonNegativeInt("fieldlength", &s.fieldlength));
+  // Every thread builds whole records in memory: a record past this is a
+  // typo, not a workload (and would end in std::bad_alloc).
+  constexpr int64_t kMaxRecordBytes = int64_t{1} << 30;
+  if (s.fieldlength > kMaxRecordBytes / s.fieldcount) {
+    return r.ComboError(
+        props.Contains("fieldlength") ? "fieldlength" : "fieldcount",
+        absl::StrFormat("fieldcount (%d) x fieldlength (%d) exceeds the "
+                        "largest record, 1 GiB",
+                        s.fieldcount, s.fieldlength));
+  }
   RFRPC_RETURN_IF_ERROR(r.NonNegativeInt("minfieldlength", &s.minfieldlength));
   RFRPC_RETURN_IF_ERROR(r.Choice(
       "fieldlengthdistribution",

@@ -153,6 +153,24 @@ TEST(PropertiesTest, MalformedValuesOfEachType) {
 
 TEST(PropertiesTest, InvalidCombinations) {
   {
+    // A record too large to build is refused, not a std::bad_alloc.
+    Properties p;
+    ASSERT_TRUE(
+        p.LoadString("fieldcount=1\nfieldlength=99999999999\n", "w").ok());
+    absl::StatusOr<WorkloadSpec> spec = ParseWorkloadSpec(p, {}, nullptr);
+    EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(spec.status().message(),
+                HasSubstr("w:2: fieldcount (1) x fieldlength (99999999999) "
+                          "exceeds the largest record, 1 GiB"));
+    Properties q;
+    ASSERT_TRUE(
+        q.LoadString("fieldcount=1024\nfieldlength=1048576\n", "w").ok());
+    EXPECT_TRUE(ParseWorkloadSpec(q, {}, nullptr).ok());
+    ASSERT_TRUE(q.SetFromArgument("fieldcount=1025").ok());
+    EXPECT_EQ(ParseWorkloadSpec(q, {}, nullptr).status().code(),
+              absl::StatusCode::kInvalidArgument);
+  }
+  {
     Properties p;
     ASSERT_TRUE(
         p.LoadString("recordcount=100\ninsertstart=50\ninsertcount=60\n", "w")

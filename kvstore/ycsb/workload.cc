@@ -47,10 +47,19 @@ void RecordCall(Measurements* measurements, absl::string_view op,
                 const absl::Status& status, int64_t latency_ns) {
   if (status.ok()) {
     measurements->Record(op, latency_ns, op, YcsbReturnName(status));
+    if (measurements->unavailable_since_ns() != 0) {
+      measurements->set_unavailable_since_ns(0);
+    }
   } else {
     const absl::string_view name = YcsbReturnName(status);
     measurements->Record(absl::StrCat(op, "-FAILED"), latency_ns, op, name);
     NoteFirstFailure(op, name, status);
+    if (name != "SERVICE_UNAVAILABLE") {
+      // The database answered (NOT_FOUND, BAD_REQUEST, ...).
+      measurements->set_unavailable_since_ns(0);
+    } else if (measurements->unavailable_since_ns() == 0) {
+      measurements->set_unavailable_since_ns(NowNanos() - latency_ns);
+    }
   }
 }
 

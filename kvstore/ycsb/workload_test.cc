@@ -196,6 +196,29 @@ TEST(RecordCallTest, TheFirstFailureOfEachKindIsPrintedOnce) {
   EXPECT_EQ(snap["FIRST_A"].returns["BAD_REQUEST"], 2);
 }
 
+// A run of SERVICE_UNAVAILABLE returns is timed from its first call's
+// start; any other return (OK, or an answer such as NOT_FOUND) ends it. The
+// client loop stops a thread on it (client_test).
+TEST(RecordCallTest, TracksHowLongEveryCallWasUnavailable) {
+  Measurements m;
+  EXPECT_EQ(m.unavailable_since_ns(), 0);
+  ::testing::internal::CaptureStderr();
+  const int64_t before = NowNanos();
+  RecordCall(&m, "UNAV_A", absl::UnavailableError("lost"), 1000);
+  const int64_t since = m.unavailable_since_ns();
+  EXPECT_GE(since, before - 1000);
+  EXPECT_LE(since, NowNanos());
+  RecordCall(&m, "UNAV_A", absl::DeadlineExceededError("late"), 10);
+  EXPECT_EQ(m.unavailable_since_ns(), since);  // Still the same run.
+  RecordCall(&m, "UNAV_A", absl::NotFoundError("no such key"), 10);
+  EXPECT_EQ(m.unavailable_since_ns(), 0);
+  RecordCall(&m, "UNAV_A", absl::UnavailableError("lost"), 10);
+  EXPECT_NE(m.unavailable_since_ns(), 0);
+  RecordCall(&m, "UNAV_A", absl::OkStatus(), 10);
+  EXPECT_EQ(m.unavailable_since_ns(), 0);
+  ::testing::internal::GetCapturedStderr();
+}
+
 }  // namespace
 }  // namespace ycsb
 }  // namespace rfrpc
