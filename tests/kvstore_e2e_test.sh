@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Jakiro end to end: kvstore_server processes and the ycsb binary.
 #
+#   0. --kv_memory_mb too large to express in bytes: exit 2.
 #   1. One server (2 workers): ycsb load + run of workload A with
 #      dataintegrity=true in each mode (rf, server_reply, hybrid), with
 #      request batching and pipelined (outstanding=16, unbatched and batched);
@@ -131,6 +132,14 @@ stop_server() {  # stop_server NAME: SIGTERM, exit 0, nothing left.
 [ -x "$SERVER" ] || fail "no $SERVER"
 [ -x "$YCSB" ] || fail "no $YCSB"
 echo "provider: $PROVIDER"
+
+# 0. A store size that would wrap (MiB to bytes) is refused at start.
+rc=0
+"$SERVER" --provider="$PROVIDER" --address="$ADDR1" \
+  --kv_memory_mb=17592186044417 >"$TMP/big.out" 2>"$TMP/big.err" || rc=$?
+[ "$rc" = 2 ] || fail "--kv_memory_mb=2^44+1: exit $rc, want 2"
+grep -q "is above the largest partition" "$TMP/big.err" ||
+  fail "--kv_memory_mb=2^44+1: no error"
 
 # 1. One server, every mode.
 start_server s1 "$ADDR1" 2

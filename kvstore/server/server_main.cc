@@ -85,6 +85,22 @@ int Main() {
     LOG(ERROR) << "--kv_memory_mb and --kv_max_value_bytes must be >= 1";
     return 2;
   }
+  // MiB to bytes must not wrap (2^44 MiB wrapped to a 1 MiB store).
+  constexpr int64_t kMaxMemoryMb = int64_t{1} << 30;  // 1 PiB.
+  if (FLAGS_kv_memory_mb > kMaxMemoryMb) {
+    LOG(ERROR) << "--kv_memory_mb=" << FLAGS_kv_memory_mb
+               << " is above the largest partition, " << kMaxMemoryMb << " MiB";
+    return 2;
+  }
+  // Partitions take their memory as items arrive: more than the machine has
+  // works until it fills. Say so at start rather than at the OOM killer.
+  const int64_t ram_mb = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) *
+                         sysconf(_SC_PAGESIZE) / (1 << 20);
+  if (ram_mb > 0 && FLAGS_kv_memory_mb > ram_mb / FLAGS_workers) {
+    LOG(WARNING) << "--kv_memory_mb=" << FLAGS_kv_memory_mb << " x "
+                 << FLAGS_workers << " worker(s) is more than this machine's "
+                 << ram_mb << " MiB of memory";
+  }
   JakiroServiceOptions kv;
   kv.workers = FLAGS_workers;
   kv.memory_bytes_per_partition = static_cast<size_t>(FLAGS_kv_memory_mb) << 20;

@@ -5,21 +5,22 @@
 
 #include <stddef.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <map>
-#include <vector>
-
-#include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "transport/bootstrap.h"
 #include "transport/handshake.pb.h"
@@ -247,6 +248,48 @@ TEST(ShmProviderTest, ListenerAddressForms) {
   (*fresh)->Shutdown();
   EXPECT_EQ((*fresh)->Next(absl::Seconds(5)).status().code(),
             absl::StatusCode::kCancelled);
+}
+
+// bind's "Address already in use" says which of four things is in the way.
+TEST(ShmProviderTest, AnAddressInUseSaysWhatIsThere) {
+  auto p = *Provider::Open("shm", {});
+  // Short paths: $TEST_TMPDIR may be longer than a socket path may be.
+  const std::string base = absl::StrCat("/tmp/rfrpc-inuse-", ::getpid());
+  const std::string dir = base + "-dir";
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  const std::string file = base + "-file";
+  { std::ofstream(file) << "x"; }
+  const std::string stale = base + "-stale";
+  {
+    ScopedFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    std::strncpy(sa.sun_path, stale.c_str(), sizeof(sa.sun_path) - 1);
+    ASSERT_EQ(
+        ::bind(fd.get(), reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)),
+        0);
+    // Closed without unlinking: what a SIGKILLed server leaves.
+  }
+  const std::string live = base + "-live";
+  auto listener = p->Listen(live);
+  ASSERT_TRUE(listener.ok()) << listener.status();
+  const std::pair<std::string, std::string> cases[] = {
+      {dir, "it is a directory"},
+      {file, "a file that is not a socket is there"},
+      {stale, "left by a server that is no longer running"},
+      {live, "a server is listening there"},
+  };
+  for (const auto& [address, why] : cases) {
+    const absl::Status st = p->Listen(address).status();
+    EXPECT_EQ(st.code(), absl::StatusCode::kAlreadyExists) << address;
+    EXPECT_THAT(std::string(st.message()), ::testing::HasSubstr(why))
+        << address;
+  }
+  (*listener)->Shutdown();
+  listener->reset();
+  ::rmdir(dir.c_str());
+  ::unlink(file.c_str());
+  ::unlink(stale.c_str());
 }
 
 ScopedFd UnixConnect(const std::string& address) {

@@ -4,26 +4,26 @@
 // with SCM_RIGHTS segment passing, the listener and the liveness monitor.
 // The data path is in shm_datapath.cc.
 
-#include "base/errno_text.h"
 #include "transport/shm/shm_provider.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <stddef.h>
 #include <sys/epoll.h>
-#include <sys/resource.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>  // NOLINT
+#include <chrono>              // NOLINT
 #include <condition_variable>  // NOLINT
 #include <cstdlib>
-#include <map>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -32,8 +32,9 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "glog/logging.h"
+#include "base/errno_text.h"
 #include "base/status_macros.h"
+#include "glog/logging.h"
 #include "transport/auth_token.h"
 #include "transport/bootstrap.h"
 #include "transport/handshake.pb.h"
@@ -461,6 +462,29 @@ class ShmIncoming final : public IncomingConnection {
 // ---------------------------------------------------------------------------
 // Listener.
 
+// Why bind() found `addr` in use, for a filesystem path: bind says "Address
+// already in use" for a directory, a regular file and a socket left by a
+// server that died alike, and only the last is worth a retry.
+std::string WhyInUse(const UnixAddress& addr) {
+  if (addr.unlink_path.empty()) return "another listener holds that name";
+  struct stat st;
+  if (::lstat(addr.unlink_path.c_str(), &st) != 0) return "";
+  if (S_ISDIR(st.st_mode)) return "it is a directory";
+  if (!S_ISSOCK(st.st_mode)) {
+    return "a file that is not a socket is there; remove it or pick another "
+           "address";
+  }
+  ScopedFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (probe.valid() &&
+      ::connect(probe.get(), reinterpret_cast<const sockaddr*>(&addr.sa),
+                addr.len) != 0 &&
+      errno == ECONNREFUSED) {
+    return "a socket file left by a server that is no longer running (nothing "
+           "accepts on it); remove it or pick another address";
+  }
+  return "a server is listening there";
+}
+
 class ShmListener final : public Listener {
  public:
   static absl::StatusOr<std::unique_ptr<ShmListener>> Create(
@@ -471,8 +495,12 @@ class ShmListener final : public Listener {
     if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr.sa),
                addr.len) != 0) {
       const int err = errno;
-      const std::string msg = absl::StrCat("shm listen on \"", addr.display,
-                                           "\": bind: ", strerror(err));
+      std::string msg = absl::StrCat("shm listen on \"", addr.display,
+                                     "\": bind: ", strerror(err));
+      if (err == EADDRINUSE) {
+        const std::string why = WhyInUse(addr);
+        if (!why.empty()) absl::StrAppend(&msg, ": ", why);
+      }
       return err == EADDRINUSE ? absl::AlreadyExistsError(msg)
                                : absl::InvalidArgumentError(msg);
     }
