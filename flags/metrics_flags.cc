@@ -12,7 +12,8 @@ DEFINE_int32(rfrpc_metrics_port, 0,
              "Serve Prometheus metrics at http://HOST:PORT/metrics; 0: off; "
              "-1: a free port (printed at start).");
 DEFINE_string(rfrpc_metrics_host, "0.0.0.0",
-              "Address the metrics endpoint listens on.");
+              "Address the metrics endpoint listens on: an IPv4 address or "
+              "a bracketed IPv6 one ([::1]).");
 DEFINE_string(rfrpc_metrics_file, "",
               "If set, write the metrics (Prometheus text format) to this "
               "file at exit.");

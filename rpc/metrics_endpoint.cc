@@ -2,6 +2,9 @@
 
 #include "rpc/metrics_endpoint.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <exception>
 #include <utility>
 #include <vector>
@@ -18,6 +21,17 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
   if (port < 0 || port > 65535) {
     return absl::InvalidArgumentError(
         absl::StrCat("metrics port ", port, " is outside [0, 65535]"));
+  }
+  // civetweb takes an address literal, and reads a malformed one its own way
+  // (999.1.1.1 listened on 231.1.1.1).
+  const bool v6 = host.size() > 2 && host.front() == '[' && host.back() == ']';
+  const std::string literal(v6 ? host.substr(1, host.size() - 2) : host);
+  unsigned char addr[sizeof(in6_addr)];
+  if (inet_pton(v6 ? AF_INET6 : AF_INET, literal.c_str(), addr) != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "metrics host \"", host,
+        "\" is not an IPv4 address or a bracketed IPv6 address (e.g. "
+        "0.0.0.0, 127.0.0.1, [::1])"));
   }
   const std::string bind = absl::StrCat(host, ":", port);
   std::unique_ptr<prometheus::Exposer> exposer;

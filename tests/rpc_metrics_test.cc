@@ -440,6 +440,24 @@ TEST_F(RpcMetricsTest, EndpointServesMetricsOverHttp) {
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
+  // A host that is no address literal is refused, not read civetweb's way
+  // (999.1.1.1 listened on 231.1.1.1; an empty one threw).
+  for (const char* host : {"999.1.1.1", "", "localhost", "[::1", "[nope]"}) {
+    const absl::Status st =
+        metrics::MetricsEndpoint::Start(host, 0, (*metrics)->collectable())
+            .status();
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << host;
+    EXPECT_THAT(std::string(st.message()),
+                HasSubstr("is not an IPv4 address or a bracketed IPv6"))
+        << host;
+  }
+  auto v6 =
+      metrics::MetricsEndpoint::Start("[::1]", 0, (*metrics)->collectable());
+  // A host without IPv6 may refuse to listen there; it must not call the
+  // address malformed.
+  if (!v6.ok()) {
+    EXPECT_NE(v6.status().code(), absl::StatusCode::kInvalidArgument);
+  }
 }
 
 TEST(RpcMetricsNamesTest, ClashingFamilyIsAlreadyExists) {
