@@ -15,13 +15,7 @@
 namespace rfrpc {
 namespace metrics {
 
-absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
-    absl::string_view host, int port,
-    std::shared_ptr<prometheus::Collectable> collectable) {
-  if (port < 0 || port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("metrics port ", port, " is outside [0, 65535]"));
-  }
+absl::Status MetricsEndpoint::CheckHost(absl::string_view host) {
   // civetweb takes an address literal, and reads a malformed one its own way
   // (999.1.1.1 listened on 231.1.1.1).
   const bool v6 = host.size() > 2 && host.front() == '[' && host.back() == ']';
@@ -33,6 +27,17 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
         "\" is not an IPv4 address or a bracketed IPv6 address (e.g. "
         "0.0.0.0, 127.0.0.1, [::1])"));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
+    absl::string_view host, int port,
+    std::shared_ptr<prometheus::Collectable> collectable) {
+  if (port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metrics port ", port, " is outside [0, 65535]"));
+  }
+  if (absl::Status s = CheckHost(host); !s.ok()) return s;
   const std::string bind = absl::StrCat(host, ":", port);
   std::unique_ptr<prometheus::Exposer> exposer;
   // civetweb reports a failed listen by throwing.

@@ -39,10 +39,14 @@ class MetricsEndpoint {
  public:
   // Listens on `host`:`port` (port 0 picks a free one; see port()) and serves
   // `collectable` (not null; kept) at /metrics. INVALID_ARGUMENT for a port
-  // outside [0, 65535], UNAVAILABLE if it cannot listen.
+  // outside [0, 65535] or a bad host (CheckHost), UNAVAILABLE if it cannot
+  // listen.
   static absl::StatusOr<std::unique_ptr<MetricsEndpoint>> Start(
       absl::string_view host, int port,
       std::shared_ptr<prometheus::Collectable> collectable);
+  // OK if `host` is an IPv4 address or a bracketed IPv6 one ("[::1]"),
+  // what the endpoint can listen on; INVALID_ARGUMENT otherwise.
+  static absl::Status CheckHost(absl::string_view host);
   ~MetricsEndpoint();
   MetricsEndpoint(const MetricsEndpoint&) = delete;
   MetricsEndpoint& operator=(const MetricsEndpoint&) = delete;

@@ -88,6 +88,24 @@ scrape() {  # scrape FILE: GET /metrics, then promtool must accept it.
 }
 
 [ -x "$SERVER" ] || fail "no $SERVER"
+
+# Bad endpoints are refused at start, not at exit: a metrics file in a
+# missing folder, a host that is no address.
+rc=0
+"$SERVER" --provider=shm --address= --rfrpc_metrics_port=0 \
+  --rfrpc_metrics_file=/nonexistent-rfrpc-dir/m.prom >"$TMP/badfile.out" \
+  2>"$TMP/badfile.err" || rc=$?
+[ "$rc" = 2 ] || fail "--rfrpc_metrics_file in a missing folder: exit $rc, want 2"
+grep -q "is not a directory this process can write to" "$TMP/badfile.err" ||
+  fail "--rfrpc_metrics_file in a missing folder: no error"
+rc=0
+"$SERVER" --provider=shm --address= --rfrpc_metrics_port=-1 \
+  --rfrpc_metrics_host=999.1.1.1 >"$TMP/badhost.out" 2>"$TMP/badhost.err" ||
+  rc=$?
+[ "$rc" = 2 ] || fail "--rfrpc_metrics_host=999.1.1.1: exit $rc, want 2"
+grep -q "is not an IPv4 address" "$TMP/badhost.err" ||
+  fail "--rfrpc_metrics_host=999.1.1.1: no error"
+echo "ok: a bad metrics file or host is refused at start"
 [ -x "$YCSB" ] || fail "no $YCSB"
 command -v promtool >/dev/null || fail "no promtool (Debian package prometheus; tools/setup.sh)"
 command -v curl >/dev/null || fail "no curl (tools/setup.sh)"

@@ -197,13 +197,17 @@ int Main() {
               << " evictions(bucket/memory)=" << p.evictions_bucket_full << "/"
               << p.evictions_memory << " compactions=" << p.compactions;
   }
+  int rc = 0;
   if (*metrics != nullptr) {
     s = (*metrics)->WriteFile();
-    if (!s.ok()) LOG(ERROR) << s;
+    if (!s.ok()) {
+      LOG(ERROR) << s;
+      rc = 1;  // As ycsb does: the metrics asked for were not written.
+    }
   }
   if (!FLAGS_address_file.empty()) std::remove(FLAGS_address_file.c_str());
   LOG(INFO) << "kvstore_server: stopped";
-  return 0;
+  return rc;
 }
 
 }  // namespace
