@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "benchmarks/bench_util.h"
+#include "flags/flagfile_check.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 
@@ -36,6 +37,10 @@ std::string& ProgramName() {
 void Init(int* argc, char*** argv) {
   gflags::ParseCommandLineFlags(argc, argv, true);
   google::InitGoogleLogging((*argv)[0]);
+  if (absl::Status s = tools::CheckFlagfiles((*argv)[0]); !s.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+    std::exit(2);
+  }
   const absl::string_view path = (*argv)[0];
   const size_t slash = path.rfind('/');
   ProgramName() = std::string(

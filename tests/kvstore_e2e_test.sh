@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Jakiro end to end: kvstore_server processes and the ycsb binary.
 #
-#   0. --kv_memory_mb too large to express in bytes: exit 2.
+#   0. --kv_memory_mb too large to express in bytes, an unknown flag in a
+#      --flagfile: exit 2.
 #   1. One server (2 workers): ycsb load + run of workload A with
 #      dataintegrity=true in each mode (rf, server_reply, hybrid), with
 #      request batching and pipelined (outstanding=16, unbatched and batched);
@@ -140,6 +141,15 @@ rc=0
 [ "$rc" = 2 ] || fail "--kv_memory_mb=2^44+1: exit $rc, want 2"
 grep -q "is above the largest partition" "$TMP/big.err" ||
   fail "--kv_memory_mb=2^44+1: no error"
+# An unknown flag in a --flagfile is an error, as on the command line
+# (gflags alone ignores it).
+printf -- '--workers=1\n--totally_bogus=1\n' >"$TMP/bad.flags"
+rc=0
+"$SERVER" --provider="$PROVIDER" --address="$ADDR1" \
+  --flagfile="$TMP/bad.flags" >"$TMP/flagfile.out" 2>"$TMP/flagfile.err" || rc=$?
+[ "$rc" = 2 ] || fail "unknown flag in --flagfile: exit $rc, want 2"
+grep -q "bad.flags:2: unknown flag --totally_bogus" "$TMP/flagfile.err" ||
+  fail "unknown flag in --flagfile: no error"
 
 # 1. One server, every mode.
 start_server s1 "$ADDR1" 2

@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "flags/flagfile_check.h"
 #include "flags/provider_flag.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -182,6 +183,10 @@ int main(int argc, char** argv) {
       "rfrpc_tune calibrate|select|serve [flags] (see docs/tuner.md)");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
+  if (absl::Status s = rfrpc::tools::CheckFlagfiles(argv[0]); !s.ok()) {
+    std::fprintf(stderr, "rfrpc_tune: %s\n", std::string(s.message()).c_str());
+    return 2;
+  }
   if (argc != 2) {
     gflags::ShowUsageWithFlagsRestrict(argv[0], "rfrpc_tune");
     return 2;

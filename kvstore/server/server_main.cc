@@ -31,15 +31,16 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "flags/flagfile_check.h"
+#include "flags/metrics_flags.h"
 #include "flags/provider_flag.h"
+#include "flags/server_flags.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "kvstore/server/jakiro_metrics.h"
 #include "kvstore/server/jakiro_service.h"
 #include "kvstore/server/message_limits.h"
 #include "rpc/server.h"
-#include "flags/metrics_flags.h"
-#include "flags/server_flags.h"
 
 DEFINE_string(address, "",
               "Where to listen. shm: a Unix socket path (empty picks one); "
@@ -229,5 +230,9 @@ int main(int argc, char** argv) {
       "--kv_memory_mb=MB [--rfrpc_* knobs]");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
+  if (absl::Status s = rfrpc::tools::CheckFlagfiles(argv[0]); !s.ok()) {
+    LOG(ERROR) << s.message();
+    return 2;
+  }
   return rfrpc::kvstore::Main();
 }

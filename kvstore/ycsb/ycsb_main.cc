@@ -30,13 +30,14 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "flags/flagfile_check.h"
+#include "flags/metrics_flags.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "kvstore/ycsb/client.h"
 #include "kvstore/ycsb/db.h"
 #include "kvstore/ycsb/properties.h"
 #include "proto/kvstore.rfrpc.h"
-#include "flags/metrics_flags.h"
 
 DEFINE_bool(list_drivers, false, "Print the registered drivers and exit.");
 DEFINE_bool(print_properties, false,
@@ -167,6 +168,10 @@ int Main(int argc, char** argv) {
   FLAGS_logtostderr = true;  // Drivers (rfrpc) log warnings through glog.
   gflags::ParseCommandLineFlags(&gflags_argc, &gflags_argv_ptr, true);
   google::InitGoogleLogging(argv[0]);
+  if (absl::Status s = tools::CheckFlagfiles(argv[0]); !s.ok()) {
+    std::cerr << "ycsb: " << s.message() << "\n";
+    return 2;
+  }
 
   if (FLAGS_list_drivers) {
     std::cout << absl::StrJoin(RegisteredDrivers(), "\n") << "\n";
