@@ -316,5 +316,12 @@ int Main() {
 
 int main(int argc, char** argv) {
   rfrpc::bench::Init(&argc, &argv);
+  rfrpc::bench::RejectFlagsItSets({
+      {"rfrpc_mode", "use --mode"},
+      {"rfrpc_progress_thread", "the parts set it as each needs"},
+      {"rfrpc_timeout_ms", "it is 30 s"},
+      {"rfrpc_max_request_bytes", "it follows --size"},
+      {"rfrpc_max_response_bytes", "it follows --size"},
+  });
   return rfrpc::Main();
 }

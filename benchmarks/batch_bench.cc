@@ -908,5 +908,23 @@ int Main() {
 
 int main(int argc, char** argv) {
   rfrpc::bench::Init(&argc, &argv);
+  rfrpc::bench::RejectFlagsItSets({
+      {"rfrpc_mode", "use --modes (sync: --sync_mode)"},
+      {"rfrpc_connections", "each client thread has one connection"},
+      {"rfrpc_batch", "the sweep runs off, fixed, auto and adaptive"},
+      {"rfrpc_batch_size", "use --batch_sizes (sync: --sync_batch_size)"},
+      {"rfrpc_batch_bytes", "it is 32 KiB"},
+      {"rfrpc_batch_timeout_us", "use --batch_timeout_us"},
+      {"rfrpc_batch_sync_combine", "use --sync_combine"},
+      {"rfrpc_max_outstanding", "it follows --depth, --pipeline, --max_batch"},
+      {"rfrpc_max_request_bytes", "it is 64 KiB"},
+      {"rfrpc_max_response_bytes", "it is 64 KiB"},
+      {"rfrpc_latency_limit_us",
+       "use --auto_limits_us (sync: --sync_limit_us)"},
+      {"rfrpc_latency_alpha", "it is 0.05"},
+      {"rfrpc_sizer_rule", "use --auto_rules"},
+      {"rfrpc_sizer_peak_guard", "use --sizer_peak_guard"},
+      {"rfrpc_fetch_policy", "use --adaptive_fetch_delay"},
+  });
   return rfrpc::Main();
 }

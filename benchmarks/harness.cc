@@ -47,6 +47,17 @@ void Init(int* argc, char*** argv) {
       slash == absl::string_view::npos ? path : path.substr(slash + 1));
 }
 
+void RejectFlagsItSets(std::initializer_list<OwnFlag> flags) {
+  for (const OwnFlag& f : flags) {
+    gflags::CommandLineFlagInfo info;
+    if (gflags::GetCommandLineFlagInfo(f.flag, &info) && !info.is_default) {
+      Exit("flags", absl::InvalidArgumentError(absl::StrCat(
+                        "--", f.flag, ": ", ProgramName(),
+                        " sets this itself for each point; ", f.instead)));
+    }
+  }
+}
+
 void Exit(absl::string_view what, const absl::Status& status) {
   std::fflush(stdout);
   std::fprintf(stderr, "%s: %.*s: %s\n", ProgramName().c_str(),

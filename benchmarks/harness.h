@@ -37,6 +37,16 @@ namespace bench {
 // errors name the program as argv[0]'s last component.
 void Init(int* argc, char*** argv);
 
+// A --rfrpc_* flag a benchmark sets itself for each point, and what to use
+// instead (its own flag, or why it is fixed).
+struct OwnFlag {
+  const char* flag;     // Without "--", e.g. "rfrpc_batch_size".
+  const char* instead;  // E.g. "use --batch_sizes".
+};
+// Exits (status 2) naming the first of `flags` given on the command line
+// (or in a --flagfile): the benchmark would replace its value silently.
+void RejectFlagsItSets(std::initializer_list<OwnFlag> flags);
+
 // Prints "<program>: <what>: <status>" to stderr and exits with status 2,
 // without running destructors: safe from any thread.
 [[noreturn]] void Exit(absl::string_view what, const absl::Status& status);

@@ -148,5 +148,11 @@ int Main() {
 
 int main(int argc, char** argv) {
   rfrpc::bench::Init(&argc, &argv);
+  rfrpc::bench::RejectFlagsItSets({
+      {"rfrpc_mode", "use --mode"},
+      {"rfrpc_connections", "each client has one connection"},
+      {"rfrpc_max_request_bytes", "it follows --sizes"},
+      {"rfrpc_max_response_bytes", "it follows --sizes"},
+  });
   return rfrpc::Main();
 }

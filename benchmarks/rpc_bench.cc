@@ -528,6 +528,12 @@ int Main() {
 
 int main(int argc, char** argv) {
   rfrpc::bench::Init(&argc, &argv);
+  rfrpc::bench::RejectFlagsItSets({
+      {"rfrpc_mode", "use --modes"},
+      {"rfrpc_connections", "use --connections"},
+      {"rfrpc_max_request_bytes", "it follows --sizes"},
+      {"rfrpc_max_response_bytes", "it follows --sizes"},
+  });
   // --rfrpc_metrics_port / --rfrpc_metrics_file: watch a long run from
   // Prometheus, or keep its final counts (whatever --metrics says).
   absl::StatusOr<std::unique_ptr<rfrpc::tools::FlagMetrics>> flag_metrics =

@@ -724,6 +724,9 @@ int ClientMain() {
 
 int main(int argc, char** argv) {
   rfrpc::bench::Init(&argc, &argv);
+  rfrpc::bench::RejectFlagsItSets({
+      {"rfrpc_progress_thread", "use --progress_thread"},
+  });
   if (FLAGS_role == "server") return rfrpc::ServerMain();
   return rfrpc::ClientMain();
 }

@@ -253,5 +253,10 @@ int Main() {
 
 int main(int argc, char** argv) {
   rfrpc::bench::Init(&argc, &argv);
+  rfrpc::bench::RejectFlagsItSets({
+      {"rfrpc_mode", "use --mode"},
+      {"rfrpc_retries", "the benchmark sweeps R"},
+      {"rfrpc_fetch_size", "the benchmark sweeps F"},
+  });
   return rfrpc::Main();
 }
