@@ -17,10 +17,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
-#include "rpc/client_connection.h"
-#include "rpc/rpc_handshake.pb.h"
 #include "base/mutex.h"
 #include "base/status_macros.h"
+#include "glog/logging.h"
+#include "rpc/client_connection.h"
+#include "rpc/rpc_handshake.pb.h"
 
 namespace rfrpc {
 namespace internal {
@@ -195,6 +196,15 @@ absl::StatusOr<std::unique_ptr<ClientConnection>> ClientConnection::Connect(
     return absl::InvalidArgumentError(absl::StrCat(
         "server granted a layout this client cannot use: ",
         welcome.ShortDebugString()));
+  }
+  if (welcome.slots() < slots) {
+    // Granted fewer than asked (the server's max_slots_per_connection): the
+    // connection works with them; said once per process, not per connection.
+    LOG_FIRST_N(WARNING, 1)
+        << "rfrpc: " << address << " granted " << welcome.slots()
+        << " slots per connection of the " << slots
+        << " asked (ChannelOptions::slots_per_connection; the server's "
+           "--rfrpc_max_slots_per_connection caps it)";
   }
   c->worker_ = static_cast<int>(welcome.worker());
   c->server_workers_ = static_cast<int>(welcome.workers());

@@ -201,6 +201,14 @@ absl::Status ValidateChannelOptions(const ChannelOptions& o,
   c.AtMost("batching.sizer.window", z.window, 1 << 24);
   c.NotNegative("batching.sizer.min_window", z.min_window);
   c.NotNegative("batching.sizer.max_window", z.max_window);
+  if (c.ok() && z.max_window > absl::ZeroDuration() &&
+      z.min_window > z.max_window) {
+    // A window never ends before its minimum: the maximum would mean nothing.
+    c.Bad("batching.sizer.max_window",
+          absl::StrCat(absl::FormatDuration(z.max_window),
+                       " is below batching.sizer.min_window (",
+                       absl::FormatDuration(z.min_window), ")"));
+  }
   c.AtLeast("batching.sizer.holdoff_windows", z.holdoff_windows, 0);
   c.AtLeast("batching.sizer.shrink_windows", z.shrink_windows, 1);
   c.AtLeast("batching.group", b.group, 1);
@@ -221,6 +229,8 @@ absl::Status ValidateServerOptions(const ServerOptions& o, std::string* field) {
   c.NotNegative("hot_window", o.hot_window);
   c.InRange<uint32_t>("max_inline", o.max_inline, 0, 1024);
   c.InRange("blocking_threads", o.blocking_threads, 1, 1 << 16);
+  // A result part holds at least one entry's header and a cache line.
+  c.AtLeast<uint32_t>("result_batch_bytes", o.result_batch_bytes, 64);
   CheckProviderOptions(o.provider_options, &c);
   return c.status();
 }

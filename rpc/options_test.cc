@@ -55,6 +55,13 @@ TEST(ValidateChannelOptionsTest, NamesTheFirstBadField) {
       {"batching.timeout",
        [](ChannelOptions* o) { o->batching.timeout = absl::Microseconds(-1); },
        "batching.timeout -1us is negative"},
+      {"batching.sizer.max_window",
+       [](ChannelOptions* o) {
+         o->batching.sizer.min_window = absl::Milliseconds(100);
+         o->batching.sizer.max_window = absl::Milliseconds(10);
+       },
+       "batching.sizer.max_window 10ms is below batching.sizer.min_window "
+       "(100ms)"},
   };
   for (const Case& c : cases) {
     ChannelOptions o;
@@ -72,6 +79,17 @@ TEST(ValidateChannelOptionsTest, NamesTheFirstBadField) {
   std::string field;
   EXPECT_FALSE(ValidateChannelOptions(o, &field).ok());
   EXPECT_EQ(field, "fetch.retries");
+}
+
+TEST(ValidateServerOptionsTest, AResultPartHoldsAtLeastALine) {
+  ServerOptions o;
+  o.result_batch_bytes = 63;
+  std::string field;
+  const absl::Status s = ValidateServerOptions(o, &field);
+  EXPECT_EQ(s.message(), "result_batch_bytes 63 is below 64");
+  EXPECT_EQ(field, "result_batch_bytes");
+  o.result_batch_bytes = 64;
+  EXPECT_TRUE(ValidateServerOptions(o, &field).ok());
 }
 
 }  // namespace

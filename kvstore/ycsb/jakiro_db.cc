@@ -110,6 +110,13 @@ absl::StatusOr<JakiroDbOptions> JakiroDbOptions::FromProperties(
           entry.origin, ": unknown property \"", key, "\" of the jakiro driver"));
     }
   }
+  // A knob the Jakiro client sets itself: taken, it would be ignored.
+  if (const Properties::Entry* e = p.Find("jakiro.connections")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        e->origin,
+        ": jakiro.connections: the Jakiro client opens one connection per "
+        "server worker (docs/jakiro.md); it cannot be set"));
+  }
   JakiroDbOptions o;
   ChannelOptions& c = o.client.channel;
   if (const Properties::Entry* e = p.Find("jakiro.servers")) {

@@ -114,7 +114,10 @@ TEST(JakiroDbOptionsTest, EveryChannelKnobIsAProperty) {
   const ChannelOptions defaults;
   std::vector<std::pair<std::string, std::string>> kv = {
       {"jakiro.servers", "/a"}};
+  // But connections, which the Jakiro client sets itself (one per server
+  // worker): given, it is refused rather than ignored.
   for (const ChannelKnob& k : ChannelKnobs()) {
+    if (std::string(k.name) == "connections") continue;
     kv.emplace_back(absl::StrCat("jakiro.", k.name), k.get(defaults));
   }
   absl::StatusOr<JakiroDbOptions> o = JakiroDbOptions::FromProperties(Props(kv));
@@ -122,6 +125,15 @@ TEST(JakiroDbOptionsTest, EveryChannelKnobIsAProperty) {
   for (const ChannelKnob& k : ChannelKnobs()) {
     EXPECT_EQ(k.get(o->client.channel), k.get(defaults)) << k.name;
   }
+  const absl::Status conns =
+      JakiroDbOptions::FromProperties(
+          Props({{"jakiro.servers", "/a"}, {"jakiro.connections", "7"}}))
+          .status();
+  EXPECT_EQ(conns.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(conns.message().find("jakiro.connections: the Jakiro client opens "
+                                 "one connection per server worker"),
+            std::string::npos)
+      << conns;
   o = JakiroDbOptions::FromProperties(
       Props({{"jakiro.servers", "/a"},
              {"jakiro.post_lists", "false"},
