@@ -8,7 +8,11 @@
 #include <cstdlib>
 #include <string>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "benchmarks/bench_util.h"
 #include "flags/flagfile_check.h"
 #include "gflags/gflags.h"
@@ -96,7 +100,28 @@ FlagCheck& FlagCheck::InRange(absl::string_view flag, double value,
 
 FlagCheck& FlagCheck::EachInRange(absl::string_view flag,
                                   absl::string_view value, int min, int max) {
-  for (int v : ParseInts(value)) InRange(flag, v, min, max);
+  for (absl::string_view p : absl::StrSplit(value, ',', absl::SkipEmpty())) {
+    int v;
+    if (!absl::SimpleAtoi(p, &v)) {
+      if (status_.ok()) {
+        status_ = absl::InvalidArgumentError(
+            absl::StrCat(flag, "=", value, ": \"", p, "\" is not a number"));
+      }
+      return *this;
+    }
+    InRange(flag, v, min, max);
+  }
+  return *this;
+}
+
+FlagCheck& FlagCheck::NotEmpty(absl::string_view flag,
+                               absl::string_view value) {
+  if (status_.ok() &&
+      absl::StripAsciiWhitespace(absl::StrReplaceAll(value, {{",", ""}}))
+          .empty()) {
+    status_ = absl::InvalidArgumentError(
+        absl::StrCat(flag, " is empty: nothing to run"));
+  }
   return *this;
 }
 

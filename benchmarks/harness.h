@@ -77,6 +77,8 @@ class FlagCheck {
   // Every entry of the comma-separated list `value` (bench::ParseInts).
   FlagCheck& EachInRange(absl::string_view flag, absl::string_view value,
                          int min, int max);
+  // A list flag the run needs at least one entry of.
+  FlagCheck& NotEmpty(absl::string_view flag, absl::string_view value);
   void OrExit() const { OkOrExit(status_, "flags"); }
 
  private:

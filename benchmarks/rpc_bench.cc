@@ -410,6 +410,9 @@ int Main() {
       .AtLeast("--repeats", FLAGS_repeats, 1)
       .AtLeast("--ab_rounds", FLAGS_ab_rounds, 1)
       .AtLeast("--scrape_ms", FLAGS_scrape_ms, 0)
+      .NotEmpty("--modes", FLAGS_modes)
+      .NotEmpty("--sizes", FLAGS_sizes)
+      .NotEmpty("--server_time_us", FLAGS_server_time_us)
       .EachInRange("--sizes", FLAGS_sizes, 0, 1000000)  // The server's 1 MiB.
       .EachInRange("--server_time_us", FLAGS_server_time_us, 0, 2000000)
       .OrExit();

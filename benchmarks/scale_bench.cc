@@ -32,9 +32,9 @@
 // Figures from the shm provider are same-host figures.
 
 #include <dirent.h>
-#include <signal.h>
-#include <sched.h>
 #include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -42,23 +42,24 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cerrno>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "benchmarks/bench_util.h"
-#include "benchmarks/rpc_options.h"
 #include "benchmarks/harness.h"
+#include "benchmarks/rpc_options.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "proto/ping.rfrpc.h"
@@ -614,17 +615,23 @@ int ClientMain() {
     std::printf("# ratios vs M=%d (targets: one-active p50 <= 1.5x; round robin "
                 ">= 0.70; idle <= 2%% core/worker; first call <= 50 us)\n",
                 base.m);
+    // "-" for a phase not run (--phases).
+    auto ratio = [](double a, double b) {
+      return b > 0 && a > 0 ? absl::StrFormat("%5.2f", a / b)
+                            : std::string("    -");
+    };
     for (const Point& p : points) {
-      std::printf("#   M=%-6d one-active p50 %5.2fx  round robin %5.2f  "
-                  "idle %5.2f%%  first call %6.1f us (platform floor %.1f)\n",
-                  p.m, p.one.p50_us / base.one.p50_us,
-                  p.rr.calls_per_s / base.rr.calls_per_s,
-                  100 * p.idle_core_share, p.first_call_us, p.floor_us);
+      std::printf(
+          "#   M=%-6d one-active p50 %sx  round robin %s  "
+          "idle %5.2f%%  first call %6.1f us (platform floor %.1f)\n",
+          p.m, ratio(p.one.p50_us, base.one.p50_us).c_str(),
+          ratio(p.rr.calls_per_s, base.rr.calls_per_s).c_str(),
+          100 * p.idle_core_share, p.first_call_us, p.floor_us);
     }
     // The shared-connections target compares M = 8 (one per thread) with
     // the largest M.
     for (const Point& p : points) {
-      if (p.m == FLAGS_threads) {
+      if (p.m == FLAGS_threads && p.shared.calls_per_s > 0) {
         std::printf("#   %d threads: M=%d %.0f calls/s vs M=%d %.0f: %.2f "
                     "(target >= 0.80 at M=4096)\n",
                     FLAGS_threads, points.back().m,

@@ -12,6 +12,8 @@
 // The flagfile sets --rfrpc_retries and --rfrpc_fetch_size for binaries that
 // define them (e.g. benchmarks/rpc_bench): `rpc_bench --flagfile=tuned.flags`.
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -117,7 +119,9 @@ int RunSelect() {
   std::string text = FLAGS_sizes;
   if (!FLAGS_sizes_file.empty()) {
     std::ifstream in(FLAGS_sizes_file);
-    if (!in) {
+    struct stat st;
+    if (!in ||
+        (::stat(FLAGS_sizes_file.c_str(), &st) == 0 && S_ISDIR(st.st_mode))) {
       return Fail(absl::NotFoundError(
           absl::StrCat("cannot open ", FLAGS_sizes_file)));
     }
@@ -139,12 +143,16 @@ int RunSelect() {
   std::printf("%s", FormatSelection(*sel, FLAGS_rows).c_str());
   if (!FLAGS_flagfile_out.empty()) {
     std::ofstream out(FLAGS_flagfile_out, std::ios::trunc);
+    const int open_errno = out ? 0 : errno;
     out << "# rfrpc_tune select --profile=" << FLAGS_profile << "\n"
         << "--rfrpc_retries=" << sel->retries << "\n"
         << "--rfrpc_fetch_size=" << sel->fetch_size << "\n";
+    out.close();
     if (!out) {
-      return Fail(absl::PermissionDeniedError(
-          absl::StrCat("cannot write ", FLAGS_flagfile_out)));
+      // Say why (a missing folder is not a permission problem).
+      return Fail(absl::UnavailableError(
+          absl::StrCat("cannot write ", FLAGS_flagfile_out, ": ",
+                       std::strerror(open_errno != 0 ? open_errno : EIO))));
     }
     std::printf("flagfile written to %s\n", FLAGS_flagfile_out.c_str());
   }

@@ -71,8 +71,10 @@ absl::Status WriteAddressFile(const std::string& path,
     }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::UnavailableError(absl::StrCat(
-        "cannot rename ", tmp, " to ", path, ": ", std::strerror(errno)));
+    const int e = errno;
+    std::remove(tmp.c_str());  // Nothing left behind (e.g. path is a folder).
+    return absl::UnavailableError(absl::StrCat("cannot rename ", tmp, " to ",
+                                               path, ": ", std::strerror(e)));
   }
   return absl::OkStatus();
 }

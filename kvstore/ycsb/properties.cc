@@ -2,6 +2,8 @@
 
 #include "kvstore/ycsb/properties.h"
 
+#include <sys/stat.h>
+
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -157,6 +159,12 @@ absl::Status Properties::LoadFile(const std::string& path) {
   if (!in) {
     return absl::NotFoundError(
         absl::StrCat("cannot open property file \"", path, "\""));
+  }
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    // A folder opens, and reads as nothing.
+    return absl::InvalidArgumentError(
+        absl::StrCat("property file \"", path, "\" is a folder"));
   }
   std::stringstream buffer;
   buffer << in.rdbuf();

@@ -90,6 +90,10 @@ TEST(PropertiesTest, MissingFileIsNotFound) {
   Properties p;
   EXPECT_EQ(p.LoadFile("/nonexistent/workloadz").code(),
             absl::StatusCode::kNotFound);
+  // A folder opens but is no property file (it read as an empty one).
+  const absl::Status dir = p.LoadFile("/tmp");
+  EXPECT_EQ(dir.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(dir.message(), "property file \"/tmp\" is a folder");
 }
 
 TEST(PropertiesTest, BadArgument) {
