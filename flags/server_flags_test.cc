@@ -97,7 +97,8 @@ TEST(ServerFlagsTest, RejectsBadValuesNamingTheFlagAndChangesNothing) {
       {"rfrpc_max_inline", "4096",
        "--rfrpc_max_inline: max_inline 4096 is outside [0, 1024]"},
       {"rfrpc_server_max_request_bytes", "0",
-       "--rfrpc_server_max_request_bytes: max_request_bytes 0 is below 1"},
+       "--rfrpc_server_max_request_bytes: max_request_bytes 0 is outside [1, "
+       "1073741824]"},
       {"rfrpc_gid_index", "-2",
        "--rfrpc_gid_index: provider_options.gid_index -2 is outside [-1, "
        "65535]"},

@@ -342,7 +342,8 @@ class ChannelImpl final : public Channel,
   int server_workers() const override { return server_workers_; }
   int connections() const override { return static_cast<int>(conns_.size()); }
   RpcMode connection_mode(int i) const override {
-    std::shared_ptr<ClientConnection> c = Get(conns_.at(i).get());
+    if (i < 0 || static_cast<size_t>(i) >= conns_.size()) return options_.mode;
+    std::shared_ptr<ClientConnection> c = Get(conns_[i].get());
     return c ? c->mode() : options_.mode;
   }
 

@@ -94,7 +94,9 @@ class Channel {
   // Server worker count learned at connect, and connections opened.
   virtual int server_workers() const = 0;
   virtual int connections() const = 0;
-  // The mode each connection currently uses (hybrid moves between the two).
+  // The mode connection `connection` (in [0, connections())) currently uses
+  // (hybrid moves between the two); the channel's configured mode for one
+  // outside that range or not connected.
   virtual RpcMode connection_mode(int connection) const = 0;
 
   virtual ChannelStats stats() const = 0;

@@ -168,10 +168,16 @@ absl::Status ValidateChannelOptions(const ChannelOptions& o,
     c.Bad("fetch.switch_back_ratio",
           absl::StrCat(f.switch_back_ratio, " is not a positive number"));
   }
+  if (c.ok() && o.mode != RpcMode::kRemoteFetch &&
+      o.mode != RpcMode::kServerReply && o.mode != RpcMode::kHybrid) {
+    c.Bad("mode", absl::StrCat(static_cast<int>(o.mode),
+                               " is not rf, server_reply or hybrid"));
+  }
   c.AtLeast("connections", o.connections, 0);
   c.InRange("slots_per_connection", o.slots_per_connection, 1, 4096);
-  c.AtLeast<uint32_t>("max_request_bytes", o.max_request_bytes, 1);
-  c.AtLeast<uint32_t>("max_response_bytes", o.max_response_bytes, 1);
+  // Framed into 32-bit slot sizes: far past what a server grants (1 GiB).
+  c.InRange<uint32_t>("max_request_bytes", o.max_request_bytes, 1, 1u << 30);
+  c.InRange<uint32_t>("max_response_bytes", o.max_response_bytes, 1, 1u << 30);
   c.Positive("rering_after", o.rering_after);
   c.Positive("default_timeout", o.default_timeout);
   c.Positive("connect_timeout", o.connect_timeout);
@@ -183,6 +189,12 @@ absl::Status ValidateChannelOptions(const ChannelOptions& o,
           absl::StrCat(f.delay_miss_target, " is outside (0, 0.5]"));
   }
   const BatchingOptions& b = o.batching;
+  if (c.ok() && b.mode != BatchMode::kOff && b.mode != BatchMode::kFixed &&
+      b.mode != BatchMode::kAuto && b.mode != BatchMode::kAdaptive) {
+    c.Bad("batching.mode",
+          absl::StrCat(static_cast<int>(b.mode),
+                       " is not off, fixed, auto or adaptive"));
+  }
   c.AtLeast("batching.size", b.size, 1);
   c.AtMost("batching.size", b.size, 1024);
   c.AtLeast<uint32_t>("batching.bytes", b.bytes, 64);
@@ -219,14 +231,19 @@ absl::Status ValidateChannelOptions(const ChannelOptions& o,
 absl::Status ValidateServerOptions(const ServerOptions& o, std::string* field) {
   Checker c(field);
   c.InRange("workers", o.workers, 1, 1024);
-  c.AtLeast("pin_first_cpu", o.pin_first_cpu, -1);
+  c.InRange("pin_first_cpu", o.pin_first_cpu, -1, 1 << 20);
   c.InRange("max_slots_per_connection", o.max_slots_per_connection, 1, 4096);
-  c.AtLeast<uint32_t>("max_request_bytes", o.max_request_bytes, 1);
-  c.AtLeast<uint32_t>("max_response_bytes", o.max_response_bytes, 1);
+  c.InRange<uint32_t>("max_request_bytes", o.max_request_bytes, 1, 1u << 30);
+  c.InRange<uint32_t>("max_response_bytes", o.max_response_bytes, 1, 1u << 30);
   c.InRange("max_connections", o.max_connections, 1, 1 << 24);
   c.AtLeast("idle_spin_rounds", o.idle_spin_rounds, 0);
   c.NotNegative("idle_park_after", o.idle_park_after);
   c.NotNegative("hot_window", o.hot_window);
+  // Added to clock readings; past a second a slot is no longer "hot".
+  if (c.ok() && o.hot_window > absl::Seconds(1)) {
+    c.Bad("hot_window",
+          absl::StrCat(absl::FormatDuration(o.hot_window), " is above 1s"));
+  }
   c.InRange<uint32_t>("max_inline", o.max_inline, 0, 1024);
   c.InRange("blocking_threads", o.blocking_threads, 1, 1 << 16);
   // A result part holds at least one entry's header and a cache line.

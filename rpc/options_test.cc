@@ -62,6 +62,14 @@ TEST(ValidateChannelOptionsTest, NamesTheFirstBadField) {
        },
        "batching.sizer.max_window 10ms is below batching.sizer.min_window "
        "(100ms)"},
+      {"max_request_bytes",
+       [](ChannelOptions* o) { o->max_request_bytes = UINT32_MAX; },
+       "max_request_bytes 4294967295 is outside [1, 1073741824]"},
+      {"mode", [](ChannelOptions* o) { o->mode = static_cast<RpcMode>(77); },
+       "mode 77 is not rf, server_reply or hybrid"},
+      {"batching.mode",
+       [](ChannelOptions* o) { o->batching.mode = static_cast<BatchMode>(77); },
+       "batching.mode 77 is not off, fixed, auto or adaptive"},
   };
   for (const Case& c : cases) {
     ChannelOptions o;
@@ -90,6 +98,15 @@ TEST(ValidateServerOptionsTest, AResultPartHoldsAtLeastALine) {
   EXPECT_EQ(field, "result_batch_bytes");
   o.result_batch_bytes = 64;
   EXPECT_TRUE(ValidateServerOptions(o, &field).ok());
+  // An infinite hot window overflowed the worker's clock sums.
+  o.hot_window = absl::InfiniteDuration();
+  EXPECT_EQ(ValidateServerOptions(o, &field).message(),
+            "hot_window inf is above 1s");
+  o.hot_window = absl::Microseconds(20);
+  o.pin_first_cpu = INT32_MAX;
+  EXPECT_EQ(field, "hot_window");
+  EXPECT_FALSE(ValidateServerOptions(o, &field).ok());
+  EXPECT_EQ(field, "pin_first_cpu");
 }
 
 }  // namespace
