@@ -113,6 +113,13 @@ int RunSelect() {
         "), --rows >= 1 (got ", FLAGS_rows, ") and --tie_tolerance in [0, 1) "
         "(got ", FLAGS_tie_tolerance, ")")));
   }
+  if (FLAGS_check_provider && FLAGS_provider != "shm" &&
+      FLAGS_provider != "verbs" && FLAGS_provider != "auto") {
+    // Else the profile's provider check would report a mismatch instead.
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--provider=", FLAGS_provider,
+                     ": not a provider (shm, verbs or auto)")));
+  }
   absl::StatusOr<Profile> p = Profile::Load(
       FLAGS_profile, FLAGS_check_provider ? FLAGS_provider : std::string());
   if (!p.ok()) return Fail(p.status());

@@ -33,6 +33,12 @@ expect "select checks --rows" 1 "rows >= 1 (got 0)" \
   select --profile=unused --rows=0 --sizes=32
 expect "select names a missing profile" 1 "cannot open profile /nonexistent" \
   select --profile=/nonexistent --sizes=32
+expect "select names an unknown --provider as such" 1 \
+  "--provider=foo: not a provider" \
+  select --profile=/nonexistent --provider=foo --sizes=32
+printf -- '--totally_bogus=1\n' >"${TEST_TMPDIR:-/tmp}/tune_bad.flags"
+expect "an unknown flag in a --flagfile" 2 "unknown flag --totally_bogus" \
+  --flagfile="${TEST_TMPDIR:-/tmp}/tune_bad.flags" select --sizes=32
 expect "an unknown subcommand" 2 "unknown subcommand" bogus
 echo "rfrpc_tune cli: $pass passed, $fail failed"
 [ "$fail" = 0 ]
