@@ -224,9 +224,9 @@ struct ChannelOptions {
   // value, later pushed into this client's reply slot) cannot be crafted to
   // pass for one of this connection's future headers. Tests may fix it.
   uint32_t first_seq = 0;
-  // Largest serialized request. Default: 4096.
+  // Largest serialized request, at most 1 GiB. Default: 4096.
   uint32_t max_request_bytes = 4096;
-  // Largest serialized response. Default: 65536.
+  // Largest serialized response, at most 1 GiB. Default: 65536.
   uint32_t max_response_bytes = 64 * 1024;
 
   // A request still unanswered this long after it was posted rings the
@@ -309,10 +309,10 @@ struct ServerOptions {
   // Default: 1.
   int workers = 1;
   // Pin worker i to CPU (first_cpu + i) % ncpus; -1 leaves them unpinned.
-  // Default: -1.
+  // At most 2^20. Default: -1.
   int pin_first_cpu = -1;
-  // Upper bounds on what a client may ask for per connection.
-  // Default: 64 slots, 64 KiB requests, 1 MiB responses.
+  // Upper bounds on what a client may ask for per connection (sizes at most
+  // 1 GiB). Default: 64 slots, 64 KiB requests, 1 MiB responses.
   int max_slots_per_connection = 64;
   uint32_t max_request_bytes = 64 * 1024;
   uint32_t max_response_bytes = 1024 * 1024;
@@ -341,7 +341,7 @@ struct ServerOptions {
   // How long a worker keeps polling a hot slot (one served twice within
   // this window) after each of its requests: a client calling in a loop
   // then skips the doorbell WRITE. 0 turns hot slots off (every request
-  // rings). Default: 20 us.
+  // rings); at most 1 s. Default: 20 us.
   absl::Duration hot_window = absl::Microseconds(20);
   // At Start, raise the process's soft RLIMIT_NOFILE to its hard limit and
   // log how many connections that allows. Default: true.
