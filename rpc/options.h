@@ -141,7 +141,7 @@ struct SizerOptions {
   // A window this old ends at its next call even if it holds fewer than
   // `window` calls, so a slow caller (a few hundred calls a second) still
   // gets a decision this often; zero: windows end on their call count only
-  // (the paper). Default: 50 ms.
+  // (the paper). Not below min_window unless zero. Default: 50 ms.
   absl::Duration max_window = absl::Milliseconds(50);
   // Steps to the size the window's latency quantiles point at (bounded to
   // halving / doubling) instead of the paper's -1 / +1. Default: true.
@@ -320,8 +320,8 @@ struct ServerOptions {
   // paper's large-entry path). Default: 8192.
   uint32_t large_result_bytes = 8192;
   // Result parts of a batch hold at most this much payload (unless one
-  // entry is larger) and at most the client's batch size in entries.
-  // Default: 2048.
+  // entry is larger) and at most the client's batch size in entries; at
+  // least 64. Default: 2048.
   uint32_t result_batch_bytes = 2048;
   // Connections accepted at most (all workers together); beyond it a client
   // gets RESOURCE_EXHAUSTED at connect. A worker's work discovery does not
