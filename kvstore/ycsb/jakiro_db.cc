@@ -2,11 +2,13 @@
 
 #include "kvstore/ycsb/jakiro_db.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -177,6 +179,22 @@ absl::StatusOr<JakiroDbOptions> JakiroDbOptions::FromProperties(
     if (!s.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat(e->origin, ": ", key, ": ", s.message()));
+    }
+  }
+  if (c.batching.mode == BatchMode::kOff) {
+    // Batching knobs given without batching: taken, but they do nothing.
+    std::vector<std::string> idle;
+    for (const ChannelKnob& k : ChannelKnobs()) {
+      if (absl::StartsWith(k.field, "batching.") && k.name != "batch" &&
+          p.Find(absl::StrCat("jakiro.", k.name)) != nullptr) {
+        idle.push_back(absl::StrCat("jakiro.", k.name));
+      }
+    }
+    static std::atomic<bool> said{false};  // Once, not per thread's DB.
+    if (!idle.empty() && !said.exchange(true)) {
+      std::fprintf(stderr,
+                   "ycsb: %s: no effect with jakiro.batch=off (the default)\n",
+                   absl::StrJoin(idle, ", ").c_str());
     }
   }
   o.shared_client = c.batching.mode != BatchMode::kOff;

@@ -865,6 +865,14 @@ absl::StatusOr<std::unique_ptr<Provider>> OpenShmProvider(
   static std::weak_ptr<ProviderCore>* shared = new std::weak_ptr<ProviderCore>;
   static pid_t shared_pid = 0;
   std::lock_guard<std::mutex> lock(mu);
+  if ((!options.device.empty() && options.device != "auto") ||
+      options.port != 0 || options.gid_index != -1) {
+    // Set for verbs (or for auto, which fell back to shm): say so once
+    // rather than take them without a word.
+    LOG_FIRST_N(WARNING, 1)
+        << "shm ignores the verbs options device=\"" << options.device
+        << "\" port=" << options.port << " gid_index=" << options.gid_index;
+  }
   std::shared_ptr<ProviderCore> core = shared->lock();
   if (core == nullptr || shared_pid != ::getpid() ||
       core->options().socket_dir != options.socket_dir) {
