@@ -21,7 +21,9 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
@@ -207,6 +209,20 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string cmd = argv[1];
+  // Each of this file's flags says in its help which subcommand reads it
+  // ("select: ..."): one given to another subcommand would do nothing.
+  std::vector<gflags::CommandLineFlagInfo> flags;
+  gflags::GetAllFlags(&flags);
+  for (const gflags::CommandLineFlagInfo& f : flags) {
+    if (f.is_default || !absl::EndsWith(f.filename, "rfrpc_tune.cc")) continue;
+    const std::string owner = f.description.substr(0, f.description.find(':'));
+    if ((owner == "calibrate" || owner == "select" || owner == "serve") &&
+        owner != cmd) {
+      std::fprintf(stderr, "rfrpc_tune: --%s is a flag of %s, not of %s\n",
+                   f.name.c_str(), owner.c_str(), cmd.c_str());
+      return 2;
+    }
+  }
   if (cmd == "calibrate") return rfrpc::tuner::RunCalibrate();
   if (cmd == "select") return rfrpc::tuner::RunSelect();
   if (cmd == "serve") return rfrpc::tuner::RunServe();

@@ -39,6 +39,8 @@ expect "select names an unknown --provider as such" 1 \
 printf -- '--totally_bogus=1\n' >"${TEST_TMPDIR:-/tmp}/tune_bad.flags"
 expect "an unknown flag in a --flagfile" 2 "unknown flag --totally_bogus" \
   --flagfile="${TEST_TMPDIR:-/tmp}/tune_bad.flags" select --sizes=32
+expect "a flag of another subcommand" 2 "--out is a flag of calibrate, not of select" \
+  select --profile=/nonexistent --sizes=32 --out=/tmp/x
 expect "an unknown subcommand" 2 "unknown subcommand" bogus
 echo "rfrpc_tune cli: $pass passed, $fail failed"
 [ "$fail" = 0 ]
