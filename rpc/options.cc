@@ -202,6 +202,13 @@ absl::Status ValidateChannelOptions(const ChannelOptions& o,
   c.NotNegative("batching.timeout", b.timeout);
   c.AtLeast("batching.idle_in_flight", b.idle_in_flight, 0);
   c.AtMost("batching.idle_in_flight", b.idle_in_flight, 1 << 20);
+  if (c.ok() && b.mode != BatchMode::kOff &&
+      b.timeout == absl::InfiniteDuration() && b.idle_in_flight == 0) {
+    // Only N or L would send a batch: a caller short of N waits for ever.
+    c.Bad("batching.timeout",
+          "inf with the idle flush off (batching.idle_in_flight 0): a batch "
+          "that never fills would never be sent");
+  }
   c.AtLeast("batching.max_outstanding", b.max_outstanding, 1);
   c.AtMost("batching.max_outstanding", b.max_outstanding, 1 << 20);
   const SizerOptions& z = b.sizer;

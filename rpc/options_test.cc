@@ -62,6 +62,15 @@ TEST(ValidateChannelOptionsTest, NamesTheFirstBadField) {
        },
        "batching.sizer.max_window 10ms is below batching.sizer.min_window "
        "(100ms)"},
+      {"batching.timeout",
+       [](ChannelOptions* o) {
+         o->batching.mode = BatchMode::kFixed;
+         o->batching.timeout = absl::InfiniteDuration();
+         o->batching.idle_in_flight = 0;
+       },
+       "batching.timeout inf with the idle flush off "
+       "(batching.idle_in_flight 0): a batch that never fills would never be "
+       "sent"},
       {"max_request_bytes",
        [](ChannelOptions* o) { o->max_request_bytes = UINT32_MAX; },
        "max_request_bytes 4294967295 is outside [1, 1073741824]"},
