@@ -581,7 +581,7 @@ class alignas(64) ClientConnection {
   // around the wait, so unguarded): the idle flush waits for them.
   std::atomic<int> adding_{0};
   // Batching's decisions, N, the sizer and the batches in flight. Its first
-  // fields are read by every call (publish_in_flight()); the hot lines run
+  // fields are read by every Progress round (PublishLost); the hot lines run
   // to batcher_.hot_end().
   RequestBatcher batcher_ ABSL_GUARDED_BY(mu_);
   std::atomic<const void*>* hot_sink_ ABSL_GUARDED_BY(mu_) = nullptr;

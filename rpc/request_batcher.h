@@ -195,7 +195,6 @@ class RequestBatcher {
   }
   bool publish_in_flight() const { return publish_in_flight_; }
   int in_flight() const { return in_flight_; }
-  int64_t turnaround_ns() const { return static_cast<int64_t>(turnaround_ns_); }
   // The last field a call may touch: the connection prefetches this
   // object's lines up to here (what follows, the sizer, is colder).
   const void* hot_end() const { return &publish_posted_ns_; }
