@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "base/clock.h"
 #include "glog/logging.h"
 
 namespace rfrpc {
@@ -16,7 +17,7 @@ bool ServerContext::IsCancelled() const {
     return true;
   }
   if (deadline_ns_ == INT64_MAX) return false;
-  return absl::GetCurrentTimeNanos() > deadline_ns_;
+  return internal::UnixNanos() > deadline_ns_;
 }
 
 ServerDone::ServerDone(const ServerDone& other) : call_(other.call_) {
