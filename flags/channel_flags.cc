@@ -120,6 +120,11 @@ DEFINE_int32(rfrpc_sizer_shrink_windows,
 DEFINE_bool(rfrpc_sizer_peak_guard, kDefaults.batching.sizer.peak_guard,
             "batch=auto: undo a grow of N that lowered calls/s by over 3%, "
             "and hold N there for 64 windows.");
+DEFINE_double(rfrpc_sizer_grow_to, kDefaults.batching.sizer.grow_to,
+              "batch=auto: while between a tenth of alpha and alpha of "
+              "calls are above the latency limit, N still grows if the "
+              "window's (1 - alpha) quantile is at most this fraction of "
+              "the limit. In (0, 1].");
 DEFINE_bool(rfrpc_busy_wait, kDefaults.busy_wait,
             "Waiting threads spin and yield for as long as a call takes; "
             "false: after 1 ms they sleep a sixteenth of the wait so far "

@@ -98,6 +98,7 @@ TEST(ChannelFlagsTest, MapsEveryFlagOntoItsField) {
       {"sizer_holdoff_windows", "3"},
       {"sizer_shrink_windows", "5"},
       {"sizer_peak_guard", "false"},
+      {"sizer_grow_to", "0.6"},
       {"busy_wait", "true"},
       {"progress_thread", "false"},
       {"method_stats", "false"},
@@ -175,6 +176,8 @@ TEST(ChannelFlagsTest, BadValuesGetTheLibrarysMessage) {
        [](ChannelOptions* o) { o->batching.group = 0; }},
       {"rfrpc_sizer_shrink_windows", "0",
        [](ChannelOptions* o) { o->batching.sizer.shrink_windows = 0; }},
+      {"rfrpc_sizer_grow_to", "1.5",
+       [](ChannelOptions* o) { o->batching.sizer.grow_to = 1.5; }},
   };
   for (const Case& c : cases) {
     gflags::FlagSaver saver;

@@ -56,6 +56,7 @@ AutoBatchSizer::Options AutoBatchSizer::OptionsFor(const SizerOptions& sizer,
   o.shrink_windows = std::max(1, sizer.shrink_windows);
   o.max_window_duration = std::max(absl::ZeroDuration(), sizer.max_window);
   o.peak_guard = sizer.peak_guard;
+  o.grow_to = sizer.grow_to;
   return o;
 }
 
@@ -100,11 +101,12 @@ int AutoBatchSizer::Decide(int calls) {
     to = q > 0 ? static_cast<double>(size_) * limit_ns_ / q : 2.0 * size_;
   } else {
     // In the band: grow only if the window's p95 (for alpha = 5%) is at
-    // most half the bound, and then to where it would reach half. Late
-    // calls that come from the host, not from N, keep k in the band at any
-    // N; without this the sizer never grew again once it was there.
+    // most grow_to of the bound, and then to where it would reach that.
+    // Late calls that come from the host, not from N, keep k in the band
+    // at any N; without this the sizer never grew again once it was there.
     const int64_t q = Slowest(RankOf(alpha, calls));
-    to = q > 0 ? static_cast<double>(size_) * limit_ns_ / (2.0 * q)
+    to = q > 0 ? static_cast<double>(size_) * options_.grow_to * limit_ns_ /
+                     static_cast<double>(q)
                : 2.0 * size_;
     if (to < size_ + 1) return size_;
   }

@@ -153,9 +153,10 @@ class FlushPolicy {
 //           after each shrink made N swing between half and the maximum;
 //           half way approaches the bound from below.
 //   grow, with 0.1 * alpha <= k <= alpha (where the paper keeps N): only
-//           if Q(1 - alpha) <= l_limit / 2, to N * (l_limit / 2) /
+//           if Q(1 - alpha) <= g * l_limit, to N * g * l_limit /
 //           Q(1 - alpha) (again within [N + 1, 2 N], half way after a
-//           shrink). On a busy host some calls are late whatever N is (the
+//           shrink), with g = Options::grow_to (ChannelOptions' default
+//           0.7). On a busy host some calls are late whatever N is (the
 //           client was descheduled); if they alone put k in the band, the
 //           paper's rule never grows again, e.g. after a long stall has
 //           shrunk N to 2.
@@ -246,6 +247,8 @@ class AutoBatchSizer {
     // Undo a grow that lowered calls per second (see above). Off
     // when timestamps are not passed (now_ns 0).
     bool peak_guard = false;
+    // In the band: grow while Q(1 - alpha) <= grow_to * l_limit.
+    double grow_to = 0.5;
   };
 
   // A grow that lowers a window's calls per second by more than this

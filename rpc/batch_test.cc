@@ -496,6 +496,24 @@ TEST(AutoBatchSizerTest, GrowsInTheBandWhenP95IsFarBelowTheBound) {
   EXPECT_EQ(paper.size(), 2);
 }
 
+// grow_to sets where in the band growth stops: the same windows as above
+// take N to where p95 is 70% of the bound (35, p95 70 us) at 0.7, and leave
+// it where p95 is half of it (25) at 0.5.
+TEST(AutoBatchSizerTest, GrowsInTheBandUpToGrowToOfTheBound) {
+  for (const double grow_to : {0.5, 0.7}) {
+    AutoBatchSizer::Options o = RefinedOptionsFrom(2);
+    o.grow_to = grow_to;
+    AutoBatchSizer s(o);
+    for (int w = 0; w < 16; ++w) {
+      for (int i = 0; i < 100; ++i) {
+        s.Record(i < 2 ? absl::Microseconds(150)
+                       : absl::Microseconds(2) * s.size());
+      }
+    }
+    EXPECT_EQ(s.size(), grow_to == 0.5 ? 25 : 35) << grow_to;
+  }
+}
+
 TEST(AutoBatchSizerTest, ShrinkUsesTheAlphaQuantileNotTheMax) {
   AutoBatchSizer s(RefinedOptionsFrom(60));
   // 10 of 100 calls above the bound: 3 outliers at 10 ms and 7 at 120 us.

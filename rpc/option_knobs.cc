@@ -285,6 +285,8 @@ const ChannelKnob kKnobs[] = {
                       RFRPC_SIZER(shrink_windows)),
     RFRPC_NESTED_KNOB("sizer_peak_guard", "batching.sizer.peak_guard",
                       RFRPC_SIZER(peak_guard)),
+    RFRPC_NESTED_KNOB("sizer_grow_to", "batching.sizer.grow_to",
+                      RFRPC_SIZER(grow_to)),
     RFRPC_VALUE_KNOB("busy_wait", busy_wait),
     RFRPC_VALUE_KNOB("progress_thread", progress_thread),
     RFRPC_VALUE_KNOB("method_stats", method_stats),

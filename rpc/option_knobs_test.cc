@@ -84,6 +84,7 @@ TEST(OptionKnobsTest, GetThenSetRoundTrips) {
       {"sizer_holdoff_windows", "5"},
       {"sizer_shrink_windows", "4"},
       {"sizer_peak_guard", "false"},
+      {"sizer_grow_to", "0.6"},
       {"busy_wait", "true"},
       {"progress_thread", "false"},
       {"method_stats", "false"},

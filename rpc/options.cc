@@ -77,6 +77,7 @@ absl::Status SetSizerRule(absl::string_view name, ChannelOptions* options) {
     sizer.min_window = defaults.min_window;
     sizer.max_window = defaults.max_window;
     sizer.peak_guard = defaults.peak_guard;
+    sizer.grow_to = defaults.grow_to;
     return absl::OkStatus();
   }
   if (name == "paper") {
@@ -230,6 +231,10 @@ absl::Status ValidateChannelOptions(const ChannelOptions& o,
   }
   c.AtLeast("batching.sizer.holdoff_windows", z.holdoff_windows, 0);
   c.AtLeast("batching.sizer.shrink_windows", z.shrink_windows, 1);
+  if (!(z.grow_to > 0 && z.grow_to <= 1)) {
+    c.Bad("batching.sizer.grow_to",
+          absl::StrCat(z.grow_to, " is outside (0, 1]"));
+  }
   c.AtLeast("batching.group", b.group, 1);
   CheckProviderOptions(o.provider_options, &c);
   return c.status();

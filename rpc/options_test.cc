@@ -62,6 +62,9 @@ TEST(ValidateChannelOptionsTest, NamesTheFirstBadField) {
        },
        "batching.sizer.max_window 10ms is below batching.sizer.min_window "
        "(100ms)"},
+      {"batching.sizer.grow_to",
+       [](ChannelOptions* o) { o->batching.sizer.grow_to = 0; },
+       "batching.sizer.grow_to 0 is outside (0, 1]"},
       {"batching.timeout",
        [](ChannelOptions* o) {
          o->batching.mode = BatchMode::kFixed;

@@ -93,7 +93,8 @@
 //                           connect_timeout_ms, post_lists, batch_group,
 //                           sizer_min_window_ms, sizer_max_window_ms,
 //                           sizer_holdoff_windows, sizer_shrink_windows,
-//                           sizer_peak_guard, max_fetch_delay_us, busy_wait,
+//                           sizer_peak_guard, sizer_grow_to,
+//                           max_fetch_delay_us, busy_wait,
 //                           method_stats, device, ib_port, gid_index,
 //                           socket_dir. Default: ChannelOptions'.
 //
