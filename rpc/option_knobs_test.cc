@@ -210,7 +210,7 @@ TEST(OptionKnobsTest, ServerKnobsRoundTripAndAreUnique) {
       {"max_connections", "100"},
       {"idle_spin_rounds", "10"},
       {"idle_park_after_us", "-1"},
-      {"hot_window_us", "50"},
+      {"hot_window_us", "70"},
       {"raise_fd_limit", "false"},
       {"auth_token", "s3cret"},
       {"max_inline", "64"},
@@ -227,7 +227,7 @@ TEST(OptionKnobsTest, ServerKnobsRoundTripAndAreUnique) {
     EXPECT_EQ(FindServerKnob(v.name)->get(o), v.value) << v.name;
   }
   EXPECT_EQ(o.idle_park_after, absl::InfiniteDuration());
-  EXPECT_EQ(o.hot_window, absl::Microseconds(50));
+  EXPECT_EQ(o.hot_window, absl::Microseconds(70));
   EXPECT_EQ(o.max_request_bytes, 1000u);
   EXPECT_TRUE(ValidateServerOptions(o).ok());
   ASSERT_TRUE(SetServerKnob("idle_park_after_us", "250", &o).ok());

@@ -56,7 +56,7 @@ class WorkFinder {
     // Bells (connections) the doorbell area holds; a multiple of 64.
     uint32_t capacity = 0;
     // How long a hot slot is polled after each of its requests.
-    int64_t hot_window_ns = 20000;
+    int64_t hot_window_ns = 50000;
     // Hot slots at most: a slot is not made hot while the list is full (its
     // client then rings), which bounds what a round costs.
     size_t max_hot = 128;
