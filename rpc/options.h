@@ -346,7 +346,7 @@ struct ServerOptions {
   int idle_spin_rounds = 2000;
   absl::Duration idle_park_after = absl::Milliseconds(1);
   // How long a worker keeps polling a hot slot (one served twice within
-  // this window) after each of its requests: a client calling in a loop
+  // half this window) after each of its requests: a client calling in a loop
   // then skips the doorbell WRITE. 0 turns hot slots off (every request
   // rings); at most 1 s. Default: 50 us (20 us until 2026-11-27: a client
   // calling round robin over 16 connections then rang on every call; at

@@ -90,8 +90,12 @@ bool WorkFinder::OnServed(uint32_t bell, uint32_t slot, int64_t now) {
   const int64_t prev = b.served_ns[slot];
   b.served_ns[slot] = now;
   const bool already = b.hot_index[slot] >= 0;
+  // Served within half the window of its previous request: the client
+  // skips the doorbell only for a request it posts within half the window
+  // of its previous one (RpcWelcome.hot_window_ns), so a slot served less
+  // often than that rings anyway and polling it would be wasted.
   const bool recent =
-      prev != INT64_MIN && now - prev < options_.hot_window_ns;
+      prev != INT64_MIN && now - prev < options_.hot_window_ns / 2;
   if (!recent || (!already && hot_.size() >= options_.max_hot)) {
     // Not hot: the client rings for its next request. A slot that stays
     // in the list as "kept polling" is harmless; it expires on its own.

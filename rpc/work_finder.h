@@ -20,7 +20,8 @@
 //     between a ring and its request. Past them, a group the summary named
 //     is read that way for a window (Options::max_hot_groups), and a round
 //     that found work there leaves the summary to the next.
-//   - Hot slots. A slot served twice within the hot window is kept in a
+//   - Hot slots. A slot served twice within half the hot window (the
+//     client skips the doorbell only within half of it) is kept in a
 //     short list and looked at every round for `hot_window` after each
 //     request (OnServed says so, and the response carries
 //     kResponseFlagHot): a client calling in a loop then needs no doorbell.

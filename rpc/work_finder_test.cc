@@ -191,9 +191,13 @@ TEST_F(WorkFinderTest, ASlotServedTwiceWithinTheWindowTurnsHot) {
   EXPECT_EQ(finder_.hot(), 0u);
 }
 
-TEST_F(WorkFinderTest, ServesFartherApartThanTheWindowStayCold) {
+// A client skips the doorbell only within half the window of its previous
+// request, so a slot served half a window apart or more is not polled: its
+// client rings anyway.
+TEST_F(WorkFinderTest, ServesHalfTheWindowApartOrMoreStayCold) {
   Add(2, 8);
   EXPECT_FALSE(finder_.OnServed(2, 0, 0));
+  EXPECT_FALSE(finder_.OnServed(2, 0, kWindow / 2));
   EXPECT_FALSE(finder_.OnServed(2, 0, kWindow));
   EXPECT_FALSE(finder_.OnServed(2, 0, 3 * kWindow));
   EXPECT_EQ(finder_.hot(), 0u);
@@ -205,7 +209,7 @@ TEST_F(WorkFinderTest, EachServeExtendsAHotSlotsWindow) {
   finder_.OnServed(2, 1, 0);
   int64_t t = 0;
   for (int i = 0; i < 10; ++i) {
-    t += kWindow / 2;
+    t += kWindow / 2 - 1;
     EXPECT_TRUE(finder_.OnServed(2, 1, t));
     EXPECT_EQ(Collect(t + kWindow - 1), (Set{{2, 1}}));
   }
