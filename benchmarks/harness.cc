@@ -39,16 +39,21 @@ std::string& ProgramName() {
 }  // namespace
 
 void Init(int* argc, char*** argv) {
+  const absl::string_view path = (*argv)[0];
+  const size_t slash = path.rfind('/');
+  ProgramName() = std::string(
+      slash == absl::string_view::npos ? path : path.substr(slash + 1));
+  gflags::SetUsageMessage(absl::StrCat(
+      ProgramName(),
+      " [--flag=value ...]: an rfrpc benchmark (benchmarks/README.md says "
+      "what it measures). --helpshort lists its own flags; --helpmatch=_flags "
+      "the --rfrpc_* channel and server flags."));
   gflags::ParseCommandLineFlags(argc, argv, true);
   google::InitGoogleLogging((*argv)[0]);
   if (absl::Status s = tools::CheckFlagfiles((*argv)[0]); !s.ok()) {
     std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
     std::exit(2);
   }
-  const absl::string_view path = (*argv)[0];
-  const size_t slash = path.rfind('/');
-  ProgramName() = std::string(
-      slash == absl::string_view::npos ? path : path.substr(slash + 1));
 }
 
 void RejectFlagsItSets(std::initializer_list<OwnFlag> flags) {
