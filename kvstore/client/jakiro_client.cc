@@ -2,13 +2,15 @@
 
 #include "kvstore/client/jakiro_client.h"
 
-#include <optional>
 #include <algorithm>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "glog/logging.h"
 #include "kvstore/server/message_limits.h"
 #include "kvstore/store/key_hash.h"
 
@@ -73,8 +75,23 @@ absl::StatusOr<std::unique_ptr<JakiroClient>> JakiroClient::Connect(
   co.connections = 0;
   const uint32_t message_bytes = static_cast<uint32_t>(
       JakiroMaxMessageBytes(options.max_value_bytes));
-  co.max_request_bytes = std::max(co.max_request_bytes, message_bytes);
-  co.max_response_bytes = std::max(co.max_response_bytes, message_bytes);
+  // Raised to fit the largest value; said so when the caller asked for
+  // less than that (a default raised is what the defaults are for).
+  const ChannelOptions defaults;
+  for (auto [bytes, def, name] :
+       {std::make_tuple(&co.max_request_bytes, defaults.max_request_bytes,
+                        "max_request_bytes"),
+        std::make_tuple(&co.max_response_bytes, defaults.max_response_bytes,
+                        "max_response_bytes")}) {
+    if (*bytes >= message_bytes) continue;
+    if (*bytes != def) {
+      LOG(WARNING) << "Jakiro client: " << name << " " << *bytes
+                   << " raised to " << message_bytes << ", what a value of "
+                   << options.max_value_bytes
+                   << " bytes (max_value_bytes) needs";
+    }
+    *bytes = message_bytes;
+  }
   std::optional<tuner::Profile> profile;
   if (!options.profile.empty()) {
     const std::string provider =

@@ -28,6 +28,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <tuple>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -121,8 +122,21 @@ int Main() {
   // Requests and responses must carry a key and a value of the maximum size.
   const uint32_t message_bytes =
       static_cast<uint32_t>(JakiroMaxMessageBytes(kv.max_value_bytes));
-  so.max_request_bytes = std::max(so.max_request_bytes, message_bytes);
-  so.max_response_bytes = std::max(so.max_response_bytes, message_bytes);
+  const ServerOptions defaults;
+  for (auto [bytes, def, flag] :
+       {std::make_tuple(&so.max_request_bytes, defaults.max_request_bytes,
+                        "--rfrpc_server_max_request_bytes"),
+        std::make_tuple(&so.max_response_bytes, defaults.max_response_bytes,
+                        "--rfrpc_server_max_response_bytes")}) {
+    if (*bytes >= message_bytes) continue;
+    if (*bytes != def) {
+      LOG(WARNING) << "kvstore_server: " << flag << "=" << *bytes
+                   << " raised to " << message_bytes << ", what a value of "
+                   << kv.max_value_bytes
+                   << " bytes (--kv_max_value_bytes) needs";
+    }
+    *bytes = message_bytes;
+  }
 
   LOG(INFO) << "kvstore_server: " << tools::DescribeServerOptions(so);
   LOG(INFO) << "kvstore_server: partitions=" << kv.workers
