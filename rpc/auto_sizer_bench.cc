@@ -37,11 +37,11 @@ void Starts(std::vector<int64_t>* starts) {
   }
 }
 
-// Stamps and records `range(0)` callbacks a round (the sizer's window ends
-// on its own as calls accumulate); per call in items/s.
-void BM_StampAndRecord(benchmark::State& state) {
+// Stamps `range(0)` callbacks a round and, with `record`, hands their
+// latencies to the sizer (whose window ends on its own as calls
+// accumulate); per call in items/s.
+void StampRounds(benchmark::State& state, RequestBatcher* batcher) {
   const int n = static_cast<int>(state.range(0));
-  RequestBatcher batcher(AutoOptions(state.range(1)));
   std::vector<int64_t> starts(n);
   for (auto _ : state) {
     Starts(&starts);
@@ -49,9 +49,19 @@ void BM_StampAndRecord(benchmark::State& state) {
     for (int i = 0; i < n; ++i) latencies.Before(starts[i]);
     int64_t end = 0;
     const absl::Span<const int64_t> measured = latencies.Finish(&end);
-    benchmark::DoNotOptimize(batcher.Record(measured, end, 0));
+    if (batcher != nullptr) {
+      benchmark::DoNotOptimize(batcher->Record(measured, end, 0));
+    } else {
+      benchmark::DoNotOptimize(measured);
+    }
   }
   state.SetItemsProcessed(state.iterations() * n);
+}
+
+// Stamps and the sizer's record, at l_limit range(1) us.
+void BM_StampAndRecord(benchmark::State& state) {
+  RequestBatcher batcher(AutoOptions(state.range(1)));
+  StampRounds(state, &batcher);
 }
 BENCHMARK(BM_StampAndRecord)
     ->Args({128, 1000})
@@ -59,18 +69,7 @@ BENCHMARK(BM_StampAndRecord)
     ->Args({8, 1000});
 
 // The stamps alone, without the sizer.
-void BM_StampOnly(benchmark::State& state) {
-  const int n = static_cast<int>(state.range(0));
-  std::vector<int64_t> starts(n);
-  for (auto _ : state) {
-    Starts(&starts);
-    CallbackLatencies latencies(UnixNanos);
-    for (int i = 0; i < n; ++i) latencies.Before(starts[i]);
-    int64_t end = 0;
-    benchmark::DoNotOptimize(latencies.Finish(&end));
-  }
-  state.SetItemsProcessed(state.iterations() * n);
-}
+void BM_StampOnly(benchmark::State& state) { StampRounds(state, nullptr); }
 BENCHMARK(BM_StampOnly)->Arg(128)->Arg(8);
 
 }  // namespace

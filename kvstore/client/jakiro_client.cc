@@ -75,22 +75,21 @@ absl::StatusOr<std::unique_ptr<JakiroClient>> JakiroClient::Connect(
   co.connections = 0;
   const uint32_t message_bytes = static_cast<uint32_t>(
       JakiroMaxMessageBytes(options.max_value_bytes));
-  // Raised to fit the largest value; said so when the caller asked for
-  // less than that (a default raised is what the defaults are for).
+  // Raised to fit the largest value, and said so when the caller asked
+  // for less.
   const ChannelOptions defaults;
   for (auto [bytes, def, name] :
        {std::make_tuple(&co.max_request_bytes, defaults.max_request_bytes,
                         "max_request_bytes"),
         std::make_tuple(&co.max_response_bytes, defaults.max_response_bytes,
                         "max_response_bytes")}) {
-    if (*bytes >= message_bytes) continue;
-    if (*bytes != def) {
-      LOG(WARNING) << "Jakiro client: " << name << " " << *bytes
-                   << " raised to " << message_bytes << ", what a value of "
+    const uint32_t asked = *bytes;
+    if (RaiseToFit(bytes, def, message_bytes)) {
+      LOG(WARNING) << "Jakiro client: " << name << " " << asked << " raised to "
+                   << message_bytes << ", what a value of "
                    << options.max_value_bytes
                    << " bytes (max_value_bytes) needs";
     }
-    *bytes = message_bytes;
   }
   std::optional<tuner::Profile> profile;
   if (!options.profile.empty()) {

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "kvstore/server/jakiro_service.h"
+#include "kvstore/server/message_limits.h"
 #include "rpc/server.h"
 #include "rpc/tuner/profile.h"
 #include "rpc/tuner/test_profiles.h"
@@ -56,6 +57,20 @@ std::unique_ptr<JakiroClient> ConnectTo(const std::vector<TestServer*>& servers,
   absl::StatusOr<std::unique_ptr<JakiroClient>> c = JakiroClient::Connect(o);
   EXPECT_TRUE(c.ok()) << c.status();
   return c.ok() ? std::move(*c) : nullptr;
+}
+
+// A limit below what the largest value needs is raised; the caller is told
+// to say so only when the user had set it.
+TEST(MessageLimitsTest, RaiseToFitRaisesAndTellsOnlyForValuesTheUserSet) {
+  uint32_t bytes = 4096;  // The default, too small.
+  EXPECT_FALSE(RaiseToFit(&bytes, 4096, 33040));
+  EXPECT_EQ(bytes, 33040u);
+  bytes = 300;  // Set by the user, too small.
+  EXPECT_TRUE(RaiseToFit(&bytes, 4096, 33040));
+  EXPECT_EQ(bytes, 33040u);
+  bytes = 65536;  // Large enough: kept.
+  EXPECT_FALSE(RaiseToFit(&bytes, 4096, 33040));
+  EXPECT_EQ(bytes, 65536u);
 }
 
 TEST(JakiroClientTest, RoutesEveryKeyToItsOwningWorker) {

@@ -7,6 +7,7 @@
 #define RFRPC_KVSTORE_SERVER_MESSAGE_LIMITS_H_
 
 #include <cstddef>
+#include <cstdint>
 
 #include "kvstore/store/partition.h"
 
@@ -18,6 +19,18 @@ namespace kvstore {
 // length-delimited fields, each a 1-byte tag and a varint length (<= 10).
 inline size_t JakiroMaxMessageBytes(size_t max_value_bytes) {
   return Partition::kMaxKeyBytes + max_value_bytes + 2 * (1 + 10);
+}
+
+// Raises a message size limit `*bytes` to `needed`. Returns true when that
+// raised a value the user set (one other than `default_bytes`): the caller
+// says so, since the user asked for less. A default raised is what the
+// defaults are for.
+inline bool RaiseToFit(uint32_t* bytes, uint32_t default_bytes,
+                       uint32_t needed) {
+  if (*bytes >= needed) return false;
+  const bool user_set = *bytes != default_bytes;
+  *bytes = needed;
+  return user_set;
 }
 
 }  // namespace kvstore

@@ -128,14 +128,13 @@ int Main() {
                         "--rfrpc_server_max_request_bytes"),
         std::make_tuple(&so.max_response_bytes, defaults.max_response_bytes,
                         "--rfrpc_server_max_response_bytes")}) {
-    if (*bytes >= message_bytes) continue;
-    if (*bytes != def) {
-      LOG(WARNING) << "kvstore_server: " << flag << "=" << *bytes
+    const uint32_t asked = *bytes;
+    if (RaiseToFit(bytes, def, message_bytes)) {
+      LOG(WARNING) << "kvstore_server: " << flag << "=" << asked
                    << " raised to " << message_bytes << ", what a value of "
                    << kv.max_value_bytes
                    << " bytes (--kv_max_value_bytes) needs";
     }
-    *bytes = message_bytes;
   }
 
   LOG(INFO) << "kvstore_server: " << tools::DescribeServerOptions(so);
