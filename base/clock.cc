@@ -10,22 +10,21 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 namespace rfrpc {
 namespace internal {
+namespace clock_internal {
 namespace {
 
-// How long a thread's anchor is used before it reads CLOCK_REALTIME again.
-constexpr int64_t kRefreshNs = 2'000'000;
-// A new anchor earlier than what the old one gave by up to this much holds
-// the old value instead (the extrapolation ran ahead); a larger step back is
-// the system clock's, and is taken.
-constexpr int64_t kMaxHoldNs = 100'000;
-// How long the first read of a process measures the counter's rate for.
+// The shortest span a rate is measured over (also the first one, at a
+// process's first read).
 constexpr int64_t kFirstRateNs = 500'000;
-// A rate measured over this long is trusted: a later one that differs by
-// more than 1% is taken as a break between the counter and the clock.
-constexpr int64_t kTrustNs = 100'000'000;
+// Once a span is this long, a reading this far into it becomes the next
+// span's start: the rate covers the last one to two of these.
+constexpr int64_t kWindowNs = 1'000'000'000;
+// A reading this far from what the rate predicts over the span breaks it.
+constexpr int64_t kBreakNs = 5'000'000;
 
 int64_t ClockNanos(clockid_t id) {
   timespec ts;
@@ -37,13 +36,9 @@ int64_t ClockNanos(clockid_t id) {
 // counter reads, paired with their middle. The tightest of a few tries, so
 // a thread preempted between the reads (or a slow clock read, as under
 // valgrind) does not skew the pair by the time it lost: an anchor taken
-// from a skewed pair would be that far behind for its whole life.
-struct Pair {
-  uint64_t tsc;
-  int64_t ns;
-};
-Pair ReadPair(clockid_t id) {
-  Pair best{};
+// from a skewed pair would be that far behind for its whole life. false if
+// the counter never moved forward across a try.
+bool ReadPair(clockid_t id, Pair* pair) {
   uint64_t best_width = UINT64_MAX;
   for (int i = 0; i < 5; ++i) {
     const uint64_t before = __rdtsc();
@@ -51,11 +46,11 @@ Pair ReadPair(clockid_t id) {
     const uint64_t after = __rdtsc();
     if (after >= before && after - before < best_width) {
       best_width = after - before;
-      best = {before + (after - before) / 2, ns};
+      *pair = {before + (after - before) / 2, ns};
     }
     if (best_width < 500) break;  // About 200 ns at 2.5 GHz.
   }
-  return best;
+  return best_width != UINT64_MAX;
 }
 
 // Nanoseconds per tick in 32.32 fixed point, from `ns` over `ticks`.
@@ -63,6 +58,12 @@ uint64_t MultOf(int64_t ns, uint64_t ticks) {
   if (ns <= 0 || ticks == 0) return 0;
   return static_cast<uint64_t>((static_cast<unsigned __int128>(ns) << 32) /
                                ticks);
+}
+
+// `ticks` at `mult`, in nanoseconds.
+int64_t NanosOf(uint64_t ticks, uint64_t mult) {
+  return static_cast<int64_t>((static_cast<unsigned __int128>(ticks) * mult) >>
+                              32);
 }
 
 bool KernelKeepsTimeWithTsc() {
@@ -77,59 +78,36 @@ bool KernelKeepsTimeWithTsc() {
   return read && std::strncmp(name, "tsc\n", 4) == 0;
 }
 
-// The process's measure of the counter's rate, refined as threads re-anchor:
-// the longer the span since `base`, the closer.
+// The process's rate: a RateEstimator fed by whichever thread re-anchors
+// and finds no other at it.
 class Rate {
  public:
-  Rate() : use_tsc_(KernelKeepsTimeWithTsc()) {
-    if (!use_tsc_) return;
-    base_ = ReadPair(CLOCK_MONOTONIC);
-    Pair now = base_;
-    while (now.ns - base_.ns < kFirstRateNs) now = ReadPair(CLOCK_MONOTONIC);
-    span_ticks_ = now.tsc - base_.tsc;
-    mult_.store(MultOf(now.ns - base_.ns, span_ticks_),
-                std::memory_order_relaxed);
-    if (mult_.load(std::memory_order_relaxed) == 0) use_tsc_ = false;
+  Rate() {
+    if (!KernelKeepsTimeWithTsc()) return;
+    Pair first{}, now{};
+    if (!ReadPair(CLOCK_MONOTONIC, &first)) return;
+    now = first;
+    while (now.ns - first.ns < kFirstRateNs) {
+      if (!ReadPair(CLOCK_MONOTONIC, &now)) return;
+    }
+    estimator_.emplace(first, now);
+    mult_.store(estimator_->mult(), std::memory_order_relaxed);
   }
 
-  bool use_tsc() const { return use_tsc_; }
+  bool use_tsc() const { return mult_.load(std::memory_order_relaxed) != 0; }
 
-  // The rate now, refined with `now` when no other thread is at it: a span
-  // longer than the one behind the current rate replaces it. A rate
-  // measured over at least kTrustNs that moves by more than 1% means the
-  // counter and the clock parted (a suspend one of them did not count, a
-  // migrated VM): the measure starts again from `now`, keeping the rate
-  // until the new span says otherwise.
   uint64_t Refine(const Pair& now) {
-    const uint64_t mult = mult_.load(std::memory_order_relaxed);
     std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
-    if (!lock.owns_lock()) return mult;
-    const uint64_t ticks = now.tsc > base_.tsc ? now.tsc - base_.tsc : 0;
-    const uint64_t next = ticks > 0 ? MultOf(now.ns - base_.ns, ticks) : 0;
-    const uint64_t diff = next > mult ? next - mult : mult - next;
-    const bool trusted =
-        static_cast<int64_t>(
-            (static_cast<unsigned __int128>(span_ticks_) * mult) >> 32) >=
-        kTrustNs;
-    if (next == 0 || (trusted && diff > mult / 100)) {
-      base_ = now;
-      span_ticks_ = 0;
-      return mult;
-    }
-    if (ticks < span_ticks_) return mult;
-    span_ticks_ = ticks;
-    mult_.store(next, std::memory_order_relaxed);
-    return next;
+    if (!lock.owns_lock()) return mult_.load(std::memory_order_relaxed);
+    const uint64_t mult = estimator_->Refine(now);
+    mult_.store(mult, std::memory_order_relaxed);
+    return mult;
   }
 
  private:
-  bool use_tsc_;
   std::mutex mu_;
-  // Guarded by mu_ after construction: where the current span starts, and
-  // the span (in ticks) behind the current rate.
-  Pair base_{};
-  uint64_t span_ticks_ = 0;
-  std::atomic<uint64_t> mult_{0};
+  std::optional<RateEstimator> estimator_;  // Guarded by mu_ after Rate().
+  std::atomic<uint64_t> mult_{0};           // 0: the counter is not used.
 };
 
 Rate& TheRate() {
@@ -139,38 +117,90 @@ Rate& TheRate() {
 
 }  // namespace
 
-bool ClockUsesTsc() { return TheRate().use_tsc(); }
+RateEstimator::RateEstimator(const Pair& first, const Pair& second)
+    : base_(first),
+      span_ticks_(second.tsc > first.tsc ? second.tsc - first.tsc : 0),
+      mult_(MultOf(second.ns - first.ns, span_ticks_)) {}
 
-namespace clock_internal {
+void RateEstimator::Restart(const Pair& now) {
+  base_ = now;
+  has_mid_ = false;
+  span_ticks_ = 0;
+}
 
-int64_t SlowUnixNanos(uint64_t tsc) {
+uint64_t RateEstimator::Refine(const Pair& now) {
+  if (mult_ == 0) return 0;
+  if (now.tsc <= base_.tsc) {
+    Restart(now);  // The counter went back (reset by a resume).
+    return mult_;
+  }
+  const uint64_t ticks = now.tsc - base_.tsc;
+  const int64_t ns = now.ns - base_.ns;
+  const int64_t predicted = NanosOf(ticks, mult_);
+  if (ns <= 0 || ns - predicted > kBreakNs || predicted - ns > kBreakNs) {
+    Restart(now);
+    return mult_;
+  }
+  if (ns < kFirstRateNs) return mult_;
+  if (ticks >= span_ticks_ || ns >= kWindowNs) {
+    span_ticks_ = ticks;
+    mult_ = MultOf(ns, ticks);
+  }
+  if (ns >= kWindowNs) {
+    if (!has_mid_) {
+      mid_ = now;
+      has_mid_ = true;
+    } else if (now.ns - mid_.ns >= kWindowNs) {
+      base_ = mid_;
+      mid_ = now;
+    }
+  }
+  return mult_;
+}
+
+Anchor NextAnchor(const Anchor& old, const Pair& real, uint64_t mult) {
+  Anchor next;
+  next.tsc = real.tsc;
+  next.ns = real.ns;
+  next.mult = mult;
+  next.ticks = static_cast<uint64_t>(
+      (static_cast<unsigned __int128>(kRefreshNs) << 32) / mult);
+  if (old.tsc == 0 || real.tsc < old.tsc ||
+      real.tsc - old.tsc >= 2 * old.ticks) {
+    return next;
+  }
+  // What the old anchor gives at the same instant.
+  const int64_t prev = old.ns + NanosOf(real.tsc - old.tsc, old.mult);
+  const int64_t lead = prev - real.ns;
+  if (lead > 0 && lead <= kMaxLeadNs) {
+    // The old anchor ran ahead (its rate a little fast): start where it is
+    // and run slower, to meet the clock at this anchor's end.
+    next.ns = prev;
+    next.mult =
+        mult - static_cast<uint64_t>((static_cast<unsigned __int128>(mult) *
+                                      static_cast<uint64_t>(lead)) /
+                                     static_cast<uint64_t>(kRefreshNs));
+  }
+  return next;
+}
+
+int64_t SlowUnixNanos(uint64_t /*tsc*/) {
   Rate& rate = TheRate();
-  if (!rate.use_tsc()) {
-    use_syscall.store(true, std::memory_order_relaxed);
+  Pair mono{}, real{};
+  if (!rate.use_tsc() || !ReadPair(CLOCK_MONOTONIC, &mono) ||
+      !ReadPair(CLOCK_REALTIME, &real)) {
+    if (!rate.use_tsc()) use_syscall.store(true, std::memory_order_relaxed);
     return SystemUnixNanos();
   }
-  Anchor& a = anchor;
-  // What the old anchor gives now, if it is recent enough to say.
-  bool have_prev = false;
-  int64_t prev = 0;
-  if (a.tsc != 0 && tsc - a.tsc < 2 * a.ticks) {
-    have_prev = true;
-    prev = a.ns + static_cast<int64_t>(((tsc - a.tsc) * a.mult) >> 32);
-  }
-  const Pair mono = ReadPair(CLOCK_MONOTONIC);
-  const Pair real_pair = ReadPair(CLOCK_REALTIME);
-  const int64_t real = real_pair.ns;
   const uint64_t mult = rate.Refine(mono);
-  a.tsc = real_pair.tsc;
-  a.ns = have_prev && real < prev && prev - real <= kMaxHoldNs ? prev : real;
-  a.mult = mult;
-  // kRefreshNs in ticks: ns << 32 / mult.
-  a.ticks = static_cast<uint64_t>(
-      (static_cast<unsigned __int128>(kRefreshNs) << 32) / mult);
-  return a.ns;
+  anchor = NextAnchor(anchor, real, mult);
+  return anchor.ns;
 }
 
 }  // namespace clock_internal
+
+bool ClockUsesTsc() { return clock_internal::TheRate().use_tsc(); }
+
 }  // namespace internal
 }  // namespace rfrpc
 

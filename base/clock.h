@@ -8,21 +8,26 @@
 // the kernel itself keeps time with the CPU's time-stamp counter
 // (clocksource "tsc": invariant and synchronized across CPUs), it is read
 // from that counter: each thread keeps an anchor, a (counter,
-// CLOCK_REALTIME) pair taken at most 2 ms ago (base/clock.cc), and
+// CLOCK_REALTIME) pair taken at most kRefreshNs (2 ms) ago, and
 // extrapolates from it at the counter's rate, which the process measures
-// against CLOCK_MONOTONIC over its lifetime (500 us at its first read, then
-// longer spans as threads re-anchor). On the development machine (KVM) a
-// read costs ~8 ns this way against ~18 ns for clock_gettime through the
-// vDSO, which fences its counter read and converts through a timespec.
+// against CLOCK_MONOTONIC (RateEstimator: 500 us at the first read, then
+// the last one to two seconds). On the development machine (KVM) a read
+// costs ~8 ns this way against ~18 ns for clock_gettime through the vDSO,
+// which fences its counter read and converts through a timespec.
 //
 // What a reader gets:
-// - Within ~1 us of clock_gettime(CLOCK_REALTIME) (within a few us in a
-//   process's first milliseconds), re-anchored every 2 ms, so a step of the
-//   system clock shows within 2 ms.
-// - Monotonic on one thread: a new anchor earlier than the old one's
-//   extrapolation by up to 100 us holds the old value; only a step of the
-//   system clock back by more than that goes back (as clock_gettime does).
-//   Readings of two threads agree to about the extrapolation error.
+// - Within about (rate error x 2 ms) of clock_gettime(CLOCK_REALTIME):
+//   under 1 us once the rate is measured. An anchor whose predecessor ran
+//   ahead starts from the predecessor's reading and slews back to the clock
+//   by its end (NextAnchor), so one thread's readings do not go back.
+// - A step of the system clock shows within 2 ms: forward at once, back at
+//   once if by more than kMaxLeadNs (100 us), as clock_gettime shows it.
+// - Readings of two threads agree to within that error too; a duration
+//   taken across threads may come out slightly negative.
+// - A suspend, a counter reset or a migrated VM restarts the rate's span
+//   (the rate is kept until 500 us of new span measure it again).
+// - Not async-signal-safe (a handler may see a half-written anchor), and a
+//   child forked while another thread was refining the rate keeps its rate.
 // Elsewhere (another clocksource, not x86-64, or RFRPC_CLOCK_SOURCE=syscall
 // in the environment) every read is clock_gettime.
 //
@@ -70,6 +75,55 @@ inline std::atomic<bool> use_syscall{false};
 // Takes a new anchor (or reads clock_gettime where the counter is not
 // used) and returns the time at `tsc`.
 int64_t SlowUnixNanos(uint64_t tsc);
+
+// The logic behind the anchors, on readings passed in (base/clock.cc runs
+// it on real ones; clock_test on made-up ones).
+
+// A clock reading and the counter at the same instant.
+struct Pair {
+  uint64_t tsc;
+  int64_t ns;
+};
+
+// How long an anchor is used before the thread reads the clock again.
+inline constexpr int64_t kRefreshNs = 2'000'000;
+// An anchor whose predecessor's extrapolation is ahead of the clock by at
+// most this much starts from that extrapolation and slews back to the
+// clock over its life; a larger lead is the system clock stepping back,
+// and is taken.
+inline constexpr int64_t kMaxLeadNs = 100'000;
+
+// The anchor that follows `old` (tsc 0: none) from `real`, a reading of
+// CLOCK_REALTIME, at the rate `mult` (nanoseconds per tick, 32.32 fixed
+// point). Never behind what `old` gives at real.tsc, unless the clock
+// stepped back by more than kMaxLeadNs.
+Anchor NextAnchor(const Anchor& old, const Pair& real, uint64_t mult);
+
+// The counter's rate, measured against CLOCK_MONOTONIC readings: over the
+// last one to two seconds once the process is that old (so it follows the
+// clock's frequency as NTP sets it), from 500 us at the start. A reading
+// more than 5 ms off what the rate predicts since the span began (a
+// suspend the counter counted and the clock did not, a counter reset, a
+// migrated VM) starts the span again, keeping the rate until the new span
+// is 500 us long. Thread-compatible.
+class RateEstimator {
+ public:
+  RateEstimator(const Pair& first, const Pair& second);
+  // Nanoseconds per tick, 32.32 fixed point; 0 if the first span was
+  // empty (the counter is not usable).
+  uint64_t mult() const { return mult_; }
+  // Refines the rate with `now`; returns it.
+  uint64_t Refine(const Pair& now);
+
+ private:
+  void Restart(const Pair& now);
+
+  Pair base_;   // Where the span starts.
+  Pair mid_{};  // A reading a second or more into it.
+  bool has_mid_ = false;
+  uint64_t span_ticks_;  // The span behind mult_.
+  uint64_t mult_;
+};
 
 }  // namespace clock_internal
 

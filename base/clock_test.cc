@@ -132,6 +132,152 @@ TEST(ClockTest, ThreadsAgree) {
   EXPECT_LE(worst, kSlackNs);
 }
 
+#ifdef RFRPC_CLOCK_HAVE_TSC
+
+// The anchor and rate logic on made-up readings: a counter at `ticks_per_ns`
+// and a clock, in a world whose time is `ns` since the start.
+namespace ci = clock_internal;
+
+struct World {
+  double ticks_per_ns = 2.5;
+  uint64_t tsc0 = uint64_t{1} << 40;
+  int64_t ns0 = int64_t{1'700'000'000} * 1'000'000'000;
+  ci::Pair At(int64_t ns) const {
+    return {
+        tsc0 + static_cast<uint64_t>(static_cast<double>(ns) * ticks_per_ns),
+        ns0 + ns};
+  }
+  // The rate that is exactly right, times (1 + ppm / 1e6).
+  uint64_t Mult(double ppm = 0) const {
+    return static_cast<uint64_t>(4294967296.0 / ticks_per_ns * (1 + ppm / 1e6));
+  }
+};
+
+// What an anchor reads at counter value `tsc` (UnixNanos' fast path).
+int64_t Read(const ci::Anchor& a, uint64_t tsc) {
+  return a.ns +
+         static_cast<int64_t>(
+             (static_cast<unsigned __int128>(tsc - a.tsc) * a.mult) >> 32);
+}
+
+// An anchor at a rate a little fast runs ahead of the clock; the next one
+// slews back instead of stepping back: over 2 s at 200 ppm fast, readings
+// never go back and stay within 1 us of the clock. (Holding the lead
+// instead grew it to 100 us, then stepped back, again and again.)
+TEST(ClockLogicTest, AnAnchorThatRanAheadSlewsBackWithoutGoingBack) {
+  const World w;
+  ci::Anchor a{};
+  int64_t last = INT64_MIN;
+  int64_t worst = 0;
+  int backwards = 0;
+  for (int64_t t = 0; t < 2'000'000'000; t += 100'000) {
+    const ci::Pair now = w.At(t);
+    if (a.tsc == 0 || now.tsc - a.tsc >= a.ticks) {
+      a = ci::NextAnchor(a, now, w.Mult(200));
+    }
+    const int64_t v = Read(a, now.tsc);
+    if (v < last) ++backwards;
+    last = std::max(last, v);
+    worst = std::max(worst, std::abs(v - now.ns));
+  }
+  EXPECT_EQ(backwards, 0);
+  EXPECT_LE(worst, 1000);
+}
+
+// A clock stepped back by more than kMaxLeadNs is taken, a smaller lead is
+// slewed away, and a step forward is taken.
+TEST(ClockLogicTest, StepsOfTheClock) {
+  const World w;
+  const ci::Anchor a = ci::NextAnchor({}, w.At(0), w.Mult());
+  const ci::Pair at = w.At(1'000'000);
+  const ci::Anchor back =
+      ci::NextAnchor(a, {at.tsc, at.ns - 1'000'000'000}, w.Mult());
+  EXPECT_EQ(back.ns, at.ns - 1'000'000'000);
+  const ci::Anchor slewed =
+      ci::NextAnchor(a, {at.tsc, at.ns - 50'000}, w.Mult());
+  EXPECT_NEAR(static_cast<double>(slewed.ns), static_cast<double>(at.ns), 2);
+  EXPECT_LT(slewed.mult, w.Mult());
+  // It meets the clock (50 us behind the old extrapolation) at its end.
+  EXPECT_NEAR(static_cast<double>(Read(slewed, at.tsc + slewed.ticks)),
+              static_cast<double>(at.ns - 50'000 + ci::kRefreshNs), 100);
+  const ci::Anchor forward =
+      ci::NextAnchor(a, {at.tsc, at.ns + 1'000'000'000}, w.Mult());
+  EXPECT_EQ(forward.ns, at.ns + 1'000'000'000);
+}
+
+// A first rate 3% off (a slow first measurement) is replaced by longer
+// spans: within 100 ms it is within 10 ppm.
+TEST(ClockLogicTest, ABadFirstRateIsReplacedByLongerSpans) {
+  const World w;
+  ci::Pair second = w.At(500'000);
+  second.ns += 15'000;
+  ci::RateEstimator rate(w.At(0), second);
+  EXPECT_GT(rate.mult(), w.Mult(20000));
+  for (int64_t t = 2'000'000; t <= 100'000'000; t += 2'000'000)
+    rate.Refine(w.At(t));
+  EXPECT_NEAR(static_cast<double>(rate.mult()), static_cast<double>(w.Mult()),
+              static_cast<double>(w.Mult()) * 10e-6);
+}
+
+// The rate covers the last second or two: after the clock's frequency
+// changes by 300 ppm (NTP), it follows within 50 ppm in 4 s. A rate over
+// the whole 7 s would still be ~170 ppm off.
+TEST(ClockLogicTest, TheRateFollowsAFrequencyChange) {
+  World w;
+  ci::RateEstimator rate(w.At(0), w.At(500'000));
+  int64_t t = 500'000;
+  for (; t <= 3'000'000'000; t += 2'000'000) rate.Refine(w.At(t));
+  EXPECT_NEAR(static_cast<double>(rate.mult()), static_cast<double>(w.Mult()),
+              static_cast<double>(w.Mult()) * 1e-6);
+  // From here the clock runs 300 ppm faster against the counter.
+  const ci::Pair from = w.At(t);
+  const World faster{w.ticks_per_ns / (1 + 300e-6), from.tsc, from.ns};
+  for (int64_t u = 0; u <= 4'000'000'000; u += 2'000'000)
+    rate.Refine(faster.At(u));
+  EXPECT_NEAR(static_cast<double>(rate.mult()),
+              static_cast<double>(faster.Mult()),
+              static_cast<double>(faster.Mult()) * 50e-6);
+}
+
+// A suspend the counter counted and the clock did not (or a counter reset)
+// breaks the span: the rate is kept, a reading just after is too short a
+// span to set it, and the next spans measure it again.
+TEST(ClockLogicTest, ASuspendRestartsTheSpanAndKeepsTheRate) {
+  World w;
+  ci::RateEstimator rate(w.At(0), w.At(500'000));
+  for (int64_t t = 2'000'000; t <= 1'000'000'000; t += 2'000'000)
+    rate.Refine(w.At(t));
+  const uint64_t before = rate.mult();
+  // 10 s asleep: the counter moved on, CLOCK_MONOTONIC did not.
+  ci::Pair woke = w.At(1'000'000'000);
+  woke.tsc += static_cast<uint64_t>(10e9 * w.ticks_per_ns);
+  EXPECT_EQ(rate.Refine(woke), before);
+  // 1 us later, 40 ns of noise: 4% off over so short a span; not taken.
+  ci::Pair soon = {woke.tsc + static_cast<uint64_t>(1000 * w.ticks_per_ns),
+                   woke.ns + 1040};
+  EXPECT_EQ(rate.Refine(soon), before);
+  const World after{w.ticks_per_ns, woke.tsc, woke.ns};
+  EXPECT_NEAR(static_cast<double>(rate.Refine(after.At(2'000'000))),
+              static_cast<double>(before), static_cast<double>(before) * 1e-6);
+  // A counter that went back (reset) restarts the span the same way.
+  EXPECT_EQ(rate.Refine({w.tsc0 / 2, woke.ns + 3'000'000}), rate.mult());
+}
+
+// Counters from 1 MHz to 10 GHz: an anchor lasts 2 ms of real time and
+// reads the clock right at its end.
+TEST(ClockLogicTest, CountersFrom1MHzTo10GHz) {
+  for (const double ticks_per_ns : {0.001, 1.0, 10.0}) {
+    const World w{ticks_per_ns};
+    ci::RateEstimator rate(w.At(0), w.At(500'000));
+    const ci::Anchor a = ci::NextAnchor({}, w.At(0), rate.mult());
+    EXPECT_NEAR(static_cast<double>(Read(a, a.tsc + a.ticks) - a.ns),
+                static_cast<double>(ci::kRefreshNs), ci::kRefreshNs * 1e-3)
+        << ticks_per_ns;
+  }
+}
+
+#endif  // RFRPC_CLOCK_HAVE_TSC
+
 }  // namespace
 }  // namespace internal
 }  // namespace rfrpc

@@ -978,11 +978,14 @@ void ClientConnection::Complete(uint32_t s, const char* payload,
   }
   if (via == RpcMode::kRemoteFetch) {
     Policy(slot.bucket).OnFetchedCall(timing_.Slow(slot.fetches));
-  } else if (const double reply_ns = static_cast<double>(NowNs() - slot.posted_ns);
-             (reply_ns_ = reply_ns_ == 0 ? reply_ns : 0.8 * reply_ns_ + 0.2 * reply_ns),
-             Policy(slot.bucket).OnServerReplyCall(
-                 absl::Nanoseconds(policy_server_ns), absl::Nanoseconds(reply_ns),
-                 absl::Nanoseconds(timing_.BudgetNs()))) {
+  } else if (const double reply_ns = static_cast<double>(
+                 std::max<int64_t>(0, NowNs() - slot.posted_ns));
+             (reply_ns_ =
+                  reply_ns_ == 0 ? reply_ns : 0.8 * reply_ns_ + 0.2 * reply_ns),
+             Policy(slot.bucket)
+                 .OnServerReplyCall(absl::Nanoseconds(policy_server_ns),
+                                    absl::Nanoseconds(reply_ns),
+                                    absl::Nanoseconds(timing_.BudgetNs()))) {
     counters_->switches_to_remote_fetch.fetch_add(1, std::memory_order_relaxed);
     // Results showed up about one fetch before the replies did: start the
     // first-fetch delay there rather than where remote fetching left it.

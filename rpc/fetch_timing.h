@@ -46,8 +46,11 @@ inline constexpr int64_t kMaxLongWaitPauseNs = 2 * 1000 * 1000;
 // follows a drop at once (a fifth of the way) and a rise slowly (1/100 of
 // it, at most 4x the current value), so one descheduled measurement of
 // milliseconds barely moves it. 0 means "no sample yet": the first one is
-// taken as it is.
+// taken as it is. A sample at or below 0 is no duration (its two times came
+// from different threads' clocks, which may disagree by a little: see
+// base/clock.h) and is dropped.
 inline void TrackLowerEnvelope(double* ewma, double sample) {
+  if (!(sample > 0)) return;
   if (*ewma == 0) {
     *ewma = sample;
   } else if (sample < *ewma) {

@@ -75,6 +75,20 @@ FetchRead Found(bool fits, bool pushed = false) {
 
 // A READ that found the result: complete it, READ the part past the bytes
 // READ, or (pushed) wait for the server's WRITE; each counts the READ.
+// A round trip at or below zero (its two times from two threads' clocks,
+// which may disagree a little) is dropped: taken, a negative sample pulled
+// the envelope below zero, and from there every sample pushed it further.
+TEST(TrackLowerEnvelopeTest, DropsSamplesAtOrBelowZero) {
+  double ewma = 0;
+  TrackLowerEnvelope(&ewma, -500);
+  EXPECT_EQ(ewma, 0) << "not a first sample";
+  TrackLowerEnvelope(&ewma, 1000);
+  EXPECT_EQ(ewma, 1000);
+  for (int i = 0; i < 10; ++i) TrackLowerEnvelope(&ewma, -20000);
+  TrackLowerEnvelope(&ewma, 0);
+  EXPECT_EQ(ewma, 1000);
+}
+
 TEST(FetchStateTest, AFoundResultCompletesReadsTheRestOrWaitsForThePush) {
   FetchTiming t(DelayOff());
   FetchRead read = Found(/*fits=*/true);
