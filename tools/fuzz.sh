@@ -40,6 +40,7 @@ max_len() {
 PROTOS=(transport/handshake.proto rpc/rpc_handshake.proto
         tests/test_service.proto rpc/tuner/profile.proto)
 LIB_SRCS=(
+  base/clock.cc
   transport/transport.cc transport/bootstrap.cc transport/auth_token.cc
   rpc/service.cc rpc/slot_codec.cc rpc/batch_format.cc rpc/batch_policy.cc
   rpc/options.cc rpc/hybrid_policy.cc rpc/channel.cc rpc/client_connection.cc
