@@ -26,12 +26,6 @@ constexpr int64_t kWindowNs = 1'000'000'000;
 // A reading this far from what the rate predicts over the span breaks it.
 constexpr int64_t kBreakNs = 5'000'000;
 
-int64_t ClockNanos(clockid_t id) {
-  timespec ts;
-  clock_gettime(id, &ts);
-  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
-}
-
 // A clock reading paired with the counter: the clock read between two
 // counter reads, paired with their middle. The tightest of a few tries, so
 // a thread preempted between the reads (or a slow clock read, as under
@@ -184,7 +178,7 @@ Anchor NextAnchor(const Anchor& old, const Pair& real, uint64_t mult) {
   return next;
 }
 
-int64_t SlowUnixNanos(uint64_t /*tsc*/) {
+int64_t SlowUnixNanos() {
   Rate& rate = TheRate();
   Pair mono{}, real{};
   if (!rate.use_tsc() || !ReadPair(CLOCK_MONOTONIC, &mono) ||

@@ -49,12 +49,15 @@
 namespace rfrpc {
 namespace internal {
 
-// CLOCK_REALTIME through clock_gettime, always.
-inline int64_t SystemUnixNanos() {
+// Clock `id` through clock_gettime, in nanoseconds.
+inline int64_t ClockNanos(clockid_t id) {
   timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
+  clock_gettime(id, &ts);
   return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
 }
+
+// CLOCK_REALTIME through clock_gettime, always.
+inline int64_t SystemUnixNanos() { return ClockNanos(CLOCK_REALTIME); }
 
 #ifdef RFRPC_CLOCK_HAVE_TSC
 
@@ -64,17 +67,23 @@ namespace clock_internal {
 // read of each thread to the slow path.
 struct Anchor {
   uint64_t tsc;    // The counter at the anchor; 0: none.
-  int64_t ns;      // CLOCK_REALTIME at the anchor (or the held value).
+  int64_t ns;      // The time at the anchor (see NextAnchor).
   uint64_t mult;   // Nanoseconds per tick, 32.32 fixed point.
   uint64_t ticks;  // Ticks after `tsc` within which the anchor is used.
 };
 inline thread_local Anchor anchor;
+
+// What anchor `a` reads at counter value `tsc`, for tsc - a.tsc up to
+// a.ticks (the product then stays below 2^63).
+inline int64_t AnchorRead(const Anchor& a, uint64_t tsc) {
+  return a.ns + static_cast<int64_t>(((tsc - a.tsc) * a.mult) >> 32);
+}
 // Set once the process found the counter unusable: reads skip it.
 inline std::atomic<bool> use_syscall{false};
 
-// Takes a new anchor (or reads clock_gettime where the counter is not
-// used) and returns the time at `tsc`.
-int64_t SlowUnixNanos(uint64_t tsc);
+// Takes a new anchor and returns the time at it (or reads clock_gettime
+// where the counter is not used).
+int64_t SlowUnixNanos();
 
 // The logic behind the anchors, on readings passed in (base/clock.cc runs
 // it on real ones; clock_test on made-up ones).
@@ -133,11 +142,10 @@ inline int64_t UnixNanos() {
   }
   const uint64_t tsc = __rdtsc();
   const clock_internal::Anchor& a = clock_internal::anchor;
-  const uint64_t delta = tsc - a.tsc;
-  if (__builtin_expect(delta >= a.ticks, 0)) {
-    return clock_internal::SlowUnixNanos(tsc);
+  if (__builtin_expect(tsc - a.tsc >= a.ticks, 0)) {
+    return clock_internal::SlowUnixNanos();
   }
-  return a.ns + static_cast<int64_t>((delta * a.mult) >> 32);
+  return clock_internal::AnchorRead(a, tsc);
 }
 
 // Whether UnixNanos reads the time-stamp counter (false: clock_gettime).

@@ -153,13 +153,6 @@ struct World {
   }
 };
 
-// What an anchor reads at counter value `tsc` (UnixNanos' fast path).
-int64_t Read(const ci::Anchor& a, uint64_t tsc) {
-  return a.ns +
-         static_cast<int64_t>(
-             (static_cast<unsigned __int128>(tsc - a.tsc) * a.mult) >> 32);
-}
-
 // An anchor at a rate a little fast runs ahead of the clock; the next one
 // slews back instead of stepping back: over 2 s at 200 ppm fast, readings
 // never go back and stay within 1 us of the clock. (Holding the lead
@@ -175,7 +168,7 @@ TEST(ClockLogicTest, AnAnchorThatRanAheadSlewsBackWithoutGoingBack) {
     if (a.tsc == 0 || now.tsc - a.tsc >= a.ticks) {
       a = ci::NextAnchor(a, now, w.Mult(200));
     }
-    const int64_t v = Read(a, now.tsc);
+    const int64_t v = ci::AnchorRead(a, now.tsc);
     if (v < last) ++backwards;
     last = std::max(last, v);
     worst = std::max(worst, std::abs(v - now.ns));
@@ -198,8 +191,9 @@ TEST(ClockLogicTest, StepsOfTheClock) {
   EXPECT_NEAR(static_cast<double>(slewed.ns), static_cast<double>(at.ns), 2);
   EXPECT_LT(slewed.mult, w.Mult());
   // It meets the clock (50 us behind the old extrapolation) at its end.
-  EXPECT_NEAR(static_cast<double>(Read(slewed, at.tsc + slewed.ticks)),
-              static_cast<double>(at.ns - 50'000 + ci::kRefreshNs), 100);
+  EXPECT_NEAR(
+      static_cast<double>(ci::AnchorRead(slewed, at.tsc + slewed.ticks)),
+      static_cast<double>(at.ns - 50'000 + ci::kRefreshNs), 100);
   const ci::Anchor forward =
       ci::NextAnchor(a, {at.tsc, at.ns + 1'000'000'000}, w.Mult());
   EXPECT_EQ(forward.ns, at.ns + 1'000'000'000);
@@ -270,7 +264,7 @@ TEST(ClockLogicTest, CountersFrom1MHzTo10GHz) {
     const World w{ticks_per_ns};
     ci::RateEstimator rate(w.At(0), w.At(500'000));
     const ci::Anchor a = ci::NextAnchor({}, w.At(0), rate.mult());
-    EXPECT_NEAR(static_cast<double>(Read(a, a.tsc + a.ticks) - a.ns),
+    EXPECT_NEAR(static_cast<double>(ci::AnchorRead(a, a.tsc + a.ticks) - a.ns),
                 static_cast<double>(ci::kRefreshNs), ci::kRefreshNs * 1e-3)
         << ticks_per_ns;
   }
