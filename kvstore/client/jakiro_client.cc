@@ -7,7 +7,7 @@
 #include <memory>
 #include <optional>
 #include <set>
-#include <tuple>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
@@ -77,19 +77,11 @@ absl::StatusOr<std::unique_ptr<JakiroClient>> JakiroClient::Connect(
       JakiroMaxMessageBytes(options.max_value_bytes));
   // Raised to fit the largest value, and said so when the caller asked
   // for less.
-  const ChannelOptions defaults;
-  for (auto [bytes, def, name] :
-       {std::make_tuple(&co.max_request_bytes, defaults.max_request_bytes,
-                        "max_request_bytes"),
-        std::make_tuple(&co.max_response_bytes, defaults.max_response_bytes,
-                        "max_response_bytes")}) {
-    const uint32_t asked = *bytes;
-    if (RaiseToFit(bytes, def, message_bytes)) {
-      LOG(WARNING) << "Jakiro client: " << name << " " << asked << " raised to "
-                   << message_bytes << ", what a value of "
-                   << options.max_value_bytes
-                   << " bytes (max_value_bytes) needs";
-    }
+  for (const std::string& raised :
+       RaiseMessageLimits(&co, message_bytes, /*prefix=*/"")) {
+    LOG(WARNING) << "Jakiro client: " << raised << " raised to "
+                 << message_bytes << ", what a value of "
+                 << options.max_value_bytes << " bytes (max_value_bytes) needs";
   }
   std::optional<tuner::Profile> profile;
   if (!options.profile.empty()) {

@@ -73,6 +73,17 @@ TEST(MessageLimitsTest, RaiseToFitRaisesAndTellsOnlyForValuesTheUserSet) {
   EXPECT_EQ(bytes, 65536u);
 }
 
+// Both limits are raised; only the one the user set is named.
+TEST(MessageLimitsTest, RaiseMessageLimitsNamesTheLimitsTheUserSet) {
+  ChannelOptions o;
+  o.max_request_bytes = 300;  // Set by the user; the response limit is not.
+  const std::vector<std::string> raised =
+      RaiseMessageLimits(&o, ChannelOptions().max_response_bytes + 1, "p.");
+  EXPECT_EQ(raised, std::vector<std::string>{"p.max_request_bytes=300"});
+  EXPECT_EQ(o.max_request_bytes, ChannelOptions().max_response_bytes + 1);
+  EXPECT_EQ(o.max_response_bytes, ChannelOptions().max_response_bytes + 1);
+}
+
 TEST(JakiroClientTest, RoutesEveryKeyToItsOwningWorker) {
   TestServer server(3);
   for (RpcMode mode : {RpcMode::kRemoteFetch, RpcMode::kServerReply,

@@ -8,7 +8,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "kvstore/store/partition.h"
 
 namespace rfrpc {
@@ -31,6 +35,29 @@ inline bool RaiseToFit(uint32_t* bytes, uint32_t default_bytes,
   const bool user_set = *bytes != default_bytes;
   *bytes = needed;
   return user_set;
+}
+
+// Raises `options`' max_request_bytes and max_response_bytes (a
+// ChannelOptions or a ServerOptions) to `needed`, and returns, for each the
+// user had set below it, "<prefix>max_..._bytes=<asked>" for the caller to
+// say so. Empty: nothing the user set was raised.
+template <typename Options>
+std::vector<std::string> RaiseMessageLimits(Options* options, uint32_t needed,
+                                            absl::string_view prefix) {
+  const Options defaults;
+  std::vector<std::string> raised;
+  const uint32_t asked_request = options->max_request_bytes;
+  if (RaiseToFit(&options->max_request_bytes, defaults.max_request_bytes,
+                 needed)) {
+    raised.push_back(absl::StrCat(prefix, "max_request_bytes=", asked_request));
+  }
+  const uint32_t asked_response = options->max_response_bytes;
+  if (RaiseToFit(&options->max_response_bytes, defaults.max_response_bytes,
+                 needed)) {
+    raised.push_back(
+        absl::StrCat(prefix, "max_response_bytes=", asked_response));
+  }
+  return raised;
 }
 
 }  // namespace kvstore

@@ -28,7 +28,6 @@
 #include <fstream>
 #include <memory>
 #include <string>
-#include <tuple>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -122,19 +121,11 @@ int Main() {
   // Requests and responses must carry a key and a value of the maximum size.
   const uint32_t message_bytes =
       static_cast<uint32_t>(JakiroMaxMessageBytes(kv.max_value_bytes));
-  const ServerOptions defaults;
-  for (auto [bytes, def, flag] :
-       {std::make_tuple(&so.max_request_bytes, defaults.max_request_bytes,
-                        "--rfrpc_server_max_request_bytes"),
-        std::make_tuple(&so.max_response_bytes, defaults.max_response_bytes,
-                        "--rfrpc_server_max_response_bytes")}) {
-    const uint32_t asked = *bytes;
-    if (RaiseToFit(bytes, def, message_bytes)) {
-      LOG(WARNING) << "kvstore_server: " << flag << "=" << asked
-                   << " raised to " << message_bytes << ", what a value of "
-                   << kv.max_value_bytes
-                   << " bytes (--kv_max_value_bytes) needs";
-    }
+  for (const std::string& raised :
+       RaiseMessageLimits(&so, message_bytes, "--rfrpc_server_")) {
+    LOG(WARNING) << "kvstore_server: " << raised << " raised to "
+                 << message_bytes << ", what a value of " << kv.max_value_bytes
+                 << " bytes (--kv_max_value_bytes) needs";
   }
 
   LOG(INFO) << "kvstore_server: " << tools::DescribeServerOptions(so);
