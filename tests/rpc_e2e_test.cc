@@ -443,39 +443,53 @@ TEST_F(RpcE2eTest, AnAsyncLongCallsPushWakesTheProgressThread) {
   std::sort(alone.begin(), alone.end());
   const absl::Duration held_up =
       std::max(absl::Microseconds(1500), 3 * alone[alone.size() / 2]);
-  TestRequest slow;
-  slow.set_id(50);
-  slow.set_sleep_ms(400);
-  TestResponse slow_resp;
-  std::promise<absl::Status> slow_done;
-  std::future<absl::Status> slow_result = slow_done.get_future();
-  ch->CallAsync(kEcho, slow, &slow_resp, nullptr,
-                [&](absl::Status st) { slow_done.set_value(st); });
-  int fast_done = 0;
-  std::vector<double> fast_us;
-  for (int i = 0; i < 5; ++i) {
-    // The driver is back asleep on the queue by now (8 times a sixteenth of
-    // 30 ms: 10 ms at most).
-    absl::SleepFor(absl::Milliseconds(30));
-    const absl::Duration d = async_call(60 + i, 0, kFast);
-    fast_us.push_back(absl::ToDoubleMicroseconds(d));
-    if (d < held_up) ++fast_done;
-  }
-  std::sort(fast_us.begin(), fast_us.end());
-  std::printf("%s: fast calls during a long one %.0f-%.0f us (alone: median "
-              "%.0f us)\n",
-              Provider().c_str(), fast_us.front(), fast_us.back(),
-              absl::ToDoubleMicroseconds(alone[alone.size() / 2]));
-  const absl::Status slow_status = slow_result.get();
-  EXPECT_TRUE(slow_status.ok()) << slow_status;
-  EXPECT_EQ(slow_resp.id(), 50u);
-  // Each fast call interrupts the sleep; on a loaded host one may still be
-  // slow for other reasons, not all five. Not asserted under qemu TCG
-  // (verbs in the Soft-RoCE VM), whose timings swing by milliseconds; the
-  // interrupt's effect on a sleeping queue is the conformance suite's
-  // (WaitWokenLosesNoWakeUpWhileAnotherThreadPolls).
+  // A round: one long call, and 7 fast calls 30 ms apart while it runs.
+  // It passes when at least 6 of them were not held up. Without the
+  // interrupt a fast call waits out the rest of the driver's sleep (up to
+  // 10 ms): measured with the interrupt removed, 1 to 3 of 7 were under
+  // 1.5 ms in a round, a third of them, so a round passes by chance about
+  // once in 100. On a loaded host (CI runs this beside the other tests on 2
+  // cores) a round may fail for other reasons, so up to 4 rounds.
+  auto round = [&](int r) -> bool {
+    TestRequest slow;
+    slow.set_id(50 + r);
+    slow.set_sleep_ms(400);
+    TestResponse slow_resp;
+    std::promise<absl::Status> slow_done;
+    std::future<absl::Status> slow_result = slow_done.get_future();
+    ch->CallAsync(kEcho, slow, &slow_resp, nullptr,
+                  [&](absl::Status st) { slow_done.set_value(st); });
+    constexpr int kFastCalls = 7;
+    int fast_done = 0;
+    std::vector<double> fast_us;
+    for (int i = 0; i < kFastCalls; ++i) {
+      // The driver is back asleep on the queue by now (8 times a sixteenth
+      // of 30 ms: 10 ms at most).
+      absl::SleepFor(absl::Milliseconds(30));
+      const absl::Duration d = async_call(100 + 10 * r + i, 0, kFast);
+      fast_us.push_back(absl::ToDoubleMicroseconds(d));
+      if (d < held_up) ++fast_done;
+    }
+    std::sort(fast_us.begin(), fast_us.end());
+    std::printf(
+        "%s: round %d: fast calls during a long one %.0f-%.0f us, "
+        "%d of %d under %.0f us (alone: median %.0f us)\n",
+        Provider().c_str(), r, fast_us.front(), fast_us.back(), fast_done,
+        kFastCalls, absl::ToDoubleMicroseconds(held_up),
+        absl::ToDoubleMicroseconds(alone[alone.size() / 2]));
+    const absl::Status slow_status = slow_result.get();
+    EXPECT_TRUE(slow_status.ok()) << slow_status;
+    EXPECT_EQ(slow_resp.id(), static_cast<uint64_t>(50 + r));
+    return fast_done >= 6;
+  };
+  bool passed = false;
+  for (int r = 0; r < 4 && !passed; ++r) passed = round(r);
+  // Not asserted under qemu TCG (verbs in the Soft-RoCE VM), whose timings
+  // swing by milliseconds; the interrupt's effect on a sleeping queue is the
+  // conformance suite's (WaitWokenLosesNoWakeUpWhileAnotherThreadPolls).
   if (Provider() == "shm") {
-    EXPECT_GE(fast_done, 3);
+    EXPECT_TRUE(passed) << "fast calls were held up by the driver's sleep in "
+                           "4 rounds of 7";
   }
 }
 
