@@ -46,7 +46,7 @@ void Init(int* argc, char*** argv) {
   gflags::SetUsageMessage(absl::StrCat(
       ProgramName(),
       " [--flag=value ...]: an rfrpc benchmark (benchmarks/README.md says "
-      "what it measures). --helpshort lists its own flags; --helpmatch=_flags "
+      "what it measures). --helpshort lists its own flags; --helpmatch=flags/ "
       "the --rfrpc_* channel and server flags."));
   gflags::ParseCommandLineFlags(argc, argv, true);
   google::InitGoogleLogging((*argv)[0]);

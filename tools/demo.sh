@@ -164,6 +164,6 @@ kill -TERM "$SERVER_PID"
 rc=0
 wait "$SERVER_PID" || rc=$?
 SERVER_PID=
-sed -n 's/^I.*server_main.cc:[0-9]*\] /[server] /p' "$WORK/server.log" | tail -5
+sed -n 's/^I.*kvstore_server_main.cc:[0-9]*\] /[server] /p' "$WORK/server.log" | tail -5
 if [ "$rc" != 0 ]; then echo "demo: kvstore_server exited $rc" >&2; exit 1; fi
 echo "demo: OK (provider $PROVIDER)"

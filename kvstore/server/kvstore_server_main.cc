@@ -9,8 +9,8 @@
 // Prints "listening on <address>" on stdout once clients can connect (and
 // writes the address to --address_file, atomically, if given). With
 // --rfrpc_metrics_port it serves Prometheus metrics (rfrpc's and Jakiro's
-// partitions', docs/observability.md) and prints "metrics on <url>" first. Runs until
-// SIGINT or SIGTERM, then shuts the server down, logs the partitions'
+// partitions', docs/observability.md) and prints "metrics on <url>" first. Runs
+// until SIGINT or SIGTERM, then shuts the server down, logs the partitions'
 // statistics and exits 0. Exit status 1: the server could not start; 2: bad
 // flags.
 //
@@ -139,7 +139,7 @@ int Main() {
   if (!service.ok()) {
     LOG(ERROR) << "cannot create the store: " << service.status();
     return service.status().code() == absl::StatusCode::kInvalidArgument ? 2
-                                                                          : 1;
+                                                                         : 1;
   }
   // Before the server: destroyed after it, its folds read the service.
   absl::StatusOr<std::unique_ptr<tools::FlagMetrics>> metrics =
@@ -233,7 +233,9 @@ int main(int argc, char** argv) {
   FLAGS_logtostderr = true;
   gflags::SetUsageMessage(
       "kvstore_server --provider=shm|verbs --address=ADDR --workers=N "
-      "--kv_memory_mb=MB [--rfrpc_* knobs]");
+      "--kv_memory_mb=MB [--rfrpc_* knobs]. --helpshort lists its own "
+      "flags; --helpmatch=flags/ the --provider and --rfrpc_* server "
+      "flags (docs/jakiro.md).");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
   if (absl::Status s = rfrpc::tools::CheckFlagfiles(argv[0]); !s.ok()) {
