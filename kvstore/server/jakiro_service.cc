@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "glog/logging.h"
 #include "kvstore/store/key_hash.h"
 
 namespace rfrpc {
@@ -122,6 +123,20 @@ void JakiroService::Publish(int w) {
   p.evictions_memory.store(s.evictions_memory, kRelaxed);
   p.compactions.store(s.compactions, kRelaxed);
   p.compacted_bytes.store(s.compacted_bytes, kRelaxed);
+  if (!p.warned_evicting &&
+      (s.evictions_memory > 0 || s.evictions_bucket_full > 0)) {
+    p.warned_evicting = true;
+    LOG(WARNING)
+        << "partition " << w << " evicts least recently used items "
+        << "(" << s.evictions_memory << " for memory, "
+        << s.evictions_bucket_full << " from a full index bucket so "
+        << "far; " << s.items << " items, " << s.live_bytes << " live bytes in "
+        << (options_.memory_bytes_per_partition >> 20)
+        << " MiB): later Gets of those keys are NOT_FOUND. "
+        << "kvstore_server's --kv_memory_mb (memory_bytes_per_partition) "
+        << "raises the memory per partition. "
+        << "Logged once per partition.";
+  }
 }
 
 PartitionStats JakiroService::PublishedStats(int i) const {

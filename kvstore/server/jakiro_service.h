@@ -98,9 +98,14 @@ class JakiroService final : public rfrpc::kv::Jakiro::Service {
         index_bytes{0}, hits{0}, misses{0}, puts{0}, deletes{0},
         evictions_bucket_full{0}, evictions_memory{0}, compactions{0},
         compacted_bytes{0};
+    // The worker logged that its partition evicts (once). Worker w only.
+    bool warned_evicting = false;
   };
-  // Copies partition w's counters into published_[w]. Worker w only (or
-  // before the server runs).
+  // Copies partition w's counters into published_[w], and logs a warning
+  // the first time the partition evicts: a Put never fails for lack of
+  // memory, so without it a user who loaded more than --kv_memory_mb holds
+  // learns only from Gets that miss. Worker w only (or before the server
+  // runs).
   void Publish(int w);
 
   explicit JakiroService(const JakiroServiceOptions& options);

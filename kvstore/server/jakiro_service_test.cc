@@ -6,9 +6,13 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "glog/logging.h"
 #include "gtest/gtest.h"
 #include "kvstore/store/key_hash.h"
 
@@ -216,6 +220,54 @@ TEST_F(JakiroServiceTest, PublishedStatsFollowEveryCall) {
   EXPECT_EQ(sum.misses, 30u);
   EXPECT_EQ(sum.puts, 50u);
   EXPECT_EQ(sum.deletes, 1u);
+}
+
+// Keeps the warnings logged while it is installed.
+class WarningSink : public google::LogSink {
+ public:
+  WarningSink() { google::AddLogSink(this); }
+  ~WarningSink() override { google::RemoveLogSink(this); }
+  void send(google::LogSeverity severity, const char* /*full_filename*/,
+            const char* /*base_filename*/, int /*line*/,
+            const struct ::tm* /*tm_time*/, const char* message,
+            size_t message_len) override {
+    if (severity != google::GLOG_WARNING) return;
+    absl::MutexLock lock(&mu_);
+    warnings_.emplace_back(message, message_len);
+  }
+  std::vector<std::string> warnings() {
+    absl::MutexLock lock(&mu_);
+    return warnings_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<std::string> warnings_;
+};
+
+// A Put never fails for lack of memory; the partition evicts. The first
+// eviction is logged (once per partition), so a user who loaded more than
+// the partition holds learns why Gets miss.
+TEST_F(JakiroServiceTest, TheFirstEvictionIsLoggedOnce) {
+  Create(1);  // 4 MiB.
+  WarningSink sink;
+  const std::string value(1000, 'v');
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(Put(absl::StrCat("k", i), value).ok());
+  }
+  EXPECT_TRUE(sink.warnings().empty());
+  // 10 MB into 4 MiB.
+  for (int i = 100; i < 10000; ++i) {
+    ASSERT_TRUE(Put(absl::StrCat("k", i), value).ok());
+  }
+  const PartitionStats& st = service_->partition_stats(0);
+  ASSERT_GT(st.evictions_memory + st.evictions_bucket_full, 0u);
+  const std::vector<std::string> w = sink.warnings();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_TRUE(absl::StrContains(w[0], "partition 0 evicts")) << w[0];
+  EXPECT_TRUE(absl::StrContains(w[0], "--kv_memory_mb")) << w[0];
+  std::string got;
+  EXPECT_EQ(Get("k0", &got).code(), absl::StatusCode::kNotFound);
 }
 
 }  // namespace
