@@ -131,16 +131,18 @@ TEST_P(BatchE2eTest, AsyncCallsAreBatchedAndEveryReplyMatches) {
   ChannelStats st = ch->stats();
   EXPECT_GT(st.batches, 0u);
   EXPECT_EQ(st.batched_calls, static_cast<uint64_t>(kCalls));
-  // Calls went in batches, not one by one. Under TSan/ASan the client is
-  // several times slower at making a call, and the idle flush sends what
-  // the batch holds meanwhile: a CI run under TSan (on a loaded host)
-  // averaged 1.45-1.65 calls a batch in server-reply and hybrid modes.
+  // Calls went in batches, not one by one (one call a batch is 1.0). Where
+  // the client is several times slower at making a call (TSan/ASan, qemu
+  // TCG in the Soft-RoCE VM), the idle flush sends what the batch holds
+  // meanwhile, and auto starts from N = 1: a CI run under TSan on a loaded
+  // host averaged 1.45-1.65 calls a batch (server-reply, hybrid), one in
+  // the VM 1.38 (auto, hybrid). Natively on shm it is above 2.
+  double min_calls_per_batch = Provider() == "shm" ? 2.0 : 1.1;
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  constexpr double kMinCallsPerBatch = 1.2;
-#else
-  constexpr double kMinCallsPerBatch = 2.0;
+  min_calls_per_batch = 1.1;
 #endif
-  EXPECT_GT(st.CallsPerBatch(), kMinCallsPerBatch) << st.batches << " batches";
+  EXPECT_GT(st.CallsPerBatch(), min_calls_per_batch)
+      << st.batches << " batches";
   // Some results took more than one part. Batches of one go as plain
   // requests, whose results are not parts, so only real batches count.
   ASSERT_GT(st.batches, st.batches_plain);
