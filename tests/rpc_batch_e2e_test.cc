@@ -194,14 +194,22 @@ TEST_P(BatchE2eTest, PipeliningIsBoundedByMaxOutstanding) {
   for (int i = 0; i < kCalls; ++i) {
     TestRequest req;
     req.set_id(i);
-    // The first 16 calls hold the server 1 ms each, so the loop meets the
-    // bound however slowly it runs (CI saw calls_queued 0 under asan when
-    // every call took 2 us and the loop was descheduled).
-    req.set_delay_ns(i < 16 ? 1000000 : 2000);
+    // The first 16 calls hold the server 5 ms each (a batch of 8: 40 ms),
+    // and the loop goes on once both their batches are out, so it meets the
+    // bound however slowly it runs. CI saw calls_queued 0 under ASan when
+    // every call took 2 us and the loop was descheduled, and again under
+    // TSan with 1 ms holds and no wait.
+    req.set_delay_ns(i < 16 ? 5000000 : 2000);
     ch->CallAsync(kEcho, req, &resps[i], nullptr, [&, i](absl::Status s) {
       if (s.ok() && resps[i].id() == static_cast<uint64_t>(i)) ok++;
       ++done;
     });
+    if (i == 15) {
+      const absl::Time give_up = absl::Now() + absl::Seconds(10);
+      while (ch->stats().outstanding_peak < 16 && absl::Now() < give_up) {
+        absl::SleepFor(absl::Microseconds(100));
+      }
+    }
   }
   ASSERT_TRUE(WaitForCount(done, kCalls, absl::Seconds(60)));
   EXPECT_EQ(ok.load(), kCalls);
