@@ -137,10 +137,8 @@ TEST_P(BatchE2eTest, AsyncCallsAreBatchedAndEveryReplyMatches) {
   // meanwhile, and auto starts from N = 1: a CI run under TSan on a loaded
   // host averaged 1.45-1.65 calls a batch (server-reply, hybrid), one in
   // the VM 1.38 (auto, hybrid). Natively on shm it is above 2.
-  double min_calls_per_batch = Provider() == "shm" ? 2.0 : 1.1;
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  min_calls_per_batch = 1.1;
-#endif
+  const double min_calls_per_batch =
+      Provider() == "shm" && !kSanitizerBuild ? 2.0 : 1.1;
   EXPECT_GT(st.CallsPerBatch(), min_calls_per_batch)
       << st.batches << " batches";
   // Some results took more than one part. Batches of one go as plain

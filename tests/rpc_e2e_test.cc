@@ -482,18 +482,16 @@ TEST_F(RpcE2eTest, AnAsyncLongCallsPushWakesTheProgressThread) {
     EXPECT_EQ(slow_resp.id(), static_cast<uint64_t>(50 + r));
     return fast_done >= 6;
   };
-  bool passed = false;
-  for (int r = 0; r < 4 && !passed; ++r) passed = round(r);
   // Not asserted under qemu TCG (verbs in the Soft-RoCE VM), whose timings
   // swing by milliseconds, nor under ASan/TSan: in a CI run under TSan every
   // fast call during a long one took 1.8-2.1 ms, 3-3.5 times its 0.6 ms
   // alone (woken, but slowly; unwoken ones spread over the 10 ms sleep).
-  // The interrupt's effect on a sleeping queue is also the conformance
-  // suite's (WaitWokenLosesNoWakeUpWhileAnotherThreadPolls).
-  bool timed = Provider() == "shm";
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  timed = false;
-#endif
+  // There one round still runs the calls. The interrupt's effect on a
+  // sleeping queue is also the conformance suite's
+  // (WaitWokenLosesNoWakeUpWhileAnotherThreadPolls).
+  const bool timed = Provider() == "shm" && !kSanitizerBuild;
+  bool passed = false;
+  for (int r = 0; r < (timed ? 4 : 1) && !passed; ++r) passed = round(r);
   if (timed) {
     EXPECT_TRUE(passed) << "fast calls were held up by the driver's sleep in "
                            "4 rounds of 7";
@@ -871,13 +869,13 @@ TEST_F(RpcE2eTest, HybridSwitchesToServerReplyAndBack) {
     ExpectEcho(ch.get(), 100 + i, 8, &used);
     if (used == RpcMode::kRemoteFetch) ++fetched;
   }
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  // Under ASan/TSan the instrumented handler and client are several times
-  // slower; whether replies then fit the remote-fetch budget is a timing
-  // verdict, not a memory or race question. The calls above still ran the
-  // switch code under the sanitizer.
-  GTEST_SKIP() << "switch back depends on handler vs READ speed";
-#endif
+  if (kSanitizerBuild) {
+    // Under ASan/TSan the instrumented handler and client are several times
+    // slower; whether replies then fit the remote-fetch budget is a timing
+    // verdict, not a memory or race question. The calls above still ran the
+    // switch code under the sanitizer.
+    GTEST_SKIP() << "switch back depends on handler vs READ speed";
+  }
   if (Provider() != "shm") {
     // How soon it switches back follows READ round trips against reply
     // times: under qemu TCG (verbs in the Soft-RoCE VM, READs of ~50 us,

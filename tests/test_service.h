@@ -51,6 +51,15 @@ std::string Provider();
 // VM: "10.11.0.1:0").
 std::string ListenAddress();
 
+// Built with AddressSanitizer or ThreadSanitizer (--config=asan, tsan),
+// which make a call several times slower: timing verdicts that hold
+// natively do not hold there.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kSanitizerBuild = true;
+#else
+inline constexpr bool kSanitizerBuild = false;
+#endif
+
 // A child process running tests/rpc_peer (found through $RFRPC_RPC_PEER or
 // the test's runfiles) with --role, --address and --provider=Provider(); its
 // stdout is readable line by line. Killed (SIGKILL) and reaped on
