@@ -92,6 +92,8 @@ struct MethodStats {
   std::array<uint64_t, kStatusCodes> failures{};
   // Server: handler time, ns, from the call's arrival (for the calls of a
   // request batch: from the end of the previous one) to the result's end.
+  // A run of a batch's calls of one method that its handler serves at once
+  // counts each of them at the run's average (one clock read per run).
   // Channel: the call's latency, ns: from the call to the progress round that
   // found its result (or its failure), sync or async.
   HistogramStats latency_ns;

@@ -78,6 +78,7 @@ class Log2Histogram {
   }
   // Record in two halves, for a writer that sums a run of values first.
   void CountBucket(uint64_t v) { counts_[BucketOf(v)].Add(1); }
+  void CountBucket(uint64_t v, uint64_t n) { counts_[BucketOf(v)].Add(n); }
   void AddSum(uint64_t sum) { sum_.Add(sum); }
 
   // Adds the counts to `*out` (not null; its layout set if empty).

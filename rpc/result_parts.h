@@ -93,6 +93,38 @@ class ResultPartWriter {
     return false;
   }
 
+  // Room in the current part for a run of up to `*count` results written
+  // back to back, as result entries (header and padded payload), from the
+  // returned position. Lowers `*count` to the entries the part may still
+  // take (0: the next result closes it; commit it alone) and sets `*room`
+  // to the bytes the run may take: what keeps the part within its byte
+  // limit and leaves the worst case free for the results after the run.
+  // REQUIRES: 0 < *count <= results to come.
+  char* RunSpace(uint32_t* count, size_t* room) const {
+    const uint32_t left =
+        part_entries_ < max_entries_ ? max_entries_ - part_entries_ : 0;
+    if (*count > left) *count = left;
+    const size_t used =
+        part_ + wire::kHeaderBytes + part_size_ + wire::kTailBytes;
+    const size_t reserve = size_t{entries_ - committed_ - *count} *
+                               (kPartOverhead + wire::kEntryHeaderBytes) +
+                           kPartOverhead + 8;
+    size_t r = buf_bytes_ > used + reserve ? buf_bytes_ - used - reserve : 0;
+    const size_t limit_left =
+        part_size_ < part_bytes_limit_ ? part_bytes_limit_ - part_size_ : 0;
+    if (r > limit_left) r = limit_left;
+    *room = r;
+    return buf_ + part_ + wire::kHeaderBytes + part_size_;
+  }
+
+  // Commits `count` results that a run wrote at RunSpace's position,
+  // `bytes` in all. REQUIRES: count and bytes within RunSpace's.
+  void CommitRun(uint32_t count, size_t bytes) {
+    part_size_ += bytes;
+    part_entries_ += count;
+    committed_ += count;
+  }
+
   // Closes the current part early, if it holds results (the next result
   // must wait: a client should not wait for those before it). Returns true
   // with the part in `*closed` (publish it before the next Commit); the

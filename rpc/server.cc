@@ -265,6 +265,7 @@ class Server::Impl final : public internal::ServerStatsSource {
     s.bad_requests = counters_.bad_requests.load();
     s.rdma_writes = counters_.rdma_writes.load();
     s.batches = counters_.batches.load();
+    s.batch_runs = counters_.batch_runs.load();
     s.rings = counters_.rings.load();
     s.parks = counters_.parks.load();
     s.park_notifies = counters_.park_notifies.load();

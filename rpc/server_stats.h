@@ -22,6 +22,9 @@ struct ServerStats {
   uint64_t bad_requests = 0;        // Malformed slots.
   uint64_t rdma_writes = 0;         // Out-bound WRITEs issued by workers.
   uint64_t batches = 0;             // Request batches served.
+  // Runs of a batch's calls of one sync method that its handler served in
+  // one call (MethodHandler::RunBatch; docs/rpc.md, "Serving a batch").
+  uint64_t batch_runs = 0;
   // Work discovery (docs/rpc.md): doorbell rings taken, times a worker
   // parked (went to sleep until woken) and of those the parks a client's
   // notify ended (the others ended at the 100 ms liveness check, a new

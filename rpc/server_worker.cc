@@ -508,10 +508,7 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline absl::Status ServerWorker::RunHandler(
   absl::Status status = RunCatching(m, request, out, cap, len);
   if (!status.ok() && status.code() == absl::StatusCode::kResourceExhausted &&
       *len > cap) {
-    status = absl::ResourceExhaustedError(absl::StrCat(
-        "response of ", *len, " bytes exceeds the ", cap,
-        " bytes left in the connection's response slot (raise "
-        "ChannelOptions::max_response_bytes)"));
+    status = ResultTooLarge(*len, cap);
   }
   if (method_counters_ != nullptr) {
     // A batch's calls share start_ns: each is timed from the previous end.
@@ -572,13 +569,24 @@ void ServerWorker::ServeBatch(ServerConnection* c, uint32_t s,
   wire::BatchReader reader(batch.entries);
   uint32_t method_id;
   absl::string_view entry;
-  for (uint32_t i = 0; reader.Next(&method_id, &entry); ++i) {
+  // Set when ServeRun read the entry after its run: the loop's next entry.
+  bool peeked = false;
+  for (uint32_t i = 0;; ++i) {
+    if (!peeked && !reader.Next(&method_id, &entry)) break;
+    peeked = false;
     // Every entry arrived with the batch: one clock read serves them all.
     const int64_t deadline_ns =
         wire::DeadlineFromBudget(batch.budget(i), start_ns);
     const bool expired = start_ns > deadline_ns;
     const MethodEntry* m = FindMethod(method_id);
     const bool later = m != nullptr && m->kind != MethodKind::kSync;
+    if (p == nullptr && m != nullptr && !later && !expired) {
+      // This entry and the sync calls of its method that follow it.
+      i += ServeRun(c, s, seq, hot, m, start_ns, deadline_ns, batch, i, &reader,
+                    &method_id, &entry, &peeked, &w, &part_start) -
+           1;
+      continue;
+    }
     if (p == nullptr) {
       // In order: the result goes straight where it belongs.
       size_t cap;
@@ -666,6 +674,151 @@ void ServerWorker::ServeBatch(ServerConnection* c, uint32_t s,
   ResultPartWriter::Part last;
   if (w.Finish(&last)) PublishPart(c, s, seq, hot, last, &part_start);
   FlushMethodStats();
+}
+
+uint32_t ServerWorker::ServeRun(ServerConnection* c, uint32_t s, uint32_t seq,
+                                uint16_t hot, const MethodEntry* m,
+                                int64_t start_ns, int64_t deadline_ns,
+                                const wire::BatchPayload& batch, uint32_t first,
+                                wire::BatchReader* reader, uint32_t* method_id,
+                                absl::string_view* entry, bool* peeked,
+                                ResultPartWriter* w, int64_t* part_start) {
+  // Take the run: the entries from `first` on that call m and have time
+  // left. The entry that ends it is left in *method_id, *entry (*peeked).
+  uint32_t k = 0;
+  run_requests_[k] = *entry;
+  run_deadlines_[k++] = deadline_ns;
+  while (k < kMaxRun) {
+    uint32_t id;
+    absl::string_view e;
+    if (!reader->Next(&id, &e)) break;
+    const int64_t d =
+        wire::DeadlineFromBudget(batch.budget(first + k), start_ns);
+    if (id != m->id || start_ns > d) {
+      *method_id = id;
+      *entry = e;
+      *peeked = true;
+      break;
+    }
+    run_requests_[k] = e;
+    run_deadlines_[k++] = d;
+  }
+
+  scratch_.resize(c->layout.ResponsePayloadCapacity());
+  uint32_t pos = 0;
+  bool batchable = true;  // Until m's handler says it has no RunBatch.
+  while (pos < k) {
+    FlushPushesBeforeHandler();
+    ctx_.SetCall(m->full_name, run_deadlines_[pos]);
+    uint32_t count = k - pos;
+    BatchRun run;
+    run.out = w->RunSpace(&count, &run.room);
+    run.requests = run_requests_ + pos;
+    run.deadlines_ns = run_deadlines_ + pos;
+    run.count = count;
+    run.spill = scratch_.data();
+    run.spill_cap = scratch_.size();
+    if (count > 0 && batchable &&
+        (batchable = m->handler->RunBatch(&ctx_, &run))) {
+      counters_->batch_runs.fetch_add(1, std::memory_order_relaxed);
+      if (run.done > 0) {
+        w->CommitRun(run.done, run.used);
+        CountRun(run.out, run.done, start_ns);
+        pos += run.done;
+      }
+      if (run.ran) {
+        // Entry pos ran; its result (or status) did not fit in the run.
+        size_t cap;
+        char* out = w->NextPayload(&cap);
+        absl::Status st = std::move(run.status);
+        size_t len = run.result_len;
+        if (st.ok() && len <= cap) {
+          std::memcpy(out, scratch_.data(), len);
+        } else if (st.ok() ||
+                   (st.code() == absl::StatusCode::kResourceExhausted &&
+                    len > cap)) {
+          st = ResultTooLarge(len, cap);
+        }
+        CountHandled(st, start_ns, len);
+        CommitResult(c, s, seq, hot, w, part_start, st, len);
+        ++pos;
+        continue;
+      }
+      // All of it ran, or the part is full: the next round sees.
+      if (run.done == count) continue;
+    }
+    // Entry pos alone: the part takes no more (its result opens the next
+    // one), the handler has no RunBatch, or the entry is one RunBatch
+    // leaves to Run (a large request).
+    size_t cap;
+    char* out = w->NextPayload(&cap);
+    size_t len = 0;
+    const absl::Status st =
+        RunHandler(c, m, m->id, run_requests_[pos], start_ns,
+                   run_deadlines_[pos], s, seq, out, cap, &len,
+                   /*in_batch=*/true);
+    CommitResult(c, s, seq, hot, w, part_start, st, len);
+    ++pos;
+  }
+  return k;
+}
+
+void ServerWorker::CountRun(const char* entries, uint32_t n, int64_t start_ns) {
+  if (method_counters_ == nullptr) return;
+  // One clock read for the run: each of its calls is counted at the run's
+  // average time. As in CountServed, the run's last call waits in served_.
+  const int64_t end = UnixNanos();
+  const uint64_t each = static_cast<uint64_t>(std::max<int64_t>(
+      (end - std::max(start_ns, last_handler_end_ns_)) / n, 0));
+  last_handler_end_ns_ = end;
+  MethodCounters* m = last_counters_;
+  if (served_.counters == m) {
+    m->latency_ns.CountBucket(served_.last_latency);
+    m->result_bytes.CountBucket(served_.last_bytes);
+  } else {
+    FlushMethodStats();
+    served_.counters = m;
+  }
+  if (n > 1) m->latency_ns.CountBucket(each, n - 1);
+  // Result sizes, a bucket count per stretch of equal sizes.
+  uint64_t bytes = 0;
+  uint32_t size = 0;
+  uint32_t same_size = 0;
+  uint32_t same = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    std::memcpy(&size, entries, sizeof(size));
+    entries += wire::EntryBytes(size);
+    bytes += size;
+    if (i + 1 == n) break;
+    if (size != same_size || same == 0) {
+      if (same > 0) m->result_bytes.CountBucket(same_size, same);
+      same_size = size;
+      same = 0;
+    }
+    ++same;
+  }
+  if (same > 0) m->result_bytes.CountBucket(same_size, same);
+  served_.calls += n;
+  served_.latency_sum += each * n;
+  served_.bytes_sum += bytes;
+  served_.last_latency = each;
+  served_.last_bytes = size;
+}
+
+void ServerWorker::CountHandled(const absl::Status& st, int64_t start_ns,
+                                size_t len) {
+  if (method_counters_ == nullptr) return;
+  const int64_t end = UnixNanos();
+  CountServed(last_counters_, st.ok() ? 0 : static_cast<int>(st.code()),
+              end - std::max(start_ns, last_handler_end_ns_), len);
+  last_handler_end_ns_ = end;
+}
+
+absl::Status ServerWorker::ResultTooLarge(size_t len, size_t cap) {
+  return absl::ResourceExhaustedError(
+      absl::StrCat("response of ", len, " bytes exceeds the ", cap,
+                   " bytes left in the connection's response slot (raise "
+                   "ChannelOptions::max_response_bytes)"));
 }
 
 size_t ServerWorker::PlaceError(ResultPartWriter* w, const absl::Status& st) {

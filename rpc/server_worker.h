@@ -88,6 +88,7 @@ struct ServerCounters {
   // connection of the process failed).
   std::atomic<uint64_t> liveness_walks{0};
   std::atomic<uint64_t> batches{0};
+  std::atomic<uint64_t> batch_runs{0};   // MethodHandler::RunBatch calls.
   std::atomic<uint64_t> rings{0};        // Doorbell rings taken.
   std::atomic<uint64_t> parks{0};        // Times a worker went to sleep.
   std::atomic<uint64_t> park_notifies{0};  // Parks a client's notify ended.
@@ -253,6 +254,23 @@ class ServerWorker {
   void ServeBatch(ServerConnection* c, uint32_t slot,
                   const wire::RequestView& req, int64_t start_ns,
                   uint16_t hot_flag);
+  // Serves the run of batch entries that starts at entry `first` (*entry,
+  // of sync method `m`, not expired): it and the entries after it that call
+  // `m` and have time left, at most kMaxRun, through m's RunBatch where it
+  // can. Leaves the entry that ended the run in *method_id and *entry with
+  // *peeked set (if one did). Returns the entries it served.
+  uint32_t ServeRun(ServerConnection* c, uint32_t s, uint32_t seq, uint16_t hot,
+                    const MethodEntry* m, int64_t start_ns, int64_t deadline_ns,
+                    const wire::BatchPayload& batch, uint32_t first,
+                    wire::BatchReader* reader, uint32_t* method_id,
+                    absl::string_view* entry, bool* peeked, ResultPartWriter* w,
+                    int64_t* part_start);
+  // Method stats of a run's `n` results, written as result entries at
+  // `entries`; of one call whose handler ended now.
+  void CountRun(const char* entries, uint32_t n, int64_t start_ns);
+  void CountHandled(const absl::Status& st, int64_t start_ns, size_t len);
+  // RESOURCE_EXHAUSTED for a result of `len` bytes where `cap` were left.
+  static absl::Status ResultTooLarge(size_t len, size_t cap);
   // Runs method `m` (FindMethod(method_id), looked up by the caller; null:
   // no such method, answered UNIMPLEMENTED). `in_batch`: ServeBatch has
   // reset ctx_ for the batch. Inlined into its callers (all
@@ -462,6 +480,10 @@ class ServerWorker {
   int64_t next_expiry_ns_ = INT64_MAX;
   std::vector<ServerCall*> finished_;
   std::vector<char> scratch_;
+  // The entries of the run ServeRun serves.
+  static constexpr uint32_t kMaxRun = 64;
+  absl::string_view run_requests_[kMaxRun];
+  int64_t run_deadlines_[kMaxRun];
 
   Mutex bells_mu_;
   std::vector<uint32_t> free_bells_ ABSL_GUARDED_BY(bells_mu_);

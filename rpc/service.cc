@@ -61,6 +61,10 @@ internal::ServerCall* MethodHandler::NewCall(absl::string_view,
   return nullptr;
 }
 
+bool MethodHandler::RunBatch(ServerContext*, internal::BatchRun*) {
+  return false;
+}
+
 void MethodHandler::Invoke(internal::ServerCall*, ServerDone done) {
   done(absl::InternalError("this method's handler cannot run async"));
 }

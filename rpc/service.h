@@ -45,6 +45,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "google/protobuf/message_lite.h"
+#include "rpc/batch_format.h"
 #include "rpc/server_call.h"
 #include "rpc/server_context.h"
 
@@ -76,6 +77,40 @@ enum class MethodKind : uint8_t {
 // "sync", "async", "blocking".
 absl::string_view MethodKindName(MethodKind kind);
 
+namespace internal {
+
+// Consecutive entries of one request batch that call the same sync method,
+// handed to its handler in one call (MethodHandler::RunBatch). The handler
+// writes their results back to back at `out` as result entries
+// (rpc/batch_format.h: an 8-byte entry header, then the payload padded to
+// 8) while they fit in `room`, and stops at the first entry whose result
+// it cannot place there.
+struct BatchRun {
+  // In: the entries' requests (valid during the call) and deadlines.
+  const absl::string_view* requests = nullptr;
+  const int64_t* deadlines_ns = nullptr;
+  uint32_t count = 0;
+  // Where the first result entry goes, and the bytes the entries may take.
+  char* out = nullptr;
+  size_t room = 0;
+  // Where a result that does not fit in `room` goes instead.
+  char* spill = nullptr;
+  size_t spill_cap = 0;
+
+  // Out: results written at `out`, in order, and their bytes.
+  uint32_t done = 0;
+  size_t used = 0;
+  // Whether entry `done` (when done < count) ran. If it did, `status` is its
+  // outcome; if OK, its result is `result_len` bytes at `spill`
+  // (RESOURCE_EXHAUSTED with result_len > spill_cap: the result is that
+  // large). If it did not, the caller runs it through MethodHandler::Run.
+  bool ran = false;
+  absl::Status status;
+  size_t result_len = 0;
+};
+
+}  // namespace internal
+
 // Runs one method on raw bytes. Implementations (normally the generated
 // typed handlers below) parse the request, call user code and serialize the
 // response into `response_buf`.
@@ -93,6 +128,12 @@ class MethodHandler {
   virtual absl::Status Run(ServerContext* ctx, absl::string_view request,
                            char* response_buf, size_t response_cap,
                            size_t* response_len) = 0;
+
+  // Runs the entries of `run` (MethodKind::kSync) as Run would, one after
+  // another, with ctx's deadline set to each one's; see BatchRun. Returns
+  // false if this handler does not (the default): the caller then runs
+  // each entry through Run.
+  virtual bool RunBatch(ServerContext* ctx, internal::BatchRun* run);
 
   // Async and offloaded calls (MethodKind::kAsync, kBlocking), in two steps:
   // NewCall parses `request` (valid only during the call) into a new call
@@ -221,27 +262,14 @@ class UnaryHandler final : public MethodHandler {
   absl::Status Run(ServerContext* ctx, absl::string_view request,
                    char* response_buf, size_t response_cap,
                    size_t* response_len) override {
-    // Each thread keeps one request and one response of these types and
-    // reuses them (parsing clears the request; the response is cleared
-    // here), so a small call allocates nothing for its messages. Large
-    // messages are not kept, so a thread holds no big buffers; a handler
-    // running a handler of the same types inside itself gets fresh ones.
-    struct Kept {
-      Req req;
-      Resp resp;
-      bool busy = false;
-    };
-    thread_local Kept kept;
+    Kept& kept = KeptMessages();
     if (ABSL_PREDICT_FALSE(kept.busy || request.size() > kKeepBytes)) {
       return RunOnFresh(ctx, request, response_buf, response_cap,
                         response_len);
     }
     kept.busy = true;
     kept.resp.Clear();
-    struct Release {
-      Kept* k;
-      ~Release() { k->busy = false; }
-    } release{&kept};
+    Release release{&kept};
     absl::Status s = RunOn(ctx, request, &kept.req, &kept.resp, response_buf,
                            response_cap, response_len);
     // A failed call may have left anything in the response.
@@ -249,9 +277,87 @@ class UnaryHandler final : public MethodHandler {
     return s;
   }
 
+  // A run of a batch's entries in one call: one virtual call, one lookup of
+  // the kept messages, and the results written straight into the result
+  // part (docs/rpc.md, "Serving a batch").
+  bool RunBatch(ServerContext* ctx, BatchRun* run) override {
+    Kept& kept = KeptMessages();
+    if (ABSL_PREDICT_FALSE(kept.busy)) return false;
+    kept.busy = true;
+    Release release{&kept};
+    char* p = run->out;
+    size_t used = 0;
+    const absl::string_view name = ctx->method();
+    uint32_t i = 0;
+    for (; i < run->count; ++i) {
+      const absl::string_view request = run->requests[i];
+      // A large request runs alone, on messages of its own (Run).
+      if (ABSL_PREDICT_FALSE(request.size() > kKeepBytes)) break;
+      ctx->SetCall(name, run->deadlines_ns[i]);
+      kept.resp.Clear();
+      if (ABSL_PREDICT_FALSE(!kept.req.ParseFromArray(
+              request.data(), static_cast<int>(request.size())))) {
+        run->ran = true;
+        run->status = RequestDoesNotParse(request.size(), kept.req);
+        break;
+      }
+      absl::Status s = CallCatching(ctx, &kept.req, &kept.resp);
+      if (ABSL_PREDICT_FALSE(!s.ok())) {
+        kept.resp = Resp();
+        run->ran = true;
+        run->status = std::move(s);
+        break;
+      }
+      const size_t size = kept.resp.ByteSizeLong();
+      const size_t entry_bytes = wire::EntryBytes(size);
+      if (ABSL_PREDICT_FALSE(entry_bytes > run->room - used)) {
+        // Where the caller can place it, or its size if it fits nowhere.
+        run->ran = true;
+        run->result_len = size;
+        if (size <= run->spill_cap) {
+          kept.resp.SerializeWithCachedSizesToArray(
+              reinterpret_cast<uint8_t*>(run->spill));
+        } else {
+          run->status = ResponseTooLarge(size, run->spill_cap);
+        }
+        if (size > kKeepBytes) kept.resp = Resp();
+        break;
+      }
+      kept.resp.SerializeWithCachedSizesToArray(
+          reinterpret_cast<uint8_t*>(p + wire::kEntryHeaderBytes));
+      wire::PutResultEntry(p, static_cast<uint32_t>(size), 0);
+      if (ABSL_PREDICT_FALSE(size > kKeepBytes)) kept.resp = Resp();
+      p += entry_bytes;
+      used += entry_bytes;
+    }
+    run->done = i;
+    run->used = used;
+    return true;
+  }
+
  private:
   // Messages above this many bytes are not kept between calls.
   static constexpr size_t kKeepBytes = 4096;
+
+  // Each thread keeps one request and one response of these types and
+  // reuses them (parsing clears the request; the response is cleared
+  // before each call), so a small call allocates nothing for its messages.
+  // Large messages are not kept, so a thread holds no big buffers; a
+  // handler running a handler of the same types inside itself gets fresh
+  // ones (busy).
+  struct Kept {
+    Req req;
+    Resp resp;
+    bool busy = false;
+  };
+  struct Release {
+    Kept* k;
+    ~Release() { k->busy = false; }
+  };
+  static Kept& KeptMessages() {
+    thread_local Kept kept;
+    return kept;
+  }
 
   // Run's rare path, out of line so that its two messages on the stack do
   // not weigh on Run's frame: messages of their own.
@@ -274,6 +380,18 @@ class UnaryHandler final : public MethodHandler {
     s = (service_->*method_)(ctx, req, resp);
     if (!s.ok()) return s;
     return SerializeResponse(*resp, response_buf, response_cap, response_len);
+  }
+
+  // The user's method; what it throws becomes INTERNAL (Run's caller
+  // catches for Run).
+  absl::Status CallCatching(ServerContext* ctx, const Req* req, Resp* resp) {
+    try {
+      return (service_->*method_)(ctx, req, resp);
+    } catch (const std::exception& e) {
+      return HandlerThrew(ctx, e.what());
+    } catch (...) {
+      return HandlerThrew(ctx, nullptr);
+    }
   }
 
   ServiceT* const service_;  // Not owned.

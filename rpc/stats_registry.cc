@@ -32,6 +32,7 @@ void AddCounters(const ServerStats& from, ServerStats* to) {
   to->bad_requests += from.bad_requests;
   to->rdma_writes += from.rdma_writes;
   to->batches += from.batches;
+  to->batch_runs += from.batch_runs;
   to->rings += from.rings;
   to->parks += from.parks;
   to->park_notifies += from.park_notifies;

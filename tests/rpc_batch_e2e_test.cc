@@ -984,6 +984,109 @@ TEST_F(BatchMechanismTest, ABatchOfSixteenPostsOneListAndOneReadPerPart) {
             after.fetches - before.fetches);
 }
 
+// The calls of a batch that call one sync method are served by one call of
+// its handler (MethodHandler::RunBatch: docs/rpc.md, "Serving a batch"):
+// one run per batch of 16 echoes, and each call counted in the method's
+// stats. Without RunBatch the worker runs each entry alone: no runs.
+TEST_F(BatchMechanismTest, ABatchOfOneMethodIsServedByOneHandlerCall) {
+  std::unique_ptr<Channel> ch = Connect(ExactBatches(16));
+  ASSERT_NE(ch, nullptr);
+  auto echo_stats = [this]() {
+    for (const MethodStats& m : server_->method_stats()) {
+      if (m.method == kEchoMethod) return m;
+    }
+    return MethodStats();
+  };
+  const ServerStats before = server_->stats();
+  const uint64_t calls_before = echo_stats().calls;
+  EchoRounds(ch.get(), 4, 16, 8, 0);
+  EXPECT_EQ(bad_.load(), 0);
+  const ServerStats after = server_->stats();
+  EXPECT_EQ(after.batches - before.batches, 4u);
+  EXPECT_EQ(after.batch_runs - before.batch_runs, 4u);
+  // A batch's method stats are added after its results are published.
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  MethodStats m = echo_stats();
+  while (m.calls < calls_before + 64 && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(1));
+    m = echo_stats();
+  }
+  EXPECT_EQ(m.calls - calls_before, 64u);
+  EXPECT_EQ(m.latency_ns.count(), m.calls);
+  EXPECT_EQ(m.result_bytes.count(), m.calls);
+  EXPECT_EQ(m.failed(), 0u);
+}
+
+// One batch of 16 whose entries take every way out of a run: a handler
+// error, a throw, an unknown method (ends the run), a result larger than
+// the server's 512-byte result part (placed alone, in a part of its own),
+// one larger than the response slot, a request too large for the kept
+// messages (run alone through Run). Every call gets its own outcome, and a
+// plain batch after it is again one run.
+TEST_F(BatchMechanismTest, EveryEntryOfAMixedBatchGetsItsOwnOutcome) {
+  ChannelOptions opts = ExactBatches(16);
+  opts.batching.bytes = 64 * 1024;
+  opts.max_request_bytes = 64 * 1024;
+  std::unique_ptr<Channel> ch = Connect(opts);
+  ASSERT_NE(ch, nullptr);
+  static const uint32_t kEcho = MethodId(kEchoMethod);
+  static const uint32_t kUnknown = MethodId("/rfrpc.testing.Test/NoSuchMethod");
+  constexpr int kCalls = 16;
+  std::vector<TestRequest> reqs(kCalls);
+  std::vector<TestResponse> resps(kCalls);
+  std::vector<absl::Status> got(kCalls);
+  for (int i = 0; i < kCalls; ++i) {
+    reqs[i].set_id(i + 1);
+    reqs[i].set_payload(ExpectedPayload(i + 1, 8));
+  }
+  reqs[3].set_fail_code(static_cast<int>(absl::StatusCode::kNotFound));
+  reqs[5].set_throw_message("boom");
+  reqs[9].set_response_size(1000);
+  reqs[11].set_response_size(100 * 1024);
+  reqs[13].set_payload(ExpectedPayload(14, 5000));
+  const ServerStats before = server_->stats();
+  std::atomic<int> done{0};
+  for (int i = 0; i < kCalls; ++i) {
+    ch->CallAsync(i == 7 ? kUnknown : kEcho, reqs[i], &resps[i], nullptr,
+                  [&got, &done, i](absl::Status s) {
+                    got[i] = std::move(s);
+                    done.fetch_add(1, std::memory_order_release);
+                  });
+  }
+  ASSERT_TRUE(WaitForCount(done, kCalls, absl::Seconds(20)));
+  for (int i = 0; i < kCalls; ++i) {
+    SCOPED_TRACE(absl::StrCat("call ", i + 1));
+    switch (i) {
+      case 3:
+        EXPECT_EQ(got[i].code(), absl::StatusCode::kNotFound) << got[i];
+        break;
+      case 5:
+        EXPECT_EQ(got[i].code(), absl::StatusCode::kInternal) << got[i];
+        EXPECT_NE(got[i].message().find("threw: boom"), absl::string_view::npos)
+            << got[i];
+        break;
+      case 7:
+        EXPECT_EQ(got[i].code(), absl::StatusCode::kUnimplemented) << got[i];
+        break;
+      case 11:
+        EXPECT_EQ(got[i].code(), absl::StatusCode::kResourceExhausted)
+            << got[i];
+        break;
+      default:
+        ASSERT_TRUE(got[i].ok()) << got[i];
+        EXPECT_EQ(resps[i].id(), static_cast<uint64_t>(i + 1));
+        EXPECT_EQ(resps[i].payload(),
+                  i == 9 ? ExpectedPayload(i + 1, 1000) : reqs[i].payload());
+    }
+  }
+  const ServerStats mid = server_->stats();
+  EXPECT_EQ(mid.batches - before.batches, 1u);
+  EXPECT_GT(mid.batch_runs - before.batch_runs, 1u);
+  EchoRounds(ch.get(), 1, 16, 8, 0);
+  EXPECT_EQ(bad_.load(), 0);
+  EXPECT_EQ(server_->stats().batch_runs - mid.batch_runs, 1u);
+}
+
 // Sync callers, 1 and 4 threads on one channel, fixed N = 16 and auto at
 // l_limit = 20 us, every reply checked. T is an hour and each call has a
 // 10 s deadline: a call that waited for T would fail, so every batch went
