@@ -772,13 +772,7 @@ void ServerWorker::CountRun(const char* entries, uint32_t n, int64_t start_ns) {
       (end - std::max(start_ns, last_handler_end_ns_)) / n, 0));
   last_handler_end_ns_ = end;
   MethodCounters* m = last_counters_;
-  if (served_.counters == m) {
-    m->latency_ns.CountBucket(served_.last_latency);
-    m->result_bytes.CountBucket(served_.last_bytes);
-  } else {
-    FlushMethodStats();
-    served_.counters = m;
-  }
+  JoinServedRun(m);
   if (n > 1) m->latency_ns.CountBucket(each, n - 1);
   // Result sizes, a bucket count per stretch of equal sizes.
   uint64_t bytes = 0;

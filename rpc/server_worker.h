@@ -431,6 +431,16 @@ class ServerWorker {
       return;
     }
     const uint64_t ns = latency_ns > 0 ? static_cast<uint64_t>(latency_ns) : 0;
+    JoinServedRun(m);
+    ++served_.calls;
+    served_.latency_sum += ns;
+    served_.bytes_sum += bytes;
+    served_.last_latency = ns;
+    served_.last_bytes = bytes;
+  }
+  // Before OK calls of `m` join served_: the run's last call so far is
+  // counted whole if the run goes on, the run is flushed if m differs.
+  void JoinServedRun(MethodCounters* m) {
     if (served_.counters == m) {
       m->latency_ns.CountBucket(served_.last_latency);
       m->result_bytes.CountBucket(served_.last_bytes);
@@ -438,11 +448,6 @@ class ServerWorker {
       FlushMethodStats();
       served_.counters = m;
     }
-    ++served_.calls;
-    served_.latency_sum += ns;
-    served_.bytes_sum += bytes;
-    served_.last_latency = ns;
-    served_.last_bytes = bytes;
   }
   void FlushMethodStats() {
     MethodCounters* m = served_.counters;
