@@ -98,7 +98,11 @@ class ResultPartWriter {
   // returned position. Lowers `*count` to the entries the part may still
   // take (0: the next result closes it; commit it alone) and sets `*room`
   // to the bytes the run may take: what keeps the part within its byte
-  // limit and leaves the worst case free for the results after the run.
+  // limit and leaves the worst case free for every result after the
+  // run's first, as NextPayload does for one result. (A run may stop after
+  // any of its results, and each result still to come needs its worst case
+  // then; a fuzzer found the buffer overrun when the run's own later
+  // results were left out of the reserve.)
   // REQUIRES: 0 < *count <= results to come.
   char* RunSpace(uint32_t* count, size_t* room) const {
     const uint32_t left =
@@ -106,7 +110,7 @@ class ResultPartWriter {
     if (*count > left) *count = left;
     const size_t used =
         part_ + wire::kHeaderBytes + part_size_ + wire::kTailBytes;
-    const size_t reserve = size_t{entries_ - committed_ - *count} *
+    const size_t reserve = size_t{entries_ - committed_ - 1} *
                                (kPartOverhead + wire::kEntryHeaderBytes) +
                            kPartOverhead + 8;
     size_t r = buf_bytes_ > used + reserve ? buf_bytes_ - used - reserve : 0;

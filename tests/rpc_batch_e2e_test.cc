@@ -1021,8 +1021,8 @@ TEST_F(BatchMechanismTest, ABatchOfOneMethodIsServedByOneHandlerCall) {
 // error, a throw, an unknown method (ends the run), a result larger than
 // the server's 512-byte result part (placed alone, in a part of its own),
 // one larger than the response slot, a request too large for the kept
-// messages (run alone through Run). Every call gets its own outcome, and a
-// plain batch after it is again one run.
+// messages (run alone through Run), a request that does not parse. Every
+// call gets its own outcome, and a plain batch after it is again one run.
 TEST_F(BatchMechanismTest, EveryEntryOfAMixedBatchGetsItsOwnOutcome) {
   ChannelOptions opts = ExactBatches(16);
   opts.batching.bytes = 64 * 1024;
@@ -1044,10 +1044,15 @@ TEST_F(BatchMechanismTest, EveryEntryOfAMixedBatchGetsItsOwnOutcome) {
   reqs[9].set_response_size(1000);
   reqs[11].set_response_size(100 * 1024);
   reqs[13].set_payload(ExpectedPayload(14, 5000));
+  NotATestRequest unparsable;  // Invalid UTF-8 in TestRequest.text.
+  unparsable.set_text("\xff\xfe");
   const ServerStats before = server_->stats();
   std::atomic<int> done{0};
   for (int i = 0; i < kCalls; ++i) {
-    ch->CallAsync(i == 7 ? kUnknown : kEcho, reqs[i], &resps[i], nullptr,
+    const google::protobuf::MessageLite& req =
+        i == 15 ? static_cast<const google::protobuf::MessageLite&>(unparsable)
+                : reqs[i];
+    ch->CallAsync(i == 7 ? kUnknown : kEcho, req, &resps[i], nullptr,
                   [&got, &done, i](absl::Status s) {
                     got[i] = std::move(s);
                     done.fetch_add(1, std::memory_order_release);
@@ -1071,6 +1076,9 @@ TEST_F(BatchMechanismTest, EveryEntryOfAMixedBatchGetsItsOwnOutcome) {
       case 11:
         EXPECT_EQ(got[i].code(), absl::StatusCode::kResourceExhausted)
             << got[i];
+        break;
+      case 15:
+        EXPECT_EQ(got[i].code(), absl::StatusCode::kInvalidArgument) << got[i];
         break;
       default:
         ASSERT_TRUE(got[i].ok()) << got[i];
