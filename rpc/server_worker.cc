@@ -484,19 +484,32 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline absl::Status ServerWorker::RunCatching(
   }
 }
 
+// Inline: RunHandler, on the unbatched path, calls it for every request.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline void ServerWorker::CountHandled(
+    const absl::Status& st, int64_t start_ns, size_t len) {
+  if (method_counters_ == nullptr) return;
+  // A batch's calls share start_ns: each is timed from the previous end.
+  const int64_t end = UnixNanos();
+  CountServed(last_counters_, st.ok() ? 0 : static_cast<int>(st.code()),
+              end - std::max(start_ns, last_handler_end_ns_), len);
+  last_handler_end_ns_ = end;
+}
+
+absl::Status ServerWorker::UnknownMethod(uint32_t method_id) {
+  if (method_counters_ != nullptr) {
+    method_counters_->unknown()->Served(
+        static_cast<int>(absl::StatusCode::kUnimplemented), 0, 0);
+  }
+  return absl::UnimplementedError(
+      absl::StrFormat("no method with id 0x%08x on this server", method_id));
+}
+
 ABSL_ATTRIBUTE_ALWAYS_INLINE inline absl::Status ServerWorker::RunHandler(
     ServerConnection* c, const MethodEntry* m, uint32_t method_id,
     absl::string_view request, int64_t start_ns, int64_t deadline_ns,
     uint32_t s, uint32_t seq, char* out, size_t cap, size_t* len,
     bool in_batch) {
-  if (m == nullptr) {
-    if (method_counters_ != nullptr) {
-      method_counters_->unknown()->Served(
-          static_cast<int>(absl::StatusCode::kUnimplemented), 0, 0);
-    }
-    return absl::UnimplementedError(absl::StrFormat(
-        "no method with id 0x%08x on this server", method_id));
-  }
+  if (m == nullptr) return UnknownMethod(method_id);
   FlushPushesBeforeHandler();
   if (in_batch) {
     // ServeBatch set the fields its calls share.
@@ -510,14 +523,7 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline absl::Status ServerWorker::RunHandler(
       *len > cap) {
     status = ResultTooLarge(*len, cap);
   }
-  if (method_counters_ != nullptr) {
-    // A batch's calls share start_ns: each is timed from the previous end.
-    const int64_t end = UnixNanos();
-    CountServed(last_counters_,
-                status.ok() ? 0 : static_cast<int>(status.code()),
-                end - std::max(start_ns, last_handler_end_ns_), *len);
-    last_handler_end_ns_ = end;
-  }
+  CountHandled(status, start_ns, *len);
   return status;
 }
 
@@ -619,8 +625,8 @@ void ServerWorker::ServeBatch(ServerConnection* c, uint32_t s,
           call->Release();
         }
       } else {
-        st = RunHandler(c, m, method_id, entry, start_ns, deadline_ns, s, seq,
-                        out, cap, &len, /*in_batch=*/true);
+        // A known sync method's entries went to ServeRun above.
+        st = UnknownMethod(method_id);
       }
       CommitResult(c, s, seq, hot, &w, &part_start, st, len);
       continue;
@@ -797,15 +803,6 @@ void ServerWorker::CountRun(const char* entries, uint32_t n, int64_t start_ns) {
   served_.bytes_sum += bytes;
   served_.last_latency = each;
   served_.last_bytes = size;
-}
-
-void ServerWorker::CountHandled(const absl::Status& st, int64_t start_ns,
-                                size_t len) {
-  if (method_counters_ == nullptr) return;
-  const int64_t end = UnixNanos();
-  CountServed(last_counters_, st.ok() ? 0 : static_cast<int>(st.code()),
-              end - std::max(start_ns, last_handler_end_ns_), len);
-  last_handler_end_ns_ = end;
 }
 
 absl::Status ServerWorker::ResultTooLarge(size_t len, size_t cap) {

@@ -269,6 +269,8 @@ class ServerWorker {
   // `entries`; of one call whose handler ended now.
   void CountRun(const char* entries, uint32_t n, int64_t start_ns);
   void CountHandled(const absl::Status& st, int64_t start_ns, size_t len);
+  // UNIMPLEMENTED for a request naming no method of this server, counted.
+  absl::Status UnknownMethod(uint32_t method_id);
   // RESOURCE_EXHAUSTED for a result of `len` bytes where `cap` were left.
   static absl::Status ResultTooLarge(size_t len, size_t cap);
   // Runs method `m` (FindMethod(method_id), looked up by the caller; null:

@@ -477,6 +477,47 @@ INSTANTIATE_TEST_SUITE_P(
 // ---- Mechanisms, one test each: every test here fails if its mechanism is
 // removed (the comment before each says how). ----
 
+// A hand-written MethodHandler, as a user without the generated code writes
+// one: Run only, no RunBatch. It echoes a TestRequest's id and payload, fails
+// with the request's fail_code if it has one, and counts its Runs.
+class HandWrittenEcho final : public MethodHandler {
+ public:
+  absl::Status Run(ServerContext*, absl::string_view request, char* out,
+                   size_t cap, size_t* len) override {
+    runs.fetch_add(1, std::memory_order_relaxed);
+    TestRequest req;
+    if (!req.ParseFromArray(request.data(), static_cast<int>(request.size()))) {
+      return absl::InvalidArgumentError("not a TestRequest");
+    }
+    if (req.fail_code() != 0) {
+      return absl::Status(static_cast<absl::StatusCode>(req.fail_code()),
+                          "hand-written failure");
+    }
+    TestResponse resp;
+    resp.set_id(req.id());
+    resp.set_payload(req.payload());
+    *len = resp.ByteSizeLong();
+    if (*len > cap) return absl::ResourceExhaustedError("too large");
+    resp.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(out));
+    return absl::OkStatus();
+  }
+
+  std::atomic<int> runs{0};
+};
+
+class HandWrittenService final : public Service {
+ public:
+  static constexpr const char* kEcho = "/rfrpc.testing.HandWritten/Echo";
+
+  HandWrittenService() : Service("rfrpc.testing.HandWritten") {
+    auto h = std::make_unique<HandWrittenEcho>();
+    echo = h.get();
+    AddMethod("Echo", std::move(h));
+  }
+
+  HandWrittenEcho* echo;
+};
+
 class BatchMechanismTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -488,6 +529,7 @@ class BatchMechanismTest : public ::testing::Test {
     opts.result_batch_bytes = 512;
     server_ = std::make_unique<Server>(opts);
     ASSERT_TRUE(server_->RegisterService(&service_).ok());
+    ASSERT_TRUE(server_->RegisterService(&hand_written_).ok());
     absl::Status s = server_->Start();
     ASSERT_TRUE(s.ok()) << s;
   }
@@ -561,6 +603,7 @@ class BatchMechanismTest : public ::testing::Test {
   }
 
   TestService service_;
+  HandWrittenService hand_written_;
   std::unique_ptr<Server> server_;
   std::atomic<int> bad_{0};
 };
@@ -1015,6 +1058,52 @@ TEST_F(BatchMechanismTest, ABatchOfOneMethodIsServedByOneHandlerCall) {
   EXPECT_EQ(m.latency_ns.count(), m.calls);
   EXPECT_EQ(m.result_bytes.count(), m.calls);
   EXPECT_EQ(m.failed(), 0u);
+}
+
+// A handler without RunBatch (hand-written, not generated) is served entry
+// by entry through Run: one batch of 16 gives 16 Runs and no run, and each
+// call gets its own outcome, the failing one included. If the worker called
+// the default RunBatch as if it had served the entries, batch_runs would
+// count; if it skipped the fallback, the replies would not come.
+TEST_F(BatchMechanismTest, AHandlerWithoutRunBatchServesEachEntryThroughRun) {
+  std::unique_ptr<Channel> ch = Connect(ExactBatches(16));
+  ASSERT_NE(ch, nullptr);
+  static const uint32_t kMethod = MethodId(HandWrittenService::kEcho);
+  constexpr int kCalls = 16;
+  constexpr int kFailing = 6;
+  std::vector<TestRequest> reqs(kCalls);
+  std::vector<TestResponse> resps(kCalls);
+  std::vector<absl::Status> got(kCalls);
+  for (int i = 0; i < kCalls; ++i) {
+    reqs[i].set_id(i + 1);
+    reqs[i].set_payload(ExpectedPayload(i + 1, 16));
+  }
+  reqs[kFailing].set_fail_code(static_cast<int>(absl::StatusCode::kAborted));
+  const ServerStats before = server_->stats();
+  const int runs_before = hand_written_.echo->runs.load();
+  std::atomic<int> done{0};
+  for (int i = 0; i < kCalls; ++i) {
+    ch->CallAsync(kMethod, reqs[i], &resps[i], nullptr,
+                  [&got, &done, i](absl::Status s) {
+                    got[i] = std::move(s);
+                    done.fetch_add(1, std::memory_order_release);
+                  });
+  }
+  ASSERT_TRUE(WaitForCount(done, kCalls, absl::Seconds(20)));
+  for (int i = 0; i < kCalls; ++i) {
+    if (i == kFailing) {
+      EXPECT_EQ(got[i].code(), absl::StatusCode::kAborted) << got[i];
+      EXPECT_EQ(got[i].message(), "hand-written failure");
+      continue;
+    }
+    ASSERT_TRUE(got[i].ok()) << "call " << i << ": " << got[i];
+    EXPECT_EQ(resps[i].id(), reqs[i].id()) << "call " << i;
+    EXPECT_EQ(resps[i].payload(), reqs[i].payload()) << "call " << i;
+  }
+  const ServerStats after = server_->stats();
+  EXPECT_EQ(after.batches - before.batches, 1u);
+  EXPECT_EQ(after.batch_runs - before.batch_runs, 0u);
+  EXPECT_EQ(hand_written_.echo->runs.load() - runs_before, kCalls);
 }
 
 // One batch of 16 whose entries take every way out of a run: a handler
