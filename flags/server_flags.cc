@@ -47,6 +47,11 @@ DEFINE_int64(rfrpc_hot_window_us,
 DEFINE_int32(rfrpc_blocking_threads, kDefaults.blocking_threads,
              "Threads of the handler pool that runs blocking methods "
              "(option (rfrpc.handler) = HANDLER_BLOCKING) off the workers.");
+DEFINE_int64(rfrpc_stall_warning_ms,
+             absl::ToInt64Milliseconds(kDefaults.stall_warning),
+             "A sync handler that holds its worker this long is counted "
+             "(worker_stalls) and its method named in a warning, once per "
+             "method and worker; 0 turns it off.");
 DEFINE_bool(rfrpc_raise_fd_limit, kDefaults.raise_fd_limit,
             "At start, raise the soft RLIMIT_NOFILE to the hard limit and "
             "log how many connections that allows.");

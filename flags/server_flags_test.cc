@@ -31,6 +31,7 @@ TEST(ServerFlagsTest, DefaultsAreTheLibraryDefaults) {
   EXPECT_EQ(s.max_response_bytes, d.max_response_bytes);
   EXPECT_EQ(s.method_stats, d.method_stats);
   EXPECT_EQ(s.blocking_threads, d.blocking_threads);
+  EXPECT_EQ(s.stall_warning, d.stall_warning);
   EXPECT_EQ(s.max_inline, d.max_inline);
   EXPECT_EQ(s.raise_fd_limit, d.raise_fd_limit);
   EXPECT_EQ(s.auth_token, d.auth_token);
@@ -67,6 +68,7 @@ TEST(ServerFlagsTest, MapsFlagsOntoOptions) {
   gflags::SetCommandLineOption("rfrpc_raise_fd_limit", "false");
   gflags::SetCommandLineOption("rfrpc_idle_park_after_us", "-1");
   gflags::SetCommandLineOption("rfrpc_max_connections", "10");
+  gflags::SetCommandLineOption("rfrpc_stall_warning_ms", "0");
   gflags::SetCommandLineOption("rfrpc_gid_index", "3");
   ServerOptions s;
   ASSERT_TRUE(ApplyServerFlags(&s).ok());
@@ -80,6 +82,7 @@ TEST(ServerFlagsTest, MapsFlagsOntoOptions) {
   EXPECT_FALSE(s.raise_fd_limit);
   EXPECT_EQ(s.idle_park_after, absl::InfiniteDuration());
   EXPECT_EQ(s.max_connections, 10);
+  EXPECT_EQ(s.stall_warning, absl::ZeroDuration());
   EXPECT_EQ(s.provider_options.gid_index, 3);
 }
 
@@ -106,6 +109,8 @@ TEST(ServerFlagsTest, RejectsBadValuesNamingTheFlagAndChangesNothing) {
        "--rfrpc_ib_port: provider_options.port 256 is outside [0, 255]"},
       {"rfrpc_hot_window_us", "-5",
        "--rfrpc_hot_window_us: hot_window -5us is negative"},
+      {"rfrpc_stall_warning_ms", "-1",
+       "--rfrpc_stall_warning_ms: stall_warning -1ms is negative"},
       {"rfrpc_idle_park_after_us", "-2",
        "--rfrpc_idle_park_after_us: idle_park_after -2us is negative"},
       {"rfrpc_max_slots_per_connection", "0",

@@ -327,6 +327,7 @@ const ServerKnob kServerKnobs[] = {
     RFRPC_SERVER_VALUE_KNOB("max_inline", max_inline),
     RFRPC_SERVER_VALUE_KNOB("method_stats", method_stats),
     RFRPC_SERVER_VALUE_KNOB("blocking_threads", blocking_threads),
+    RFRPC_SERVER_DURATION_KNOB("stall_warning_ms", stall_warning, kMs),
     RFRPC_PROVIDER_KNOBS(ServerOptions),
 };
 

@@ -216,6 +216,7 @@ TEST(OptionKnobsTest, ServerKnobsRoundTripAndAreUnique) {
       {"max_inline", "64"},
       {"method_stats", "false"},
       {"blocking_threads", "2"},
+      {"stall_warning_ms", "25"},
       {"device", "rxe0"},
       {"ib_port", "1"},
       {"gid_index", "1"},
@@ -228,6 +229,7 @@ TEST(OptionKnobsTest, ServerKnobsRoundTripAndAreUnique) {
   }
   EXPECT_EQ(o.idle_park_after, absl::InfiniteDuration());
   EXPECT_EQ(o.hot_window, absl::Microseconds(70));
+  EXPECT_EQ(o.stall_warning, absl::Milliseconds(25));
   EXPECT_EQ(o.max_request_bytes, 1000u);
   EXPECT_TRUE(ValidateServerOptions(o).ok());
   ASSERT_TRUE(SetServerKnob("idle_park_after_us", "250", &o).ok());

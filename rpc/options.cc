@@ -251,6 +251,7 @@ absl::Status ValidateServerOptions(const ServerOptions& o, std::string* field) {
   c.AtLeast("idle_spin_rounds", o.idle_spin_rounds, 0);
   c.NotNegative("idle_park_after", o.idle_park_after);
   c.NotNegative("hot_window", o.hot_window);
+  c.NotNegative("stall_warning", o.stall_warning);
   // Added to clock readings; past a second a slot is no longer "hot".
   if (c.ok() && o.hot_window > absl::Seconds(1)) {
     c.Bad("hot_window",

@@ -374,6 +374,14 @@ struct ServerOptions {
   // method is blocking; at most this many blocking calls run at once, the
   // rest wait in its queue. In [1, 65536]. Default: 4.
   int blocking_threads = 4;
+  // A sync handler (or a batch's run of sync calls) that holds its worker
+  // this long stalls every other connection of that worker: the server
+  // counts it (ServerStats::worker_stalls) and logs a warning naming the
+  // method, once per method and worker, saying how to move it off the
+  // worker (HANDLER_BLOCKING or HANDLER_ASYNC). The time is the one method
+  // stats read, so with method_stats off nothing is counted. Zero turns it
+  // off. Default: 10 ms.
+  absl::Duration stall_warning = absl::Milliseconds(10);
 };
 
 }  // namespace rfrpc

@@ -266,6 +266,7 @@ class Server::Impl final : public internal::ServerStatsSource {
     s.rdma_writes = counters_.rdma_writes.load();
     s.batches = counters_.batches.load();
     s.batch_runs = counters_.batch_runs.load();
+    s.worker_stalls = counters_.worker_stalls.load();
     s.rings = counters_.rings.load();
     s.parks = counters_.parks.load();
     s.park_notifies = counters_.park_notifies.load();

@@ -25,6 +25,9 @@ struct ServerStats {
   // Runs of a batch's calls of one sync method that its handler served in
   // one call (MethodHandler::RunBatch; docs/rpc.md, "Serving a batch").
   uint64_t batch_runs = 0;
+  // Sync handlers (or batch runs of them) that held their worker past
+  // ServerOptions::stall_warning, stalling its other connections.
+  uint64_t worker_stalls = 0;
   // Work discovery (docs/rpc.md): doorbell rings taken, times a worker
   // parked (went to sleep until woken) and of those the parks a client's
   // notify ended (the others ended at the 100 ms liveness check, a new

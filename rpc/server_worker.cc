@@ -85,7 +85,10 @@ ServerWorker::ServerWorker(int index, const ServerOptions& options,
                                   absl::ToInt64Nanoseconds(options.hot_window),
                                   kMaxHotSlots, kDirectGroups, kMaxHotGroups}),
       by_bell_(BellCapacity(options), nullptr),
-      method_counters_(method_counters) {
+      method_counters_(method_counters),
+      stall_warning_ns_(options.stall_warning <= absl::ZeroDuration()
+                            ? INT64_MAX
+                            : absl::ToInt64Nanoseconds(options.stall_warning)) {
   MutexLock lock(&bells_mu_);
   for (uint32_t b = BellCapacity(options); b > 0; --b) {
     free_bells_.push_back(b - 1);
@@ -490,8 +493,10 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline void ServerWorker::CountHandled(
   if (method_counters_ == nullptr) return;
   // A batch's calls share start_ns: each is timed from the previous end.
   const int64_t end = UnixNanos();
-  CountServed(last_counters_, st.ok() ? 0 : static_cast<int>(st.code()),
-              end - std::max(start_ns, last_handler_end_ns_), len);
+  const int64_t took = end - std::max(start_ns, last_handler_end_ns_);
+  if (ABSL_PREDICT_FALSE(took > stall_warning_ns_)) NoteStall(took);
+  CountServed(last_counters_, st.ok() ? 0 : static_cast<int>(st.code()), took,
+              len);
   last_handler_end_ns_ = end;
 }
 
@@ -774,8 +779,9 @@ void ServerWorker::CountRun(const char* entries, uint32_t n, int64_t start_ns) {
   // One clock read for the run: each of its calls is counted at the run's
   // average time. As in CountServed, the run's last call waits in served_.
   const int64_t end = UnixNanos();
-  const uint64_t each = static_cast<uint64_t>(std::max<int64_t>(
-      (end - std::max(start_ns, last_handler_end_ns_)) / n, 0));
+  const int64_t took = end - std::max(start_ns, last_handler_end_ns_);
+  if (ABSL_PREDICT_FALSE(took > stall_warning_ns_)) NoteStall(took);
+  const uint64_t each = static_cast<uint64_t>(std::max<int64_t>(took / n, 0));
   last_handler_end_ns_ = end;
   MethodCounters* m = last_counters_;
   JoinServedRun(m);
@@ -803,6 +809,22 @@ void ServerWorker::CountRun(const char* entries, uint32_t n, int64_t start_ns) {
   served_.bytes_sum += bytes;
   served_.last_latency = each;
   served_.last_bytes = size;
+}
+
+void ServerWorker::NoteStall(int64_t ns) {
+  counters_->worker_stalls.fetch_add(1, std::memory_order_relaxed);
+  const std::string method(ctx_.method());
+  if (!stall_warned_.insert(method).second) return;
+  LOG(WARNING)
+      << "rfrpc server: worker " << index_ << " ran the sync handler " << method
+      << " for " << absl::StrFormat("%.1f", ns / 1e6) << " ms; the worker's "
+      << (conns_.empty() ? 0 : conns_.size() - 1)
+      << " other connection(s) waited meanwhile. A handler that blocks "
+         "belongs off the worker: option (rfrpc.handler) = "
+         "HANDLER_BLOCKING in the .proto (or Service::SetBlocking), "
+         "or HANDLER_ASYNC. Said once per method and worker; "
+         "ServerStats::worker_stalls counts each such call "
+         "(ServerOptions::stall_warning, --rfrpc_stall_warning_ms).";
 }
 
 absl::Status ServerWorker::ResultTooLarge(size_t len, size_t cap) {

@@ -53,10 +53,11 @@
 #include "absl/base/optimization.h"
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "base/mutex.h"
-#include "rpc/method_counters.h"
 #include "rpc/handler_pool.h"
+#include "rpc/method_counters.h"
 #include "rpc/options.h"
 #include "rpc/result_parts.h"
 #include "rpc/server_call.h"
@@ -89,6 +90,7 @@ struct ServerCounters {
   std::atomic<uint64_t> liveness_walks{0};
   std::atomic<uint64_t> batches{0};
   std::atomic<uint64_t> batch_runs{0};   // MethodHandler::RunBatch calls.
+  std::atomic<uint64_t> worker_stalls{0};  // ServerOptions::stall_warning.
   std::atomic<uint64_t> rings{0};        // Doorbell rings taken.
   std::atomic<uint64_t> parks{0};        // Times a worker went to sleep.
   std::atomic<uint64_t> park_notifies{0};  // Parks a client's notify ended.
@@ -271,6 +273,9 @@ class ServerWorker {
   void CountHandled(const absl::Status& st, int64_t start_ns, size_t len);
   // UNIMPLEMENTED for a request naming no method of this server, counted.
   absl::Status UnknownMethod(uint32_t method_id);
+  // A sync handler of ctx_'s method, or a run of them, held this worker for
+  // `ns` (past stall_warning_ns_): counts it, and warns once per method.
+  void NoteStall(int64_t ns);
   // RESOURCE_EXHAUSTED for a result of `len` bytes where `cap` were left.
   static absl::Status ResultTooLarge(size_t len, size_t cap);
   // Runs method `m` (FindMethod(method_id), looked up by the caller; null:
@@ -409,6 +414,8 @@ class ServerWorker {
   WorkerMethodCounters* const method_counters_;
   MethodCounters* last_counters_ = nullptr;
   int64_t last_handler_end_ns_ = 0;
+  // ServerOptions::stall_warning (INT64_MAX: off).
+  const int64_t stall_warning_ns_;
   // Served calls' figures not yet added to their method's counters: a run
   // of OK calls of one method. The last call of the run waits whole until
   // FlushMethodStats, which runs after the replies are published (off their
@@ -501,6 +508,8 @@ class ServerWorker {
   std::atomic<bool> stop_{false};
   std::atomic<int> connections_{0};
   std::thread thread_;
+  // The methods NoteStall warned of (cold: read only on a stall).
+  absl::flat_hash_set<std::string> stall_warned_;
 };
 
 }  // namespace internal

@@ -33,6 +33,7 @@ void AddCounters(const ServerStats& from, ServerStats* to) {
   to->rdma_writes += from.rdma_writes;
   to->batches += from.batches;
   to->batch_runs += from.batch_runs;
+  to->worker_stalls += from.worker_stalls;
   to->rings += from.rings;
   to->parks += from.parks;
   to->park_notifies += from.park_notifies;

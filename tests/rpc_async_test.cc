@@ -514,6 +514,88 @@ TEST_F(RpcAsyncTest, ABlockingMethodDoesNotStallAFastOneOnTheSameWorker) {
   ASSERT_TRUE(Await(sleepy_done, 1));
 }
 
+// A sync handler that holds its worker past ServerOptions::stall_warning is
+// counted (ServerStats::worker_stalls, and a warning names the method once):
+// alone, and inside a batch's run. Fast sync calls and offloaded calls that
+// take as long are not: they do not hold the worker. Without the check the
+// count stays 0; with stall_warning 0 nothing is counted.
+TEST_F(RpcAsyncTest, ASyncHandlerThatHoldsItsWorkerIsCounted) {
+  ServerOptions so;
+  so.workers = 1;
+  so.blocking_threads = 2;
+  // Well above a descheduled worker's pause (this test also runs under
+  // sanitizers and in the Soft-RoCE VM), well below the sleeps.
+  so.stall_warning = absl::Milliseconds(100);
+  StartServer(so);
+  std::unique_ptr<Channel> ch = Connect(RpcMode::kHybrid);
+  ASSERT_NE(ch, nullptr);
+  Kinds::Stub stub(ch.get());
+  auto stalls = [this] { return server_->stats().worker_stalls; };
+  for (uint64_t i = 1; i <= 20; ++i) {
+    const TestRequest req = Request(i, kInline);
+    TestResponse resp;
+    ASSERT_TRUE(stub.Fast(nullptr, req, &resp).ok());
+  }
+  TestRequest slow = Request(30, kInline);
+  slow.set_sleep_ms(250);
+  TestResponse resp;
+  ASSERT_TRUE(stub.Slow(nullptr, slow, &resp).ok());  // Offloaded.
+  ExpectAnswer(slow, resp);
+  EXPECT_EQ(stalls(), 0u);
+  for (uint64_t i = 1; i <= 2; ++i) {
+    TestRequest sleepy = Request(40 + i, kInline);
+    sleepy.set_sleep_ms(250);
+    ASSERT_TRUE(stub.Fast(nullptr, sleepy, &resp).ok());
+    ExpectAnswer(sleepy, resp);
+    EXPECT_EQ(stalls(), i) << "a sync handler slept 250 ms on the worker";
+  }
+
+  // A batch of 4 whose second call sleeps: its run is counted once.
+  ChannelOptions bo;
+  bo.batching.mode = BatchMode::kFixed;
+  bo.batching.size = 4;
+  bo.batching.timeout = absl::Seconds(30);
+  bo.batching.idle_in_flight = 0;
+  std::unique_ptr<Channel> batched = Connect(RpcMode::kRemoteFetch, bo);
+  ASSERT_NE(batched, nullptr);
+  Kinds::Stub bstub(batched.get());
+  std::vector<TestRequest> reqs(4);
+  std::vector<TestResponse> resps(4);
+  std::vector<absl::Status> got(4);
+  std::atomic<int> done{0};
+  for (int i = 0; i < 4; ++i) {
+    reqs[i] = Request(50 + i, kInline);
+    if (i == 1) reqs[i].set_sleep_ms(250);
+    bstub.FastAsync(nullptr, reqs[i], &resps[i], [&, i](absl::Status s) {
+      got[i] = s;
+      done.fetch_add(1, std::memory_order_release);
+    });
+  }
+  ASSERT_TRUE(Await(done, 4));
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(got[i].ok()) << got[i];
+    ExpectAnswer(reqs[i], resps[i]);
+  }
+  EXPECT_EQ(stalls(), 3u);
+}
+
+// With stall_warning 0 a sync handler may hold its worker uncounted.
+TEST_F(RpcAsyncTest, AZeroStallWarningCountsNothing) {
+  ServerOptions so;
+  so.workers = 1;
+  so.stall_warning = absl::ZeroDuration();
+  StartServer(so);
+  std::unique_ptr<Channel> ch = Connect(RpcMode::kHybrid);
+  ASSERT_NE(ch, nullptr);
+  Kinds::Stub stub(ch.get());
+  TestRequest sleepy = Request(1, kInline);
+  sleepy.set_sleep_ms(30);
+  TestResponse resp;
+  ASSERT_TRUE(stub.Fast(nullptr, sleepy, &resp).ok());
+  ExpectAnswer(sleepy, resp);
+  EXPECT_EQ(server_->stats().worker_stalls, 0u);
+}
+
 // A hand-written sync service offloaded at run time (Service::SetBlocking).
 TEST(RpcOffloadTest, SetBlockingOffloadsASyncMethod) {
   TestService service;
