@@ -228,13 +228,15 @@ class Client {
     issued_by_thread_ = true;
     issuer_ = std::thread([this, poll] {
       bool refilling = true;  // False from a full window to the refill mark.
+      constexpr int kIdlePolls = 64;
+      int idle_polls = 0;  // Polls in a row that found nothing.
       for (;;) {
         int i = -1;
         {
           std::unique_lock<std::mutex> l(mu_);
           if (issuer_stop_ || stop_->load()) return;
           if (!refilling && CanRefill()) refilling = true;
-          if (refilling && inflight_.load() < target_.load() &&
+          if (refilling && !held_ && inflight_.load() < target_.load() &&
               !free_.empty()) {
             i = free_.back();
             free_.pop_back();
@@ -253,8 +255,14 @@ class Client {
         }
         if (i >= 0) {
           Issue(i);
-        } else {
-          ch_->Poll();
+          idle_polls = 0;
+        } else if (ch_->Poll()) {
+          idle_polls = 0;
+        } else if (++idle_polls >= kIdlePolls) {
+          // Bounded spin: other busy threads (the server's worker, other
+          // clients) may share this core.
+          idle_polls = 0;
+          std::this_thread::yield();
         }
       }
     });
@@ -290,6 +298,7 @@ class Client {
       {
         std::lock_guard<std::mutex> l(mu_);
         target_.store(t);
+        held_ = false;  // A failed call waits for this tick, as FillTo's.
         wake = waiting_ && CanRefill();
       }
       if (wake) room_.notify_one();
@@ -328,6 +337,10 @@ class Client {
         if (follow_) target_.store(target);
         free_.push_back(i);
         inflight_--;
+        // As in callback mode, a failed call is not re-issued at once (a
+        // failing connection would make that a loop): the issuer waits for
+        // the driving loop's next tick (set_target).
+        if (!s.ok()) held_ = true;
         wake = waiting_ && CanRefill();
       }
       if (wake) room_.notify_one();
@@ -359,13 +372,14 @@ class Client {
     const int target = target_.load();
     const int free =
         std::max(1, static_cast<int>(FLAGS_issuer_refill * target));
-    return inflight_.load() <= target - free && !free_.empty();
+    return !held_ && inflight_.load() <= target - free && !free_.empty();
   }
 
   std::mutex mu_;
   std::condition_variable room_;   // --issuer=thread: the window has room.
   bool waiting_ = false;           // The issuer waits on room_. Guarded by mu_.
   bool issuer_stop_ = false;       // Guarded by mu_.
+  bool held_ = false;  // A call failed: no issue until the next tick (mu_).
   bool issued_by_thread_ = false;  // Set before the first call.
   std::thread issuer_;
   std::vector<int> free_;  // Guarded by mu_.
@@ -415,9 +429,10 @@ Point Run(const std::string& address, const Config& cfg) {
     clients.push_back(std::make_unique<Client>(channels.back().get(), pool,
                                                cfg.batch == BatchMode::kAuto,
                                                &measure, &stop));
-    if (FLAGS_issuer != "callback") {
-      clients.back()->StartIssuer(/*poll=*/FLAGS_issuer == "poll");
-    }
+  }
+  // After every channel exists: an error above exits with no issuer running.
+  if (FLAGS_issuer != "callback") {
+    for (auto& c : clients) c->StartIssuer(/*poll=*/FLAGS_issuer == "poll");
   }
   auto target_of = [&](Channel* ch) {
     switch (cfg.batch) {

@@ -14,7 +14,8 @@
 //   --rfrpc_max_slots_per_connection, --rfrpc_server_max_request_bytes,
 //   --rfrpc_server_max_response_bytes, --rfrpc_idle_spin_rounds,
 //   --rfrpc_idle_park_after_us, --rfrpc_hot_window_us,
-//   --rfrpc_blocking_threads, --rfrpc_raise_fd_limit, and those both sides
+//   --rfrpc_blocking_threads, --rfrpc_stall_warning_ms,
+//   --rfrpc_raise_fd_limit, and those both sides
 //   take (flags/common_flags.h). The provider, address and worker count are
 //   each binary's own (--provider, --address, --workers).
 //

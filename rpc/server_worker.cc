@@ -494,10 +494,12 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline void ServerWorker::CountHandled(
   // A batch's calls share start_ns: each is timed from the previous end.
   const int64_t end = UnixNanos();
   const int64_t took = end - std::max(start_ns, last_handler_end_ns_);
-  if (ABSL_PREDICT_FALSE(took > stall_warning_ns_)) NoteStall(took);
+  last_handler_end_ns_ = end;
+  if (ABSL_PREDICT_FALSE(took > stall_warning_ns_)) {
+    NoteStall(ctx_.method(), "sync handler", took);
+  }
   CountServed(last_counters_, st.ok() ? 0 : static_cast<int>(st.code()), took,
               len);
-  last_handler_end_ns_ = end;
 }
 
 absl::Status ServerWorker::UnknownMethod(uint32_t method_id) {
@@ -780,9 +782,11 @@ void ServerWorker::CountRun(const char* entries, uint32_t n, int64_t start_ns) {
   // average time. As in CountServed, the run's last call waits in served_.
   const int64_t end = UnixNanos();
   const int64_t took = end - std::max(start_ns, last_handler_end_ns_);
-  if (ABSL_PREDICT_FALSE(took > stall_warning_ns_)) NoteStall(took);
-  const uint64_t each = static_cast<uint64_t>(std::max<int64_t>(took / n, 0));
   last_handler_end_ns_ = end;
+  if (ABSL_PREDICT_FALSE(took > stall_warning_ns_)) {
+    NoteStall(ctx_.method(), "batch run of the sync handler", took);
+  }
+  const uint64_t each = static_cast<uint64_t>(std::max<int64_t>(took / n, 0));
   MethodCounters* m = last_counters_;
   JoinServedRun(m);
   if (n > 1) m->latency_ns.CountBucket(each, n - 1);
@@ -811,20 +815,22 @@ void ServerWorker::CountRun(const char* entries, uint32_t n, int64_t start_ns) {
   served_.last_bytes = size;
 }
 
-void ServerWorker::NoteStall(int64_t ns) {
+void ServerWorker::NoteStall(absl::string_view method, const char* what,
+                             int64_t ns) {
   counters_->worker_stalls.fetch_add(1, std::memory_order_relaxed);
-  const std::string method(ctx_.method());
-  if (!stall_warned_.insert(method).second) return;
+  if (!stall_warned_.emplace(method).second) return;
   LOG(WARNING)
-      << "rfrpc server: worker " << index_ << " ran the sync handler " << method
-      << " for " << absl::StrFormat("%.1f", ns / 1e6) << " ms; the worker's "
-      << (conns_.empty() ? 0 : conns_.size() - 1)
-      << " other connection(s) waited meanwhile. A handler that blocks "
-         "belongs off the worker: option (rfrpc.handler) = "
-         "HANDLER_BLOCKING in the .proto (or Service::SetBlocking), "
-         "or HANDLER_ASYNC. Said once per method and worker; "
-         "ServerStats::worker_stalls counts each such call "
-         "(ServerOptions::stall_warning, --rfrpc_stall_warning_ms).";
+      << "rfrpc server: worker " << index_ << " ran the " << what << " "
+      << method << " for " << absl::StrFormat("%.1f", ns / 1e6)
+      << " ms; the worker's " << (conns_.empty() ? 0 : conns_.size() - 1)
+      << " other connection(s) could not be served meanwhile. A handler that "
+         "blocks belongs off the worker: option (rfrpc.handler) = "
+         "HANDLER_BLOCKING in the .proto (or Service::SetBlocking), or "
+         "HANDLER_ASYNC finishing from another thread. Said once per method "
+         "and worker; ServerStats::worker_stalls counts each such call or "
+         "batch run (ServerOptions::stall_warning, --rfrpc_stall_warning_ms).";
+  // The warning's own time is not the next handler's.
+  last_handler_end_ns_ = UnixNanos();
 }
 
 absl::Status ServerWorker::ResultTooLarge(size_t len, size_t cap) {

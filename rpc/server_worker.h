@@ -273,9 +273,11 @@ class ServerWorker {
   void CountHandled(const absl::Status& st, int64_t start_ns, size_t len);
   // UNIMPLEMENTED for a request naming no method of this server, counted.
   absl::Status UnknownMethod(uint32_t method_id);
-  // A sync handler of ctx_'s method, or a run of them, held this worker for
-  // `ns` (past stall_warning_ns_): counts it, and warns once per method.
-  void NoteStall(int64_t ns);
+  // A handler of `method` (`what`: "sync handler", ...), or a batch's run
+  // of its calls, held this worker for `ns`, past stall_warning_ns_: counts
+  // it, and warns once per method. Cold.
+  ABSL_ATTRIBUTE_NOINLINE ABSL_ATTRIBUTE_COLD void NoteStall(
+      absl::string_view method, const char* what, int64_t ns);
   // RESOURCE_EXHAUSTED for a result of `len` bytes where `cap` were left.
   static absl::Status ResultTooLarge(size_t len, size_t cap);
   // Runs method `m` (FindMethod(method_id), looked up by the caller; null:

@@ -86,6 +86,17 @@ bool ServerWorker::Launch(ServerConnection* c, ServerCall* call,
   ServerCall::SetInlineCall(call);
   m->handler->Invoke(call, ServerDone::Adopt(call));
   ServerCall::SetInlineCall(nullptr);
+  if (method_counters_ != nullptr) {
+    // The handler ran on this worker: a batch's next call is timed from
+    // here, and a handler that blocked before returning stalled the worker
+    // as a sync one does.
+    const int64_t end = UnixNanos();
+    const int64_t took = end - std::max(call->start_ns, last_handler_end_ns_);
+    last_handler_end_ns_ = end;
+    if (ABSL_PREDICT_FALSE(took > stall_warning_ns_)) {
+      NoteStall(m->full_name, "async handler", took);
+    }
+  }
   if (call->Detach()) {
     counters_->calls_async.fetch_add(1, std::memory_order_relaxed);
     // Before this worker can close the connection: the name its context

@@ -32,7 +32,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "glog/logging.h"
 #include "gtest/gtest.h"
 #include "rpc/channel.h"
 #include "rpc/server.h"
@@ -514,12 +517,46 @@ TEST_F(RpcAsyncTest, ABlockingMethodDoesNotStallAFastOneOnTheSameWorker) {
   ASSERT_TRUE(Await(sleepy_done, 1));
 }
 
-// A sync handler that holds its worker past ServerOptions::stall_warning is
-// counted (ServerStats::worker_stalls, and a warning names the method once):
-// alone, and inside a batch's run. Fast sync calls and offloaded calls that
-// take as long are not: they do not hold the worker. Without the check the
-// count stays 0; with stall_warning 0 nothing is counted.
-TEST_F(RpcAsyncTest, ASyncHandlerThatHoldsItsWorkerIsCounted) {
+// Collects the server's stall warnings (the glog lines NoteStall writes).
+class StallWarnings : public google::LogSink {
+ public:
+  StallWarnings() { google::AddLogSink(this); }
+  ~StallWarnings() override { google::RemoveLogSink(this); }
+  void send(google::LogSeverity severity, const char*, const char*, int,
+            const struct ::tm*, const char* message,
+            size_t message_len) override {
+    const std::string m(message, message_len);
+    if (severity != google::GLOG_WARNING ||
+        m.find("could not be served meanwhile") == std::string::npos) {
+      return;
+    }
+    absl::MutexLock lock(&mu_);
+    lines_.push_back(m);
+  }
+  // The warnings so far, one per line.
+  std::string Text() {
+    absl::MutexLock lock(&mu_);
+    return absl::StrJoin(lines_, "\n");
+  }
+  size_t size() {
+    absl::MutexLock lock(&mu_);
+    return lines_.size();
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<std::string> lines_;
+};
+
+// A handler that holds its worker past ServerOptions::stall_warning is
+// counted (ServerStats::worker_stalls) and its method named in a warning,
+// once per method: a sync one alone, an async one that blocks before it
+// returns, and a batch's run, where a slow async entry is blamed on itself,
+// not on the sync entry after it. Fast calls, offloaded calls and async
+// calls finished on another thread are not counted. Without the check the
+// count stays 0; without the async timing the batch's warning names Fast.
+TEST_F(RpcAsyncTest, AHandlerThatHoldsItsWorkerIsCountedAndNamed) {
+  StallWarnings warnings;
   ServerOptions so;
   so.workers = 1;
   so.blocking_threads = 2;
@@ -531,17 +568,22 @@ TEST_F(RpcAsyncTest, ASyncHandlerThatHoldsItsWorkerIsCounted) {
   ASSERT_NE(ch, nullptr);
   Kinds::Stub stub(ch.get());
   auto stalls = [this] { return server_->stats().worker_stalls; };
+  TestResponse resp;
   for (uint64_t i = 1; i <= 20; ++i) {
     const TestRequest req = Request(i, kInline);
-    TestResponse resp;
     ASSERT_TRUE(stub.Fast(nullptr, req, &resp).ok());
   }
   TestRequest slow = Request(30, kInline);
   slow.set_sleep_ms(250);
-  TestResponse resp;
   ASSERT_TRUE(stub.Slow(nullptr, slow, &resp).ok());  // Offloaded.
   ExpectAnswer(slow, resp);
+  TestRequest elsewhere = Request(31, kThread);  // Finished on a thread.
+  elsewhere.set_sleep_ms(250);
+  ASSERT_TRUE(stub.Later(nullptr, elsewhere, &resp).ok());
+  ExpectAnswer(elsewhere, resp);
   EXPECT_EQ(stalls(), 0u);
+  EXPECT_EQ(warnings.size(), 0u) << warnings.Text();
+
   for (uint64_t i = 1; i <= 2; ++i) {
     TestRequest sleepy = Request(40 + i, kInline);
     sleepy.set_sleep_ms(250);
@@ -549,8 +591,23 @@ TEST_F(RpcAsyncTest, ASyncHandlerThatHoldsItsWorkerIsCounted) {
     ExpectAnswer(sleepy, resp);
     EXPECT_EQ(stalls(), i) << "a sync handler slept 250 ms on the worker";
   }
+  TestRequest blocking_async = Request(45, kInline);  // Sleeps, then done.
+  blocking_async.set_sleep_ms(250);
+  ASSERT_TRUE(stub.Later(nullptr, blocking_async, &resp).ok());
+  ExpectAnswer(blocking_async, resp);
+  EXPECT_EQ(stalls(), 3u);
+  // One warning per method: Fast's second stall is counted, not said again.
+  EXPECT_EQ(warnings.size(), 2u) << warnings.Text();
+  EXPECT_NE(warnings.Text().find("sync handler /rfrpc.testing.Kinds/Fast"),
+            std::string::npos)
+      << warnings.Text();
+  EXPECT_NE(warnings.Text().find("async handler /rfrpc.testing.Kinds/Later"),
+            std::string::npos)
+      << warnings.Text();
 
-  // A batch of 4 whose second call sleeps: its run is counted once.
+  // Batches of 4 on a fresh server (no method warned of yet).
+  server_->Shutdown();
+  StartServer(so);
   ChannelOptions bo;
   bo.batching.mode = BatchMode::kFixed;
   bo.batching.size = 4;
@@ -559,24 +616,45 @@ TEST_F(RpcAsyncTest, ASyncHandlerThatHoldsItsWorkerIsCounted) {
   std::unique_ptr<Channel> batched = Connect(RpcMode::kRemoteFetch, bo);
   ASSERT_NE(batched, nullptr);
   Kinds::Stub bstub(batched.get());
-  std::vector<TestRequest> reqs(4);
-  std::vector<TestResponse> resps(4);
-  std::vector<absl::Status> got(4);
-  std::atomic<int> done{0};
-  for (int i = 0; i < 4; ++i) {
-    reqs[i] = Request(50 + i, kInline);
-    if (i == 1) reqs[i].set_sleep_ms(250);
-    bstub.FastAsync(nullptr, reqs[i], &resps[i], [&, i](absl::Status s) {
-      got[i] = s;
-      done.fetch_add(1, std::memory_order_release);
-    });
+  // kLater: entry 1 is an async handler that sleeps before its done, the
+  // rest are sync. kFast: entry 1 is a sync call that sleeps, inside a run.
+  enum Shape { kLater, kFast };
+  for (Shape shape : {kLater, kFast}) {
+    SCOPED_TRACE(shape == kLater ? "async entry sleeps" : "sync entry sleeps");
+    const uint64_t before = stalls();
+    std::vector<TestRequest> reqs(4);
+    std::vector<TestResponse> resps(4);
+    std::vector<absl::Status> got(4);
+    std::atomic<int> done{0};
+    for (int i = 0; i < 4; ++i) {
+      reqs[i] = Request(50 + 10 * shape + i, kInline);
+      if (i == 1) reqs[i].set_sleep_ms(250);
+      auto cb = [&, i](absl::Status s) {
+        got[i] = s;
+        done.fetch_add(1, std::memory_order_release);
+      };
+      if (i == 1 && shape == kLater) {
+        bstub.LaterAsync(nullptr, reqs[i], &resps[i], cb);
+      } else {
+        bstub.FastAsync(nullptr, reqs[i], &resps[i], cb);
+      }
+    }
+    ASSERT_TRUE(Await(done, 4));
+    for (int i = 0; i < 4; ++i) {
+      ASSERT_TRUE(got[i].ok()) << got[i];
+      ExpectAnswer(reqs[i], resps[i]);
+    }
+    EXPECT_EQ(stalls() - before, 1u);
   }
-  ASSERT_TRUE(Await(done, 4));
-  for (int i = 0; i < 4; ++i) {
-    ASSERT_TRUE(got[i].ok()) << got[i];
-    ExpectAnswer(reqs[i], resps[i]);
-  }
-  EXPECT_EQ(stalls(), 3u);
+  // The async entry was blamed on Later, and Fast's run named once.
+  EXPECT_EQ(warnings.size(), 4u) << warnings.Text();
+  const std::string text = warnings.Text();
+  const size_t later = text.rfind("async handler /rfrpc.testing.Kinds/Later");
+  const size_t run =
+      text.rfind("batch run of the sync handler /rfrpc.testing.Kinds/Fast");
+  EXPECT_NE(later, std::string::npos) << text;
+  EXPECT_NE(run, std::string::npos) << text;
+  EXPECT_LT(later, run) << text;
 }
 
 // With stall_warning 0 a sync handler may hold its worker uncounted.

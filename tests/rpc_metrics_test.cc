@@ -322,6 +322,9 @@ TEST_F(RpcMetricsTest, PrometheusTextShowsTheCountsAndKeepsThemAfterTheChannel) 
   EXPECT_GE(Value(s, "rfrpc_server_handler_seconds_sum", echo), 0.3);
   EXPECT_EQ(Value(s, "rfrpc_server_result_bytes_count", echo),
             kEcho - kNotFoundCalls);
+  // The 300 ms call held the worker past the default 10 ms stall warning
+  // (other calls may too, on a loaded host).
+  EXPECT_GE(Value(s, "rfrpc_server_worker_stalls_total", server), 1);
   EXPECT_EQ(Value(s, "rfrpc_server_connections", server), 2);
   EXPECT_EQ(Value(s, "rfrpc_server_connections_accepted_total", server), 2);
   // Client side: ids named by the server in this process.
