@@ -492,12 +492,7 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline void ServerWorker::CountHandled(
     const absl::Status& st, int64_t start_ns, size_t len) {
   if (method_counters_ == nullptr) return;
   // A batch's calls share start_ns: each is timed from the previous end.
-  const int64_t end = UnixNanos();
-  const int64_t took = end - std::max(start_ns, last_handler_end_ns_);
-  last_handler_end_ns_ = end;
-  if (ABSL_PREDICT_FALSE(took > stall_warning_ns_)) {
-    NoteStall(ctx_.method(), "sync handler", took);
-  }
+  const int64_t took = HandlerTime(start_ns, ctx_.method(), "sync handler");
   CountServed(last_counters_, st.ok() ? 0 : static_cast<int>(st.code()), took,
               len);
 }
@@ -780,12 +775,8 @@ void ServerWorker::CountRun(const char* entries, uint32_t n, int64_t start_ns) {
   if (method_counters_ == nullptr) return;
   // One clock read for the run: each of its calls is counted at the run's
   // average time. As in CountServed, the run's last call waits in served_.
-  const int64_t end = UnixNanos();
-  const int64_t took = end - std::max(start_ns, last_handler_end_ns_);
-  last_handler_end_ns_ = end;
-  if (ABSL_PREDICT_FALSE(took > stall_warning_ns_)) {
-    NoteStall(ctx_.method(), "batch run of the sync handler", took);
-  }
+  const int64_t took =
+      HandlerTime(start_ns, ctx_.method(), "batch run of the sync handler");
   const uint64_t each = static_cast<uint64_t>(std::max<int64_t>(took / n, 0));
   MethodCounters* m = last_counters_;
   JoinServedRun(m);

@@ -55,6 +55,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
+#include "base/clock.h"
 #include "base/mutex.h"
 #include "rpc/handler_pool.h"
 #include "rpc/method_counters.h"
@@ -273,6 +274,20 @@ class ServerWorker {
   void CountHandled(const absl::Status& st, int64_t start_ns, size_t len);
   // UNIMPLEMENTED for a request naming no method of this server, counted.
   absl::Status UnknownMethod(uint32_t method_id);
+  // A handler (`what`: "sync handler", ...) of `method` that the worker
+  // started at `start_ns` (or a batch's, after the previous handler's end)
+  // ended now: returns how long it ran and notes a stall. Needs method
+  // stats (the clock read is theirs).
+  int64_t HandlerTime(int64_t start_ns, absl::string_view method,
+                      const char* what) {
+    const int64_t end = UnixNanos();
+    const int64_t took = end - std::max(start_ns, last_handler_end_ns_);
+    last_handler_end_ns_ = end;
+    if (ABSL_PREDICT_FALSE(took > stall_warning_ns_)) {
+      NoteStall(method, what, took);
+    }
+    return took;
+  }
   // A handler of `method` (`what`: "sync handler", ...), or a batch's run
   // of its calls, held this worker for `ns`, past stall_warning_ns_: counts
   // it, and warns once per method. Cold.

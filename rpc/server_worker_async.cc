@@ -90,12 +90,7 @@ bool ServerWorker::Launch(ServerConnection* c, ServerCall* call,
     // The handler ran on this worker: a batch's next call is timed from
     // here, and a handler that blocked before returning stalled the worker
     // as a sync one does.
-    const int64_t end = UnixNanos();
-    const int64_t took = end - std::max(call->start_ns, last_handler_end_ns_);
-    last_handler_end_ns_ = end;
-    if (ABSL_PREDICT_FALSE(took > stall_warning_ns_)) {
-      NoteStall(m->full_name, "async handler", took);
-    }
+    HandlerTime(call->start_ns, m->full_name, "async handler");
   }
   if (call->Detach()) {
     counters_->calls_async.fetch_add(1, std::memory_order_relaxed);

@@ -70,6 +70,17 @@ class RpcAsyncTest : public ::testing::Test {
     return c.ok() ? std::move(*c) : nullptr;
   }
 
+  // Fixed batches of exactly n calls over remote fetch: each is sent when
+  // full, never on idle (T 30 s).
+  std::unique_ptr<Channel> ConnectBatched(int n) {
+    ChannelOptions bo;
+    bo.batching.mode = BatchMode::kFixed;
+    bo.batching.size = n;
+    bo.batching.timeout = absl::Seconds(30);
+    bo.batching.idle_in_flight = 0;
+    return Connect(RpcMode::kRemoteFetch, bo);
+  }
+
   void TearDown() override {
     if (server_) server_->Shutdown();
   }
@@ -428,12 +439,7 @@ TEST_F(RpcAsyncTest, EveryKindOfCallIsCountedInMethodStats) {
     ASSERT_TRUE(stub.Slow(nullptr, Request(20 + i, kInline), &resp).ok());
   }
   // A batch of 4 of each kind.
-  ChannelOptions bo;
-  bo.batching.mode = BatchMode::kFixed;
-  bo.batching.size = 4;
-  bo.batching.timeout = absl::Seconds(30);
-  bo.batching.idle_in_flight = 0;
-  std::unique_ptr<Channel> batched = Connect(RpcMode::kRemoteFetch, bo);
+  std::unique_ptr<Channel> batched = ConnectBatched(4);
   ASSERT_NE(batched, nullptr);
   Kinds::Stub bstub(batched.get());
   std::vector<TestResponse> resps(12);
@@ -608,12 +614,7 @@ TEST_F(RpcAsyncTest, AHandlerThatHoldsItsWorkerIsCountedAndNamed) {
   // Batches of 4 on a fresh server (no method warned of yet).
   server_->Shutdown();
   StartServer(so);
-  ChannelOptions bo;
-  bo.batching.mode = BatchMode::kFixed;
-  bo.batching.size = 4;
-  bo.batching.timeout = absl::Seconds(30);
-  bo.batching.idle_in_flight = 0;
-  std::unique_ptr<Channel> batched = Connect(RpcMode::kRemoteFetch, bo);
+  std::unique_ptr<Channel> batched = ConnectBatched(4);
   ASSERT_NE(batched, nullptr);
   Kinds::Stub bstub(batched.get());
   // kLater: entry 1 is an async handler that sleeps before its done, the
