@@ -71,7 +71,12 @@ int RunCalibrate() {
   }
   {
     // Before a calibration of minutes, not after it: Save writes here
-    // first and then renames.
+    // first and then renames, which a directory in the way would refuse.
+    struct stat st;
+    if (stat(FLAGS_out.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat(
+          "--out=", FLAGS_out, " is a directory: name the profile file")));
+    }
     const std::string probe = FLAGS_out + ".tmp";
     std::ofstream out(probe, std::ios::trunc);
     if (!out) {

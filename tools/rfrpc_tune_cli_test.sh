@@ -27,6 +27,9 @@ expect "calibrate refuses an unwritable --out at once" 1 \
   "cannot write /nonexistent/dir/p.prof.tmp" \
   calibrate --out=/nonexistent/dir/p.prof
 expect "calibrate needs --out" 1 "calibrate needs --out" calibrate
+mkdir -p "${TEST_TMPDIR:-/tmp}/tune_out_dir"
+expect "calibrate refuses a directory as --out at once" 1 "is a directory" \
+  calibrate --out="${TEST_TMPDIR:-/tmp}/tune_out_dir"
 expect "select checks --server_time_ns" 1 "server_time_ns >= 0 (got -5)" \
   select --profile=unused --server_time_ns=-5 --sizes=32
 expect "select checks --rows" 1 "rows >= 1 (got 0)" \

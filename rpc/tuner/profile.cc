@@ -200,8 +200,10 @@ absl::Status Profile::Save(const std::string& path) const {
     }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    std::remove(tmp.c_str());  // Nothing of a failed save stays behind.
     return absl::PermissionDeniedError(absl::StrCat(
-        "cannot rename ", tmp, " to ", path, ": ", std::strerror(errno)));
+        "cannot rename ", tmp, " to ", path, ": ", std::strerror(err)));
   }
   return absl::OkStatus();
 }

@@ -2,6 +2,9 @@
 
 #include "rpc/tuner/profile.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -55,6 +58,21 @@ TEST(ProfileTest, RoundTripThroughTextAndFile) {
   EXPECT_DOUBLE_EQ(q->Throughput(1, 256, 2500), 1e6 + 1000 - 256 - 25);
   EXPECT_DOUBLE_EQ(q->Throughput(1, 4096, 0), 1e6 + 1000 - 1024);
   std::remove(path.c_str());
+}
+
+// A save that cannot put the profile in place (a directory there) says so
+// and leaves no temporary file behind.
+TEST(ProfileTest, AFailedSaveLeavesNothingBehind) {
+  absl::StatusOr<Profile> p =
+      Profile::FromProto(MakeSyntheticProto(Spec()), "shm");
+  ASSERT_TRUE(p.ok()) << p.status();
+  const std::string dir = TempPath("profile_dir");
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  const absl::Status s = p->Save(dir);
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+  struct stat st;
+  EXPECT_NE(::stat((dir + ".tmp").c_str(), &st), 0) << dir << ".tmp is left";
+  ::rmdir(dir.c_str());
 }
 
 TEST(ProfileTest, InterpolatesBetweenMeasuredFetchSizes) {
