@@ -139,7 +139,7 @@ rc=0
 "$SERVER" --provider="$PROVIDER" --address="$ADDR1" \
   --kv_memory_mb=17592186044417 >"$TMP/big.out" 2>"$TMP/big.err" || rc=$?
 [ "$rc" = 2 ] || fail "--kv_memory_mb=2^44+1: exit $rc, want 2"
-grep -q "is above the largest partition" "$TMP/big.err" ||
+grep -q "kv_memory_mb=17592186044417 is above .*the largest partition" "$TMP/big.err" ||
   fail "--kv_memory_mb=2^44+1: no error"
 # An unknown flag in a --flagfile is an error, as on the command line
 # (gflags alone ignores it).

@@ -82,6 +82,9 @@ class JakiroService final : public rfrpc::kv::Jakiro::Service {
 
   int workers() const { return static_cast<int>(partitions_.size()); }
   const JakiroServiceOptions& options() const { return options_; }
+  // Bytes of one arena segment, alike in every partition: a Put whose item
+  // (Partition::ItemFootprint) is larger is RESOURCE_EXHAUSTED.
+  size_t segment_bytes() const { return partitions_[0]->segment_bytes(); }
 
   // Statistics of partition `i` and of all partitions summed.
   // REQUIRES: no worker is running (see the header comment); 0 <= i < workers.

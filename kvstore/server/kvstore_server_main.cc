@@ -39,6 +39,7 @@
 #include "glog/logging.h"
 #include "kvstore/server/jakiro_metrics.h"
 #include "kvstore/server/jakiro_service.h"
+#include "kvstore/server/kv_flags.h"
 #include "kvstore/server/message_limits.h"
 #include "rpc/server.h"
 
@@ -50,7 +51,8 @@ DEFINE_string(address_file, "",
               "(atomically) once the server is up.");
 DEFINE_int32(workers, 1,
              "Server worker threads; each owns one partition (EREW).");
-DEFINE_int64(kv_memory_mb, 64, "Item memory per partition, MiB.");
+DEFINE_int64(kv_memory_mb, 64,
+             "Item memory per partition, MiB (below 32 GiB: at most 32767).");
 DEFINE_int64(kv_max_value_bytes, 32 << 10,
              "Largest value a Put accepts; larger ones are "
              "RESOURCE_EXHAUSTED.");
@@ -84,15 +86,11 @@ int Main() {
     LOG(ERROR) << "--workers must be >= 1";
     return 2;
   }
-  if (FLAGS_kv_memory_mb < 1 || FLAGS_kv_max_value_bytes < 1) {
-    LOG(ERROR) << "--kv_memory_mb and --kv_max_value_bytes must be >= 1";
-    return 2;
-  }
-  // MiB to bytes must not wrap (2^44 MiB wrapped to a 1 MiB store).
-  constexpr int64_t kMaxMemoryMb = int64_t{1} << 30;  // 1 PiB.
-  if (FLAGS_kv_memory_mb > kMaxMemoryMb) {
-    LOG(ERROR) << "--kv_memory_mb=" << FLAGS_kv_memory_mb
-               << " is above the largest partition, " << kMaxMemoryMb << " MiB";
+  // Also keeps MiB to bytes and the message size from wrapping.
+  if (absl::Status s =
+          CheckKvFlags(FLAGS_kv_memory_mb, FLAGS_kv_max_value_bytes);
+      !s.ok()) {
+    LOG(ERROR) << s.message();
     return 2;
   }
   // Partitions take their memory as items arrive: more than the machine has
@@ -119,6 +117,7 @@ int Main() {
   so.address = FLAGS_address;
   so.workers = FLAGS_workers;
   // Requests and responses must carry a key and a value of the maximum size.
+  // CheckKvFlags bounded it by kServerMaxMessageBytes: it fits 32 bits.
   const uint32_t message_bytes =
       static_cast<uint32_t>(JakiroMaxMessageBytes(kv.max_value_bytes));
   for (const std::string& raised :
@@ -140,6 +139,14 @@ int Main() {
     LOG(ERROR) << "cannot create the store: " << service.status();
     return service.status().code() == absl::StatusCode::kInvalidArgument ? 2
                                                                          : 1;
+  }
+  // The segment size comes from the store (PartitionOptions::segment_bytes):
+  // a small --kv_memory_mb caps it below the largest item.
+  s = CheckValueFitsSegment(FLAGS_kv_memory_mb, FLAGS_kv_max_value_bytes,
+                            (*service)->segment_bytes());
+  if (!s.ok()) {
+    LOG(ERROR) << s.message();
+    return 2;
   }
   // Before the server: destroyed after it, its folds read the service.
   absl::StatusOr<std::unique_ptr<tools::FlagMetrics>> metrics =
@@ -238,6 +245,11 @@ int main(int argc, char** argv) {
       "flags (docs/jakiro.md).");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
+  if (absl::Status s = rfrpc::kvstore::CheckNoPositionalArgs(argc, argv);
+      !s.ok()) {
+    LOG(ERROR) << s.message();
+    return 2;
+  }
   if (absl::Status s = rfrpc::tools::CheckFlagfiles(argv[0]); !s.ok()) {
     LOG(ERROR) << s.message();
     return 2;
