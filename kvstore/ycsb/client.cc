@@ -2,10 +2,16 @@
 
 #include "kvstore/ycsb/client.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <thread>
@@ -274,12 +280,43 @@ int OperationsInFlight(const WorkloadSpec& spec, bool load, const DB& db) {
   return load || !db.SupportsAsync() ? 1 : static_cast<int>(spec.outstanding);
 }
 
+absl::Status CheckRunnable(const WorkloadSpec& spec) {
+  if (spec.threadcount < 1 || spec.threadcount > kMaxThreadCount) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("threadcount ", spec.threadcount, " is outside [1, ",
+                     kMaxThreadCount, "]"));
+  }
+  return CoreWorkload::CheckSpec(spec);
+}
+
+absl::Status CheckExportFile(const std::string& path) {
+  if (path.empty()) return absl::OkStatus();
+  struct stat st;
+  const bool existed = ::stat(path.c_str(), &st) == 0;
+  if (existed && S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("exportfile: \"", path, "\" is a directory"));
+  }
+  if (existed && !S_ISREG(st.st_mode)) return absl::OkStatus();
+  // No O_TRUNC: a report from an earlier run survives until this one ends.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "exportfile: cannot write \"", path, "\": ", std::strerror(errno)));
+  }
+  ::close(fd);
+  if (!existed) ::unlink(path.c_str());
+  return absl::OkStatus();
+}
+
 absl::StatusOr<RunResult> RunClient(const WorkloadSpec& spec,
                                     const Properties& props,
                                     const ClientOptions& options) {
   if (options.factory == nullptr) {
     return absl::InvalidArgumentError("ClientOptions.factory is not set");
   }
+  // Before the cast below: threadcount is an int64_t property.
+  if (absl::Status s = CheckRunnable(spec); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<CoreWorkload>> workload =
       CoreWorkload::Create(spec);
   if (!workload.ok()) return workload.status();

@@ -104,8 +104,22 @@ struct RunResult {
 // load phase is always synchronous).
 int OperationsInFlight(const WorkloadSpec& spec, bool load, const DB& db);
 
-// Runs one phase. `props` is handed to the driver factory. Errors: the
-// workload cannot be built from `spec` (InvalidArgument), a driver could not
+// What RunClient checks before it creates anything: the workload can be
+// built from `spec` (CoreWorkload::CheckSpec) and threadcount is in
+// [1, kMaxThreadCount]. InvalidArgument, naming the property, otherwise.
+// Call it to refuse a configuration before announcing a run.
+absl::Status CheckRunnable(const WorkloadSpec& spec);
+
+// InvalidArgument, naming `exportfile`, if the report cannot be written to
+// `path` (a missing or unwritable directory, a directory, a read-only
+// file), so a run whose report would be lost never starts. Leaves an
+// existing file as it is and removes a file it created; an existing FIFO or
+// device is not opened (that would consume its reader). Empty `path`
+// (stdout): OK.
+absl::Status CheckExportFile(const std::string& path);
+
+// Runs one phase. `props` is handed to the driver factory. Errors: those of
+// CheckRunnable (InvalidArgument), a driver could not
 // be created or initialized (its status, prefixed with the thread). Failed
 // operations are not errors: they are counted in the result.
 absl::StatusOr<RunResult> RunClient(const WorkloadSpec& spec,

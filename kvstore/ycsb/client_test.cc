@@ -4,6 +4,9 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -15,6 +18,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "base/mutex.h"
 #include "gmock/gmock.h"
@@ -572,6 +576,68 @@ TEST(ClientTest, SynchronousDriverRunsAtDepthOne) {
   EXPECT_EQ(OperationsInFlight(spec, /*load=*/false, basic), 1);
   EXPECT_EQ(OperationsInFlight(spec, /*load=*/false, async), 8);
   EXPECT_EQ(OperationsInFlight(spec, /*load=*/true, async), 1);
+}
+
+TEST(ClientTest, ThreadcountThatDoesNotFitAnIntIsRefused) {
+  // Used to be cast to 0 threads: a run that did nothing and succeeded.
+  auto store = std::make_shared<MemoryStore>();
+  ClientOptions options;
+  options.load = true;
+  options.factory = FactoryFor(store);
+  WorkloadSpec spec = IntegritySpec();
+  spec.threadcount = int64_t{1} << 32;
+  absl::StatusOr<RunResult> result = RunClient(spec, Properties(), options);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(result.status().message(),
+            "threadcount 4294967296 is outside [1, 4096]");
+  EXPECT_EQ(store->Size("usertable"), 0);
+}
+
+TEST(ClientTest, CheckRunnableNamesTheProperty) {
+  EXPECT_TRUE(CheckRunnable(IntegritySpec()).ok());
+  WorkloadSpec spec = IntegritySpec();
+  spec.recordcount = 0;
+  EXPECT_EQ(CheckRunnable(spec).message(),
+            "recordcount: must be at least 1, got 0");
+  spec = IntegritySpec();
+  spec.insertcount = 0;
+  EXPECT_THAT(CheckRunnable(spec).message(),
+              HasSubstr("insertcount: must be at least 1, got 0"));
+  spec = IntegritySpec();
+  spec.keylength = 99999999;
+  EXPECT_EQ(CheckRunnable(spec).message(),
+            "keylength 99999999 is outside [0, 1024]");
+  spec = IntegritySpec();
+  spec.zeropadding = 65;
+  EXPECT_EQ(CheckRunnable(spec).code(), absl::StatusCode::kInvalidArgument);
+}
+
+std::string TempPath(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return absl::StrCat(dir != nullptr ? dir : "/tmp", "/", name);
+}
+
+TEST(ClientTest, CheckExportFileRefusesWhatCannotBeWritten) {
+  EXPECT_TRUE(CheckExportFile("").ok());
+  const absl::Status missing = CheckExportFile("/nonexistent_dir/out");
+  EXPECT_EQ(missing.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(missing.message(),
+              HasSubstr("exportfile: cannot write \"/nonexistent_dir/out\""));
+  const std::string dir = TempPath("");
+  EXPECT_EQ(CheckExportFile(dir).code(), absl::StatusCode::kInvalidArgument);
+  // A new file is probed and removed; an existing one is left intact.
+  const std::string fresh = TempPath("fresh_report");
+  std::remove(fresh.c_str());
+  EXPECT_TRUE(CheckExportFile(fresh).ok());
+  EXPECT_FALSE(std::ifstream(fresh).good());
+  const std::string old = TempPath("old_report");
+  std::ofstream(old) << "earlier\n";
+  EXPECT_TRUE(CheckExportFile(old).ok());
+  std::ifstream in(old);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "earlier");
+  EXPECT_TRUE(CheckExportFile("/dev/null").ok());
 }
 
 TEST(ClientTest, MissingFactoryIsInvalidArgument) {

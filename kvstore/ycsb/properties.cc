@@ -6,7 +6,7 @@
 
 #include <cmath>
 #include <fstream>
-#include <sstream>
+#include <string>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -23,6 +23,9 @@
 namespace rfrpc {
 namespace ycsb {
 namespace {
+
+// Workload files are a few hundred bytes; a megabyte is no workload.
+constexpr size_t kMaxPropertyFileBytes = size_t{1} << 20;
 
 bool IsBlank(char c) { return c == ' ' || c == '\t' || c == '\f'; }
 
@@ -166,9 +169,17 @@ absl::Status Properties::LoadFile(const std::string& path) {
     return absl::InvalidArgumentError(
         absl::StrCat("property file \"", path, "\" is a folder"));
   }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return LoadString(buffer.str(), path);
+  // Read at most one byte past the limit: /dev/zero or a FIFO that never
+  // ends would otherwise be read until memory runs out.
+  std::string text(kMaxPropertyFileBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxPropertyFileBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("property file \"", path, "\" is larger than ",
+                     kMaxPropertyFileBytes, " bytes (1 MiB)"));
+  }
+  return LoadString(text, path);
 }
 
 absl::Status Properties::LoadString(absl::string_view text,
@@ -280,6 +291,14 @@ class SpecReader {
     }
     if (*out < 0) return Error(*e, key, "non-negative integer");
     return absl::OkStatus();
+  }
+
+  // NonNegativeInt, refused above `max` with the limit in the message.
+  absl::Status IntAtMost(absl::string_view key, int64_t max, int64_t* out) {
+    RFRPC_RETURN_IF_ERROR(NonNegativeInt(key, out));
+    if (*out <= max) return absl::OkStatus();
+    return ComboError(key,
+                      absl::StrFormat("%s %d is above %d", key, *out, max));
   }
 
   // Sets `*entry` (if not null) to the entry read, or nullptr if unset.
@@ -408,6 +427,29 @@ constexpr absl::string_view kAcceptedKeys[] = {
     "debug",
 };
 
+// exponential.percentile and exponential.frac, in the ranges that keep
+// Exponential's gamma = -ln(1 - percentile / 100) / (recordcount * frac)
+// positive and finite (0, 100 and frac 0 make it 0 or infinite; negative
+// values make it negative: every key past the last record, NOT_FOUND) and
+// NextKeynum's redraws few (percentile >= kMinExponentialPercentile).
+absl::Status ReadExponential(SpecReader& r, WorkloadSpec* s) {
+  const Properties::Entry* e;
+  RFRPC_RETURN_IF_ERROR(
+      r.Double("exponential.percentile", &s->exponential_percentile, &e));
+  if (e != nullptr && (s->exponential_percentile < kMinExponentialPercentile ||
+                       s->exponential_percentile >= 100.0)) {
+    return SpecReader::Error(
+        *e, "exponential.percentile",
+        absl::StrFormat("number in [%g, 100)", kMinExponentialPercentile));
+  }
+  RFRPC_RETURN_IF_ERROR(r.Double("exponential.frac", &s->exponential_frac, &e));
+  if (e != nullptr &&
+      (s->exponential_frac <= 0.0 || s->exponential_frac > 1.0)) {
+    return SpecReader::Error(*e, "exponential.frac", "number in (0, 1]");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<WorkloadSpec> ParseWorkloadSpec(
@@ -425,9 +467,18 @@ absl::StatusOr<WorkloadSpec> ParseWorkloadSpec(
   RFRPC_RETURN_IF_ERROR(r.NonNegativeInt("recordcount", &s.recordcount));
   RFRPC_RETURN_IF_ERROR(r.NonNegativeInt("operationcount", &s.operationcount));
   RFRPC_RETURN_IF_ERROR(r.NonNegativeInt("insertstart", &s.insertstart));
+  // Checked first: the insertcount it would derive is negative, and the
+  // user may never have set insertcount.
+  if (s.insertstart > s.recordcount) {
+    return r.ComboError("insertstart",
+                        absl::StrFormat("insertstart (%d) is past recordcount "
+                                        "(%d): no record left to load",
+                                        s.insertstart, s.recordcount));
+  }
   s.insertcount = s.recordcount - s.insertstart;
   RFRPC_RETURN_IF_ERROR(r.NonNegativeInt("insertcount", &s.insertcount));
-  if (s.insertstart + s.insertcount > s.recordcount) {
+  // Subtracted, not added: insertcount may be near INT64_MAX.
+  if (s.insertcount > s.recordcount - s.insertstart) {
     return r.ComboError(
         props.Contains("insertcount") ? "insertcount" : "insertstart",
         absl::StrFormat("insertstart (%d) + insertcount (%d) must not exceed "
@@ -491,9 +542,7 @@ absl::StatusOr<WorkloadSpec> ParseWorkloadSpec(
   RFRPC_RETURN_IF_ERROR(
       r.Fraction("hotspotdatafraction", &s.hotspotdatafraction));
   RFRPC_RETURN_IF_ERROR(r.Fraction("hotspotopnfraction", &s.hotspotopnfraction));
-  RFRPC_RETURN_IF_ERROR(
-      r.Double("exponential.percentile", &s.exponential_percentile));
-  RFRPC_RETURN_IF_ERROR(r.Double("exponential.frac", &s.exponential_frac));
+  RFRPC_RETURN_IF_ERROR(ReadExponential(r, &s));
 
   RFRPC_RETURN_IF_ERROR(r.NonNegativeInt("minscanlength", &s.minscanlength));
   RFRPC_RETURN_IF_ERROR(r.NonNegativeInt("maxscanlength", &s.maxscanlength));
@@ -516,8 +565,9 @@ absl::StatusOr<WorkloadSpec> ParseWorkloadSpec(
       return SpecReader::Error(*e, "insertorder", "hashed or ordered");
     }
   }
-  RFRPC_RETURN_IF_ERROR(r.NonNegativeInt("zeropadding", &s.zeropadding));
-  RFRPC_RETURN_IF_ERROR(r.NonNegativeInt("keylength", &s.keylength));
+  RFRPC_RETURN_IF_ERROR(
+      r.IntAtMost("zeropadding", kMaxZeroPadding, &s.zeropadding));
+  RFRPC_RETURN_IF_ERROR(r.IntAtMost("keylength", kMaxKeyLength, &s.keylength));
   if (s.keylength > 0 && s.keylength < 5) {
     return SpecReader::Error(*props.Find("keylength"), "keylength",
                              "0 or at least 5 (\"user\" + one digit)");
@@ -531,7 +581,8 @@ absl::StatusOr<WorkloadSpec> ParseWorkloadSpec(
                         "dataintegrity requires fieldlengthdistribution="
                         "constant");
   }
-  RFRPC_RETURN_IF_ERROR(r.NonNegativeInt("threadcount", &s.threadcount));
+  RFRPC_RETURN_IF_ERROR(
+      r.IntAtMost("threadcount", kMaxThreadCount, &s.threadcount));
   if (s.threadcount < 1) {
     return r.ComboError("threadcount", "threadcount: must be at least 1");
   }

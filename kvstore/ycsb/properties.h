@@ -91,6 +91,19 @@ class Properties {
   std::map<std::string, Entry, std::less<>> entries_;
 };
 
+// Upper bounds of properties whose larger values are typos, not workloads:
+// each client thread builds its own driver before any starts (a huge
+// threadcount exhausts memory), and keys are built in fixed buffers.
+inline constexpr int64_t kMaxThreadCount = 4096;
+inline constexpr int64_t kMaxKeyLength = 1024;
+inline constexpr int64_t kMaxZeroPadding = 64;
+
+// The smallest exponential.percentile. NextKeynum draws until a key falls
+// in the records loaded, about 100 / percentile draws per key: below 1 the
+// generator, not the database, sets the pace, and near 0 (gamma rounds to
+// 0) it never returns.
+inline constexpr double kMinExponentialPercentile = 1.0;
+
 enum class Distribution {
   kConstant,
   kUniform,
@@ -148,7 +161,9 @@ struct WorkloadSpec {
   // Defaults: 0.2, 0.8.
   double hotspotdatafraction = 0.2;
   double hotspotopnfraction = 0.8;
-  // Exponential request distribution. Defaults: 95, 0.8571428571.
+  // Exponential request distribution: exponential.percentile percent of
+  // the operations go to the newest exponential.frac of the records. In
+  // [kMinExponentialPercentile, 100) and (0, 1]. Defaults: 95, 0.8571428571.
   double exponential_percentile = 95.0;
   double exponential_frac = 0.8571428571;
   // Scan lengths, inclusive. Defaults: 1, 1000, uniform (or zipfian).
@@ -158,18 +173,19 @@ struct WorkloadSpec {
   // true: keys are "user" + FNV-64(n); false ("ordered"): "user" + n.
   // Default: true ("hashed").
   bool hashed_inserts = true;
-  // Minimum digits after "user" (zero-padded). Default: 1.
+  // Minimum digits after "user" (zero-padded). At most kMaxZeroPadding.
+  // Default: 1.
   int64_t zeropadding = 1;
   // Extension: if > 0, every key is exactly this many bytes: "user" followed
   // by the number zero-padded, or by its last keylength-4 digits if longer.
-  // Must be 0 or >= 5. Default: 0 (YCSB keys as they are).
+  // Must be 0 or in [5, kMaxKeyLength]. Default: 0 (YCSB keys as they are).
   int64_t keylength = 0;
   // Seconds after which the run stops; 0 means none. Default: 0.
   int64_t maxexecutiontime = 0;
   // Values derived from key and field; reads are verified. Requires a constant
   // field length. Default: false.
   bool dataintegrity = false;
-  // Client threads. Default: 1.
+  // Client threads, in [1, kMaxThreadCount]. Default: 1.
   int64_t threadcount = 1;
   // Extension: run-phase operations each client thread keeps in flight
   // through the driver's *Async methods (db.h); 1 is YCSB's synchronous
@@ -206,9 +222,12 @@ struct WorkloadSpec {
 //
 // Errors (InvalidArgument, prefixed with the value's origin): a value that is
 // not a number/boolean/known name, a proportion outside [0, 1], an invalid
-// combination (insertstart + insertcount > recordcount, dataintegrity without
-// a constant field length, keylength in 1..4, minscanlength > maxscanlength,
-// zero threads, no operation with a positive proportion).
+// combination (insertstart past recordcount, insertstart + insertcount >
+// recordcount, dataintegrity without a constant field length, keylength in
+// 1..4, minscanlength > maxscanlength, zero threads, no operation with a
+// positive proportion), a value above its limit (threadcount, keylength,
+// zeropadding) or outside its range (exponential.*). recordcount 0 is
+// accepted here (it is the default); CoreWorkload::CheckSpec refuses it.
 absl::StatusOr<WorkloadSpec> ParseWorkloadSpec(
     const Properties& props, absl::Span<const std::string> driver_names,
     std::vector<std::string>* warnings);

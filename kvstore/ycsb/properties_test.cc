@@ -96,6 +96,21 @@ TEST(PropertiesTest, MissingFileIsNotFound) {
   EXPECT_EQ(dir.message(), "property file \"/tmp\" is a folder");
 }
 
+TEST(PropertiesTest, EndlessOrHugeFileIsRefused) {
+  // /dev/zero never ends: it used to be read until memory ran out.
+  Properties p;
+  const absl::Status zero = p.LoadFile("/dev/zero");
+  EXPECT_EQ(zero.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(zero.message(), HasSubstr("\"/dev/zero\" is larger than"));
+  const std::string big = WriteTempFile(
+      "big", absl::StrCat("a=", std::string((size_t{1} << 20) - 1, 'x')));
+  EXPECT_EQ(p.LoadFile(big).code(), absl::StatusCode::kInvalidArgument);
+  // Exactly 1 MiB still loads.
+  const std::string limit = WriteTempFile(
+      "limit", absl::StrCat("a=", std::string((size_t{1} << 20) - 2, 'x')));
+  EXPECT_TRUE(p.LoadFile(limit).ok());
+}
+
 TEST(PropertiesTest, BadArgument) {
   Properties p;
   EXPECT_EQ(p.SetFromArgument("novalue").code(),
@@ -198,6 +213,71 @@ TEST(PropertiesTest, InvalidCombinations) {
     EXPECT_EQ(ParseWorkloadSpec(p, {}, nullptr).status().code(),
               absl::StatusCode::kInvalidArgument);
   }
+}
+
+// Parses `lines` over recordcount=1000 and returns the error message, or
+// "OK".
+std::string SpecError(const std::string& lines) {
+  Properties p;
+  p.Set("recordcount", "1000");
+  if (!p.LoadString(lines, "w").ok()) return "bad test input";
+  absl::StatusOr<WorkloadSpec> spec = ParseWorkloadSpec(p, {}, nullptr);
+  if (spec.ok()) return "OK";
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(spec.status().message());
+}
+
+TEST(PropertiesTest, ThreadcountIsBounded) {
+  // 4294967296 used to become 0 threads in an int (a load that loads
+  // nothing, exit 0), 99999999999 a billion drivers.
+  EXPECT_EQ(SpecError("threadcount=4294967296"),
+            "w:1: threadcount 4294967296 is above 4096");
+  EXPECT_EQ(SpecError("threadcount=99999999999"),
+            "w:1: threadcount 99999999999 is above 4096");
+  EXPECT_THAT(SpecError("threadcount=99999999999999999999"),
+              HasSubstr("threadcount: expected integer"));
+  EXPECT_EQ(SpecError("threadcount=4096"), "OK");
+  Properties p;
+  p.Set("threadcount", "2147483648", "-threads");
+  EXPECT_EQ(ParseWorkloadSpec(p, {}, nullptr).status().message(),
+            "-threads: threadcount 2147483648 is above 4096");
+}
+
+TEST(PropertiesTest, ExponentialParametersAreRangeChecked) {
+  // Each of these hung NextKeynum (gamma 0, infinite or NaN) or sent every
+  // key past the last record (negative gamma: all NOT_FOUND, exit 0).
+  for (const char* v : {"500", "100", "0", "-5", "0.5", "1e-300"}) {
+    EXPECT_THAT(SpecError(absl::StrCat("exponential.percentile=", v)),
+                HasSubstr("w:1: exponential.percentile: expected number in "
+                          "[1, 100)"))
+        << v;
+  }
+  for (const char* v : {"0", "-3", "1.5", "1e300"}) {
+    EXPECT_THAT(SpecError(absl::StrCat("exponential.frac=", v)),
+                HasSubstr("w:1: exponential.frac: expected number in (0, 1]"))
+        << v;
+  }
+  EXPECT_EQ(SpecError("exponential.percentile=1\nexponential.frac=1\n"), "OK");
+  EXPECT_EQ(SpecError("exponential.percentile=99.9\nexponential.frac=1e-9\n"),
+            "OK");
+}
+
+TEST(PropertiesTest, InsertstartPastRecordcountNamesInsertstart) {
+  // The derived insertcount (-1000) used to be blamed, though never set.
+  EXPECT_EQ(SpecError("insertstart=2000"),
+            "w:1: insertstart (2000) is past recordcount (1000): no record "
+            "left to load");
+  // insertstart + insertcount used to overflow and pass.
+  EXPECT_THAT(SpecError("insertstart=1\ninsertcount=9223372036854775807\n"),
+              HasSubstr("must not exceed recordcount (1000)"));
+}
+
+TEST(PropertiesTest, KeyLimitsAreNamed) {
+  EXPECT_EQ(SpecError("keylength=99999999"),
+            "w:1: keylength 99999999 is above 1024");
+  EXPECT_EQ(SpecError("zeropadding=99999999"),
+            "w:1: zeropadding 99999999 is above 64");
+  EXPECT_EQ(SpecError("keylength=1024\nzeropadding=64\n"), "OK");
 }
 
 TEST(PropertiesTest, UnknownPropertiesAreReported) {

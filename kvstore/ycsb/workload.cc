@@ -120,21 +120,34 @@ absl::Status MeasuredDb::Delete(absl::string_view table,
   return s;
 }
 
+absl::Status CoreWorkload::CheckSpec(const WorkloadSpec& spec) {
+  if (spec.recordcount < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "recordcount: must be at least 1, got ", spec.recordcount));
+  }
+  if (spec.insertcount < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("insertcount: must be at least 1, got ", spec.insertcount,
+                     " (insertstart ", spec.insertstart, ", recordcount ",
+                     spec.recordcount, ")"));
+  }
+  // ParseWorkloadSpec refuses these too; a spec built in code is checked
+  // here, before the casts to int in the constructor.
+  if (spec.zeropadding < 0 || spec.zeropadding > kMaxZeroPadding) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("zeropadding ", spec.zeropadding, " is outside [0, ",
+                     kMaxZeroPadding, "]"));
+  }
+  if (spec.keylength < 0 || spec.keylength > kMaxKeyLength) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "keylength ", spec.keylength, " is outside [0, ", kMaxKeyLength, "]"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<CoreWorkload>> CoreWorkload::Create(
     const WorkloadSpec& spec) {
-  if (spec.recordcount < 1 || spec.insertcount < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "recordcount (", spec.recordcount, ") and insertcount (",
-        spec.insertcount, ") must be at least 1"));
-  }
-  if (spec.requestdistribution == Distribution::kLatest &&
-      spec.recordcount < 1) {
-    return absl::InvalidArgumentError(
-        "requestdistribution=latest needs recordcount >= 1");
-  }
-  if (spec.zeropadding > 64 || spec.keylength > 1024) {
-    return absl::InvalidArgumentError("zeropadding/keylength too large");
-  }
+  if (absl::Status s = CheckSpec(spec); !s.ok()) return s;
   return std::unique_ptr<CoreWorkload>(new CoreWorkload(spec));
 }
 

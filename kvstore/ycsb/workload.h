@@ -124,8 +124,13 @@ class CoreWorkload {
     Record cells;
   };
 
-  // InvalidArgument if `spec` cannot drive a workload (recordcount or
-  // insertcount 0 with a run-phase key distribution over no keys).
+  // InvalidArgument, naming the property, if `spec` cannot drive a
+  // workload: recordcount or insertcount 0 (a key distribution over no
+  // keys), keylength or zeropadding above its limit (properties.h). Cheap:
+  // builds no generator.
+  static absl::Status CheckSpec(const WorkloadSpec& spec);
+
+  // CheckSpec's errors, or the workload.
   static absl::StatusOr<std::unique_ptr<CoreWorkload>> Create(
       const WorkloadSpec& spec);
 

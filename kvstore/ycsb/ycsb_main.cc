@@ -59,7 +59,7 @@ constexpr char kUsage[] =
     "  -db NAME       driver (see --list_drivers); property `db`\n"
     "  -P FILE        load a workload property file (repeatable, in order)\n"
     "  -p KEY=VALUE   set a property, overriding files (repeatable)\n"
-    "  -threads N     client threads; property `threadcount`\n"
+    "  -threads N     client threads (1 to 4096); property `threadcount`\n"
     "  -target N      total target ops/sec; property `target`\n"
     "  -s             print a status line every status.interval seconds\n"
     "  -l LABEL       prefix of the status lines; property `label`\n"
@@ -225,6 +225,14 @@ int Main(int argc, char** argv) {
   for (const std::string& w : warnings) std::cerr << "warning: " << w << "\n";
   if (!spec.ok()) {
     std::cerr << "ycsb: " << spec.status().message() << "\n";
+    return 2;
+  }
+  // Configuration errors RunClient would find, and an exportfile that
+  // cannot take the report, are refused before anything runs.
+  absl::Status runnable = CheckRunnable(*spec);
+  if (runnable.ok()) runnable = CheckExportFile(spec->exportfile);
+  if (!runnable.ok()) {
+    std::cerr << "ycsb: " << runnable.message() << "\n";
     return 2;
   }
   absl::StatusOr<DriverFactory> factory = FindDriver(spec->db);

@@ -58,6 +58,32 @@ set +e
 set -e
 [ "$rc" = 2 ] || fail "bad -threads exited $rc"
 
+# Configuration errors: exit 2 before the run header, naming the property.
+expect_config_error() {  # expect_config_error MESSAGE ARGS...
+  local want="$1"; shift
+  set +e
+  "$YCSB" "$@" >"$OUT" 2>"$ERR"; rc=$?
+  set -e
+  [ "$rc" = 2 ] || fail "$* exited $rc, want 2"
+  grep -qF -- "$want" "$ERR" || fail "$*: no \"$want\""
+  if grep -q 'YCSB client (rfrpc)' "$ERR"; then fail "$*: the run started"; fi
+}
+expect_config_error 'threadcount 4294967296 is above 4096' \
+  -load -db basic -P "$W/workloada" -p recordcount=10 -threads 4294967296
+expect_config_error 'exponential.percentile: expected number in [1, 100)' \
+  -t -db basic -P "$W/workloada" -p recordcount=10 \
+  -p requestdistribution=exponential -p exponential.percentile=500
+expect_config_error 'recordcount: must be at least 1, got 0' \
+  -load -db basic -P "$W/workloada" -p recordcount=0
+expect_config_error 'insertstart (2000) is past recordcount (1000)' \
+  -load -db basic -P "$W/workloada" -p recordcount=1000 -p insertstart=2000
+expect_config_error 'keylength 99999999 is above 1024' \
+  -load -db basic -P "$W/workloada" -p recordcount=10 -p keylength=99999999
+expect_config_error 'exportfile: cannot write "/nonexistent_dir/out"' \
+  -load -db basic -P "$W/workloada" -p recordcount=10 \
+  -p exportfile=/nonexistent_dir/out
+expect_config_error '"/dev/zero" is larger than' -load -db basic -P /dev/zero
+
 # Run phase on an empty store with dataintegrity: every read is NOT_FOUND,
 # verification fails, exit 1.
 set +e
