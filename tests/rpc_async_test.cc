@@ -26,6 +26,7 @@
 #include <atomic>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -33,7 +34,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "glog/logging.h"
 #include "gtest/gtest.h"
@@ -536,21 +536,21 @@ class StallWarnings : public google::LogSink {
         m.find("could not be served meanwhile") == std::string::npos) {
       return;
     }
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     lines_.push_back(m);
   }
   // The warnings so far, one per line.
   std::string Text() {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     return absl::StrJoin(lines_, "\n");
   }
   size_t size() {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     return lines_.size();
   }
 
  private:
-  absl::Mutex mu_;
+  std::mutex mu_;  // Not absl::Mutex: the system Abseil is not TSan-annotated.
   std::vector<std::string> lines_;
 };
 
