@@ -29,11 +29,13 @@
 #include <thread>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "benchmarks/bench_util.h"
-#include "benchmarks/rpc_options.h"
 #include "benchmarks/harness.h"
+#include "benchmarks/rpc_options.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "rpc/channel.h"
@@ -200,12 +202,23 @@ double MedianOf(const std::vector<Figures>& v, double Figures::*field) {
 int Main() {
   bench::FlagCheck()
       .AtLeast("--rounds", FLAGS_rounds, 1)
-      .Positive("--seconds", FLAGS_seconds)
+      .Seconds("--seconds", FLAGS_seconds)
       .InRange("--size", FLAGS_size, 0, 60000)  // The server's 64 KiB.
       .AtLeast("--slow_ms", FLAGS_slow_ms, 0)
       .AtLeast("--blocking_threads", FLAGS_blocking_threads, 1)
+      .InRange("--slow_in_flight", FLAGS_slow_in_flight, 1, 64)
+      .NotEmpty("--parts", FLAGS_parts)
       .OrExit();
-  FLAGS_slow_in_flight = std::clamp(FLAGS_slow_in_flight, 1, 64);
+  const std::vector<std::string> parts = bench::ParseList(FLAGS_parts);
+  for (const std::string& part : parts) {
+    if (part != "offload" && part != "echo") {
+      bench::Exit("flags",
+                  absl::InvalidArgumentError(absl::StrCat(
+                      "--parts: unknown part \"", part, "\" (offload, echo)")));
+    }
+  }
+  // Before the server starts: an exit after it would leave its socket.
+  const RpcMode mode = bench::ValueOrExit(ParseRpcMode(FLAGS_mode), "--mode");
   ServerOptions so;
   so.provider = FLAGS_provider;
   so.address = FLAGS_address;
@@ -213,9 +226,8 @@ int Main() {
   so.pin_first_cpu = FLAGS_pin ? 0 : -1;
   so.blocking_threads = FLAGS_blocking_threads;
   KindsService service(/*finishers=*/1);
-  std::unique_ptr<Server> server = bench::StartServer(
-      bench::WithServerFlags(so), {&service});
-  const RpcMode mode = bench::ValueOrExit(ParseRpcMode(FLAGS_mode), "--mode");
+  std::unique_ptr<Server> server =
+      bench::StartServer(bench::WithServerFlags(so), {&service});
   if (FLAGS_pin) bench::PinSelf(1);
   std::printf("# async_bench provider=%s%s mode=%s workers=1 blocking_threads=%d "
               "slow=%d ms x %d in flight, payload %d B, %d rounds x %.1f s, "
@@ -228,7 +240,6 @@ int Main() {
   std::printf("%-8s %-16s %5s %10s %10s %12s %8s %7s\n", "part", "config",
               "round", "p50_us", "p99_us", "calls/s", "slow", "load1");
   std::unique_ptr<Channel> ch = Connect(server->address(), mode);
-  const std::vector<std::string> parts = bench::ParseList(FLAGS_parts);
   const bool offload =
       std::find(parts.begin(), parts.end(), "offload") != parts.end();
   const bool echo = std::find(parts.begin(), parts.end(), "echo") != parts.end();

@@ -61,8 +61,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <memory>
@@ -448,6 +451,12 @@ Point Run(const std::string& address, const Config& cfg) {
   FILE* trace = nullptr;
   if (cfg.batch == BatchMode::kAuto && !FLAGS_sizer_trace_csv.empty()) {
     trace = std::fopen(FLAGS_sizer_trace_csv.c_str(), "a");
+    if (trace == nullptr) {
+      bench::Exit("--sizer_trace_csv",
+                  absl::PermissionDeniedError(
+                      absl::StrCat("cannot open ", FLAGS_sizer_trace_csv, ": ",
+                                   std::strerror(errno))));
+    }
   }
   const absl::Time t_origin = absl::Now();
   auto drive = [&](absl::Duration d, const char* phase) {
@@ -811,16 +820,16 @@ int Main() {
       .AtLeast("--adaptive_size", FLAGS_adaptive_size, 1)
       .AtLeast("--batch_timeout_us", FLAGS_batch_timeout_us, 0)
       .AtLeast("--sizer_window", FLAGS_sizer_window, 0)
-      .Positive("--seconds", FLAGS_seconds)
-      .AtLeast("--warmup_seconds", FLAGS_warmup_seconds, 0)
+      .Seconds("--seconds", FLAGS_seconds)
+      .SecondsOrZero("--warmup_seconds", FLAGS_warmup_seconds)
       .AtLeast("--repeats", FLAGS_repeats, 1)
       .AtLeast("--final_rounds", FLAGS_final_rounds, 0)
       .EachInRange("--batch_sizes", FLAGS_batch_sizes, 1, 1024)
       .EachInRange("--auto_limits_us", FLAGS_auto_limits_us, 1, 100000000)
       .EachInRange("--sync_threads", FLAGS_sync_threads, 1, 1024)
       .AtLeast("--sync_rounds", FLAGS_sync_rounds, 1)
-      .Positive("--sync_seconds", FLAGS_sync_seconds)
-      .AtLeast("--sync_warmup_seconds", FLAGS_sync_warmup_seconds, 0)
+      .Seconds("--sync_seconds", FLAGS_sync_seconds)
+      .SecondsOrZero("--sync_warmup_seconds", FLAGS_sync_warmup_seconds)
       .AtLeast("--sync_batch_size", FLAGS_sync_batch_size, 1)
       .AtLeast("--sync_limit_us", FLAGS_sync_limit_us, 1)
       .OrExit();
@@ -836,9 +845,29 @@ int Main() {
                 absl::InvalidArgumentError(absl::StrCat(
                     "callback, thread or poll, not ", FLAGS_issuer)));
   }
-  if (FLAGS_issuer_refill < 0 || FLAGS_issuer_refill > 1) {
+  if (!(FLAGS_issuer_refill >= 0 && FLAGS_issuer_refill <= 1)) {  // And nan.
     bench::Exit("--issuer_refill",
                 absl::InvalidArgumentError("a fraction in [0, 1]"));
+  }
+  if (!(FLAGS_sizer_min_window_ms < 0 ||
+        FLAGS_sizer_min_window_ms <= 1000 * bench::kMaxSeconds)) {
+    bench::Exit("--sizer_min_window_ms",
+                absl::InvalidArgumentError(absl::StrCat(
+                    "milliseconds in [0, ",
+                    static_cast<int64_t>(1000 * bench::kMaxSeconds),
+                    "], or < 0 for the library default; not ",
+                    FLAGS_sizer_min_window_ms)));
+  }
+  if (!FLAGS_sizer_trace_csv.empty()) {
+    // Appended to at each auto point: find out now, not after the run.
+    FILE* f = std::fopen(FLAGS_sizer_trace_csv.c_str(), "a");
+    if (f == nullptr) {
+      bench::Exit("--sizer_trace_csv",
+                  absl::PermissionDeniedError(
+                      absl::StrCat("cannot open ", FLAGS_sizer_trace_csv, ": ",
+                                   std::strerror(errno))));
+    }
+    std::fclose(f);
   }
   for (const std::string& rule : bench::ParseList(FLAGS_auto_rules)) {
     if (rule != "refined" && rule != "paper") {

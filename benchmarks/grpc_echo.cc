@@ -17,17 +17,23 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "benchmarks/bench_util.h"
+#include "benchmarks/echo_grpc/echo.grpc.pb.h"
 #include "gflags/gflags.h"
 #include "grpcpp/grpcpp.h"
-#include "benchmarks/echo_grpc/echo.grpc.pb.h"
 
 DEFINE_string(role, "client", "server or client.");
 DEFINE_string(listen, "unix:/tmp/rfrpc-grpc-echo.sock",
@@ -62,7 +68,73 @@ class EchoImpl final : public echo::Echo::Service {
   }
 };
 
+// The harness's FlagCheck in the same words (this binary, the gRPC side,
+// does not link the harness): the first flag outside [min, max] (nan and inf
+// included), or "" when all are in range.
+class FlagCheck {
+ public:
+  // 4193280 rather than 4.19328e+06.
+  static std::string Num(double v) {
+    if (std::fabs(v) < 1e15 && v == std::trunc(v)) {
+      return absl::StrCat(static_cast<int64_t>(v));
+    }
+    return absl::StrCat(v);
+  }
+
+  FlagCheck& InRange(const char* flag, double value, double min, double max) {
+    if (error_.empty() && !(value >= min && value <= max)) {
+      error_ = absl::StrCat(flag, "=", Num(value), ": must be in [", Num(min),
+                            ", ", Num(max), "]");
+    }
+    return *this;
+  }
+  // Every entry of a comma-separated list flag, which must have one.
+  FlagCheck& EachInRange(const char* flag, const std::string& value, int min,
+                         int max) {
+    int entries = 0;
+    for (absl::string_view p : absl::StrSplit(value, ',', absl::SkipEmpty())) {
+      int x;
+      if (!absl::SimpleAtoi(p, &x)) {
+        if (error_.empty()) {
+          error_ =
+              absl::StrCat(flag, "=", value, ": \"", p, "\" is not a number");
+        }
+        return *this;
+      }
+      InRange(flag, x, min, max);
+      ++entries;
+    }
+    if (error_.empty() && entries == 0) {
+      error_ = absl::StrCat(flag, " is empty: nothing to run");
+    }
+    return *this;
+  }
+  // Prints "grpc_echo: flags: INVALID_ARGUMENT: <error>" and exits with
+  // status 2 on an error.
+  void OrExit() const {
+    if (error_.empty()) return;
+    std::fprintf(stderr, "grpc_echo: flags: INVALID_ARGUMENT: %s\n",
+                 error_.c_str());
+    std::exit(2);
+  }
+
+ private:
+  std::string error_;
+};
+
+// The benchmarks' measured spans are at most an hour (bench::kMaxSeconds);
+// the server's lifetime cap at most a day.
+constexpr double kMaxSeconds = 3600;
+constexpr double kMaxServerSeconds = 86400;
+// gRPC's default largest received message is 4 MiB; the reply carries the
+// payload and a few bytes more.
+constexpr int kMaxSize = 4 * 1024 * 1024 - 1024;
+
 int Serve() {
+  FlagCheck()
+      .InRange("--server_threads", FLAGS_server_threads, 1, 1024)
+      .InRange("--max_seconds", FLAGS_max_seconds, 0.001, kMaxServerSeconds)
+      .OrExit();
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
@@ -89,13 +161,22 @@ int Serve() {
   }
   std::printf("LISTENING %s\n", addr.c_str());
   std::fflush(stdout);
-  timespec limit{static_cast<time_t>(FLAGS_max_seconds), 0};
+  const double whole = std::floor(FLAGS_max_seconds);
+  timespec limit{static_cast<time_t>(whole),
+                 static_cast<long>((FLAGS_max_seconds - whole) * 1e9)};
   sigtimedwait(&set, nullptr, &limit);
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   return 0;
 }
 
 int Client() {
+  FlagCheck()
+      .InRange("--threads", FLAGS_threads, 1, 1024)
+      .EachInRange("--sizes", FLAGS_sizes, 0, kMaxSize)
+      .InRange("--seconds", FLAGS_seconds, 0.001, kMaxSeconds)
+      .InRange("--warmup_seconds", FLAGS_warmup_seconds, 0, kMaxSeconds)
+      .InRange("--repeats", FLAGS_repeats, 1, 1000000)
+      .OrExit();
   if (FLAGS_csv && FLAGS_header) {
     std::printf("system,transport,threads,size,ops_per_s,avg_us,p50_us,p99_us,"
                 "calls,failed,loadavg\n");
@@ -107,8 +188,8 @@ int Client() {
     // Best of --repeats by calls/s: other work on a shared machine only
     // ever slows a run down.
     bench::EchoPoint best;
-    for (int rep = 0; rep < std::max(1, FLAGS_repeats); ++rep) {
-      std::atomic<bool> measure{false}, stop{false};
+    for (int rep = 0; rep < FLAGS_repeats; ++rep) {
+      std::atomic<bool> measure{false}, stop{false}, unreachable{false};
       std::atomic<uint64_t> failed{0};
       std::vector<std::vector<double>> lat(FLAGS_threads);
       std::vector<std::thread> threads;
@@ -127,6 +208,7 @@ int Client() {
           if (!ch->WaitForConnected(std::chrono::system_clock::now() +
                                     std::chrono::seconds(10))) {
             failed++;
+            unreachable = true;
           }
           ready++;
           uint64_t id = 0;
@@ -150,6 +232,15 @@ int Client() {
         });
       }
       while (ready.load() < FLAGS_threads) absl::SleepFor(absl::Milliseconds(1));
+      if (unreachable) {
+        stop = true;
+        for (auto& th : threads) th.join();
+        std::fprintf(stderr,
+                     "grpc_echo: --target=%s: no connection within 10 s (is "
+                     "a grpc_echo server running there?)\n",
+                     FLAGS_target.c_str());
+        return 2;
+      }
       absl::SleepFor(absl::Seconds(FLAGS_warmup_seconds));
       measure = true;
       const absl::Time start = absl::Now();

@@ -86,12 +86,34 @@ void FlagCheck::Fail(absl::string_view flag, double value,
 
 FlagCheck& FlagCheck::AtLeast(absl::string_view flag, double value,
                               double min) {
-  if (!(value >= min)) Fail(flag, value, absl::StrCat(">= ", Num(min)));
+  if (!(value >= min)) {
+    Fail(flag, value, absl::StrCat(">= ", Num(min)));
+  } else if (std::isinf(value)) {
+    Fail(flag, value, "finite");
+  }
   return *this;
 }
 
 FlagCheck& FlagCheck::Positive(absl::string_view flag, double value) {
-  if (!(value > 0)) Fail(flag, value, "> 0");
+  if (!(value > 0)) {
+    Fail(flag, value, "> 0");
+  } else if (std::isinf(value)) {
+    Fail(flag, value, "finite");
+  }
+  return *this;
+}
+
+FlagCheck& FlagCheck::Seconds(absl::string_view flag, double value) {
+  if (!(value > 0 && value <= kMaxSeconds)) {
+    Fail(flag, value, absl::StrCat("in (0, ", Num(kMaxSeconds), "] seconds"));
+  }
+  return *this;
+}
+
+FlagCheck& FlagCheck::SecondsOrZero(absl::string_view flag, double value) {
+  if (!(value >= 0 && value <= kMaxSeconds)) {
+    Fail(flag, value, absl::StrCat("in [0, ", Num(kMaxSeconds), "] seconds"));
+  }
   return *this;
 }
 

@@ -61,17 +61,25 @@ T ValueOrExit(absl::StatusOr<T> value, absl::string_view what) {
   return std::move(*value);
 }
 
+// The longest duration flag a benchmark takes: an hour. A longer
+// --seconds is a typo (or inf), and the run would look hung.
+inline constexpr double kMaxSeconds = 3600;
+
 // Flag checks, chained; the first that fails is kept, and OrExit ends the
-// run with it:
+// run with it. Every check refuses inf and nan:
 //   bench::FlagCheck()
 //       .AtLeast("--threads", FLAGS_threads, 1)
-//       .Positive("--seconds", FLAGS_seconds)
+//       .Seconds("--seconds", FLAGS_seconds)
 //       .EachInRange("--sizes", FLAGS_sizes, 0, 1 << 24)
 //       .OrExit();
 class FlagCheck {
  public:
   FlagCheck& AtLeast(absl::string_view flag, double value, double min);
   FlagCheck& Positive(absl::string_view flag, double value);
+  // A duration in seconds: in (0, kMaxSeconds].
+  FlagCheck& Seconds(absl::string_view flag, double value);
+  // A duration that may be 0 (a warm-up): in [0, kMaxSeconds].
+  FlagCheck& SecondsOrZero(absl::string_view flag, double value);
   FlagCheck& InRange(absl::string_view flag, double value, double min,
                      double max);
   // Every entry of the comma-separated list `value` (bench::ParseInts).

@@ -62,9 +62,10 @@ int Main() {
   bench::FlagCheck()
       .AtLeast("--threads", FLAGS_threads, 1)
       .AtLeast("--workers", FLAGS_workers, 1)
-      .Positive("--seconds", FLAGS_seconds)
-      .AtLeast("--warmup_seconds", FLAGS_warmup_seconds, 0)
+      .Seconds("--seconds", FLAGS_seconds)
+      .SecondsOrZero("--warmup_seconds", FLAGS_warmup_seconds)
       .AtLeast("--repeats", FLAGS_repeats, 1)
+      .NotEmpty("--sizes", FLAGS_sizes)
       .EachInRange("--sizes", FLAGS_sizes, 0, 60000)  // The server's 64 KiB.
       .OrExit();
   const RpcMode mode = bench::ValueOrExit(ParseRpcMode(FLAGS_mode), "--mode");

@@ -332,7 +332,7 @@ int MainAb(metrics::RpcMetrics* m) {
   std::printf("%-8s %-12s %6s %6s %5s | %9s %9s %9s | %9s %9s %9s | %7s %7s\n",
               "provider", "mode", "size", "srv_us", "round", "off_p50", "off_p99",
               "off_kops", "on_p50", "on_p99", "on_kops", "p50_on%", "scrapes");
-  for (const std::string& ms : std::vector<std::string>(absl::StrSplit(FLAGS_modes, ','))) {
+  for (const std::string& ms : bench::ParseList(FLAGS_modes)) {
     const RpcMode mode = bench::ValueOrExit(ParseRpcMode(ms), "--modes");
     for (int us : bench::ParseInts(FLAGS_server_time_us)) {
       for (int size : bench::ParseInts(FLAGS_sizes)) {
@@ -405,8 +405,8 @@ int Main() {
       .AtLeast("--threads", FLAGS_threads, 1)
       .AtLeast("--workers", FLAGS_workers, 1)
       .AtLeast("--connections", FLAGS_connections, 0)
-      .Positive("--seconds", FLAGS_seconds)
-      .AtLeast("--warmup_seconds", FLAGS_warmup_seconds, 0)
+      .Seconds("--seconds", FLAGS_seconds)
+      .SecondsOrZero("--warmup_seconds", FLAGS_warmup_seconds)
       .AtLeast("--repeats", FLAGS_repeats, 1)
       .AtLeast("--ab_rounds", FLAGS_ab_rounds, 1)
       .AtLeast("--scrape_ms", FLAGS_scrape_ms, 0)
@@ -470,7 +470,7 @@ int Main() {
                 "p50_us", "p99_us", "ops/call", "rd/call", "rf%", "fail",
                 "rtt_ns", "dly_ns", "wqe/c", "db/c", "inl/c", "sig/c");
   }
-  for (const std::string& m : std::vector<std::string>(absl::StrSplit(FLAGS_modes, ','))) {
+  for (const std::string& m : bench::ParseList(FLAGS_modes)) {
     const RpcMode mode = bench::ValueOrExit(ParseRpcMode(m), "--modes");
     for (int us : bench::ParseInts(FLAGS_server_time_us)) {
       for (int size : bench::ParseInts(FLAGS_sizes)) {

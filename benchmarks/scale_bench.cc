@@ -428,6 +428,10 @@ absl::Status CheckFlags() {
   if (bench::ParseInts(FLAGS_ms).empty()) {
     return absl::InvalidArgumentError("--ms: no connection count");
   }
+  if (bench::ParseList(FLAGS_phases).empty()) {
+    return absl::InvalidArgumentError(
+        "--phases is empty: nothing to run (one, rr, shared)");
+  }
   for (const std::string& phase : bench::ParseList(FLAGS_phases)) {
     if (phase != "one" && phase != "rr" && phase != "shared") {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -437,9 +441,11 @@ absl::Status CheckFlags() {
   if (FLAGS_threads < 1) {
     return absl::InvalidArgumentError("--threads must be >= 1");
   }
-  if (!(FLAGS_seconds > 0) || !(FLAGS_idle_seconds > 0)) {
+  if (!(FLAGS_seconds > 0 && FLAGS_seconds <= bench::kMaxSeconds) ||
+      !(FLAGS_idle_seconds > 0 && FLAGS_idle_seconds <= bench::kMaxSeconds)) {
     return absl::InvalidArgumentError(
-        "--seconds and --idle_seconds must be > 0");
+        absl::StrCat("--seconds and --idle_seconds must be in (0, ",
+                     bench::kMaxSeconds, "] seconds"));
   }
   if (FLAGS_cycles < 0 || FLAGS_kills < 0 || FLAGS_slots < 0 ||
       FLAGS_max_connections < 0 || FLAGS_rt_priority < 0) {
@@ -497,6 +503,7 @@ int ClientMain() {
   std::vector<std::unique_ptr<Channel>> channels;
   std::vector<std::unique_ptr<ping::Ping::Stub>> stubs;
   std::vector<Point> points;
+  bool short_of_channels = false;  // The exit status says so.
   for (int m : bench::ParseInts(FLAGS_ms)) {
     Point p;
     p.m = m;
@@ -507,6 +514,7 @@ int ClientMain() {
       if (!ch.ok()) {
         std::fprintf(stderr, "scale_bench: channel %zu: %s\n", channels.size(),
                      ch.status().ToString().c_str());
+        short_of_channels = true;
         break;
       }
       stubs.push_back(std::make_unique<ping::Ping::Stub>(ch->get()));
@@ -723,7 +731,7 @@ int ClientMain() {
                 RssKib(spid), server_rss0);
   }
   std::fflush(stdout);
-  return 0;
+  return short_of_channels ? 2 : 0;
 }
 
 }  // namespace
@@ -735,5 +743,10 @@ int main(int argc, char** argv) {
       {"rfrpc_progress_thread", "use --progress_thread"},
   });
   if (FLAGS_role == "server") return rfrpc::ServerMain();
+  if (FLAGS_role != "client") {
+    rfrpc::bench::Exit(
+        "flags", absl::InvalidArgumentError(absl::StrCat(
+                     "--role=", FLAGS_role, ": must be client or server")));
+  }
   return rfrpc::ClientMain();
 }

@@ -127,6 +127,16 @@ bad_flag tuner_bench --sample_calls=0
 bad_flag transport_bench --iters=0
 bad_flag scale_bench --ms=-5
 bad_flag scale_bench --phases=bogus
+bad_flag rpc_bench --seconds=inf
+bad_flag batch_bench --warmup_seconds=1e300
+bad_flag batch_bench --issuer_refill=nan
+bad_flag batch_bench --sizer_trace_csv=/nonexistent_dir/x.csv
+bad_flag async_bench --parts=bogus
+bad_flag transport_bench --sections=bogus
+bad_flag rfrpc_echo_bench --sizes=,,
+bad_flag scale_bench --role=bogus
+bad_flag grpc_echo --threads=-1
+bad_flag grpc_echo --seconds=nan
 
 echo "benchmark smoke: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -34,10 +34,11 @@
 #include <thread>
 #include <vector>
 
-#include "base/cpu_relax.h"
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/cpu_relax.h"
 #include "benchmarks/bench_util.h"
 #include "benchmarks/harness.h"
 #include "gflags/gflags.h"
@@ -570,7 +571,16 @@ int main(int argc, char** argv) {
       .AtLeast("--iters", FLAGS_iters, 1)
       .AtLeast("--clients", FLAGS_clients, 1)
       .EachInRange("--sizes", FLAGS_sizes, 1, 8192)
+      .NotEmpty("--sizes", FLAGS_sizes)
+      .NotEmpty("--sections", FLAGS_sections)
       .OrExit();
+  for (const std::string& part : rfrpc::bench::ParseList(FLAGS_sections)) {
+    if (part != "lat" && part != "rtt" && part != "fig1") {
+      rfrpc::bench::Exit("flags", absl::InvalidArgumentError(absl::StrCat(
+                                      "--sections: unknown section \"", part,
+                                      "\" (lat, rtt, fig1)")));
+    }
+  }
   using namespace rfrpc::transport;  // NOLINT: a benchmark's main.
   const std::vector<uint32_t> sizes = ParseSizes();
   Setup s;

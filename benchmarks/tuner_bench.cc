@@ -20,10 +20,13 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "benchmarks/bench_util.h"
-#include "benchmarks/rpc_options.h"
 #include "benchmarks/harness.h"
+#include "benchmarks/rpc_options.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "rpc/channel.h"
@@ -115,19 +118,26 @@ int Main() {
   bench::FlagCheck()
       .InRange("--value_bytes", FLAGS_value_bytes, 0, 1 << 20)
       .AtLeast("--sample_calls", FLAGS_sample_calls, 1)
-      .Positive("--seconds", FLAGS_seconds)
-      .AtLeast("--warmup_seconds", FLAGS_warmup_seconds, 0)
+      .Seconds("--seconds", FLAGS_seconds)
+      .SecondsOrZero("--warmup_seconds", FLAGS_warmup_seconds)
       .AtLeast("--repeats", FLAGS_repeats, 1)
       .AtLeast("--final_rounds", FLAGS_final_rounds, 1)
       .OrExit();
+  if (!(FLAGS_tie_tolerance >= 0 && FLAGS_tie_tolerance < 1)) {
+    // tuner::Select's own bound, checked before calibrating.
+    bench::Exit("flags", absl::InvalidArgumentError(absl::StrCat(
+                             "--tie_tolerance=", FLAGS_tie_tolerance,
+                             ": must be in [0, 1)")));
+  }
+  // Before the server starts: an exit after it would leave its socket.
+  const RpcMode mode = bench::ValueOrExit(ParseRpcMode(FLAGS_mode), "--mode");
   ServerOptions so;
   so.provider = FLAGS_provider;
   so.address = FLAGS_address;
   so.workers = 1;
   testing::TestService service;
-  std::unique_ptr<Server> server = bench::StartServer(
-      bench::WithServerFlags(so), {&service});
-  const RpcMode mode = bench::ValueOrExit(ParseRpcMode(FLAGS_mode), "--mode");
+  std::unique_ptr<Server> server =
+      bench::StartServer(bench::WithServerFlags(so), {&service});
 
   absl::StatusOr<tuner::Profile> profile =
       absl::InternalError("no profile");
@@ -137,7 +147,10 @@ int Main() {
     tuner::CalibratorOptions co;
     co.provider = FLAGS_provider;
     co.short_mode = !FLAGS_full_calibration;
-    co.listen_address = FLAGS_address;
+    // A path --address stays the server's: the calibrator listens twice on
+    // what it gets (a fresh name when empty); ip:0 (verbs) is fresh ports.
+    co.listen_address =
+        absl::EndsWith(FLAGS_address, ":0") ? FLAGS_address : "";
     profile = tuner::Calibrate(co);
   }
   if (!profile.ok()) {

@@ -9,9 +9,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
-#include <random>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -194,8 +195,26 @@ BENCHMARK(BM_KeyHash16);
 }  // namespace kvstore
 }  // namespace rfrpc
 
+// The library's --benchmark_repetitions (exported by libbenchmark 1.7, not
+// declared in its public header). It aborts on a negative count and runs
+// nothing on 0; a huge one reserves memory it cannot have.
+namespace benchmark {
+extern int32_t FLAGS_benchmark_repetitions;
+}  // namespace benchmark
+
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
+  // Prints "error: unrecognized command-line flag: ..." for each.
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  constexpr int32_t kMaxRepetitions = 100000;
+  if (benchmark::FLAGS_benchmark_repetitions < 1 ||
+      benchmark::FLAGS_benchmark_repetitions > kMaxRepetitions) {
+    std::fprintf(stderr,
+                 "partition_bench: flags: INVALID_ARGUMENT: "
+                 "--benchmark_repetitions=%d: must be in [1, %d]\n",
+                 benchmark::FLAGS_benchmark_repetitions, kMaxRepetitions);
+    return 2;
+  }
   benchmark::AddCustomContext("workload", "16 B keys, 32 B values, 1 thread");
   benchmark::AddCustomContext("provider", "none (in-memory partition only)");
   benchmark::RunSpecifiedBenchmarks();
