@@ -92,6 +92,18 @@ struct RawLoopback {
 constexpr int kReadWindow = 8;
 constexpr uint32_t kMaxReadSize = 64 * 1024;
 
+// Where the raw loopback listens: beside the in-process server, which may
+// be listening on listen_address already. An "ip:port" gets a fresh port
+// ("ip:0"); a path (shm) gets a name the provider picks.
+std::string LoopbackAddress(const std::string& listen_address) {
+  const size_t colon = listen_address.rfind(':');
+  if (colon == std::string::npos ||
+      listen_address.find('/') != std::string::npos) {
+    return "";
+  }
+  return listen_address.substr(0, colon) + ":0";
+}
+
 absl::StatusOr<std::unique_ptr<RawLoopback>> OpenLoopback(
     const CalibratorOptions& o) {
   auto lb = std::make_unique<RawLoopback>();
@@ -104,7 +116,8 @@ absl::StatusOr<std::unique_ptr<RawLoopback>> OpenLoopback(
   RFRPC_ASSIGN_OR_RETURN(lb->server_mem, lb->provider->AllocateMemory(kMaxReadSize));
   RFRPC_ASSIGN_OR_RETURN(lb->client_mem,
                          lb->provider->AllocateMemory(kMaxReadSize * kReadWindow));
-  RFRPC_ASSIGN_OR_RETURN(lb->listener, lb->provider->Listen(o.listen_address));
+  RFRPC_ASSIGN_OR_RETURN(
+      lb->listener, lb->provider->Listen(LoopbackAddress(o.listen_address)));
   absl::Status accept_status;
   std::thread acceptor([&] {
     absl::StatusOr<std::unique_ptr<transport::IncomingConnection>> in =
