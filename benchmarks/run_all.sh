@@ -209,6 +209,10 @@ if [ "$PROVIDER" = shm ]; then
     progress "  scale_bench failed (exit $?; logs/exp8.err)"
   run_group "$OUT/exp8_scale.csv" "$OUT/logs/exp8_csv.err" ""     "$BIN/scale_bench" --ms="$SC_MS" --seconds="$SC_SEC" --csv ||
     progress "  scale_bench --csv failed (exit $?; logs/exp8_csv.err)"
+  # What a load from a cold page costs on this host (memory only): the
+  # floor under round robin's calls/s at large M (docs/rpc.md).
+  run_group "$OUT/exp8_page_spread.txt" "$OUT/logs/exp8_pages.err" "" "$BIN/page_spread_bench" --loads=1000000 ||
+    progress "  page_spread_bench failed (exit $?; logs/exp8_pages.err)"
 fi
 
 echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/meta.txt"
