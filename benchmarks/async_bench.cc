@@ -205,7 +205,8 @@ int Main() {
       .Seconds("--seconds", FLAGS_seconds)
       .InRange("--size", FLAGS_size, 0, 60000)  // The server's 64 KiB.
       .AtLeast("--slow_ms", FLAGS_slow_ms, 0)
-      .AtLeast("--blocking_threads", FLAGS_blocking_threads, 1)
+      .ServerField("--blocking_threads", FLAGS_blocking_threads,
+                   &ServerOptions::blocking_threads)
       .InRange("--slow_in_flight", FLAGS_slow_in_flight, 1, 64)
       .NotEmpty("--parts", FLAGS_parts)
       .OrExit();
@@ -219,6 +220,7 @@ int Main() {
   }
   // Before the server starts: an exit after it would leave its socket.
   const RpcMode mode = bench::ValueOrExit(ParseRpcMode(FLAGS_mode), "--mode");
+  bench::ClientOptions();  // The --rfrpc_* channel flags.
   ServerOptions so;
   so.provider = FLAGS_provider;
   so.address = FLAGS_address;

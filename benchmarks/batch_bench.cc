@@ -90,7 +90,9 @@
 
 DEFINE_string(address, "", "Listen address (verbs: ip:0).");
 DEFINE_string(modes, "rf,server_reply", "Modes for the fixed-size sweep.");
-DEFINE_string(batch_sizes, "2,4,8,16,24,32,48,64,96", "Fixed batch sizes N.");
+DEFINE_string(batch_sizes, "2,4,8,16,24,32,48,64,96",
+              "Fixed batch sizes N; empty: no fixed points (the baseline "
+              "still runs).");
 DEFINE_string(auto_limits_us, "20,50,100,200",
               "Latency limits (us) for auto mode (rf); empty skips auto.");
 DEFINE_string(auto_rules, "refined",
@@ -711,7 +713,7 @@ void SyncMode(const std::string& address) {
       "%-8s %7s %-10s %5s %12s %8s %8s %8s %7s %8s %8s %8s %8s %5s %5s\n",
       "provider", "threads", "batch", "round", "calls/s", "p50_us", "p95_us",
       "p99_us", "c/batch", "fl_N", "fl_L", "fl_T", "fl_idle", "N_end", "fail");
-  for (int threads : bench::ParseInts(FLAGS_sync_threads)) {
+  for (int threads : bench::ParseInts("--sync_threads", FLAGS_sync_threads)) {
     std::map<BatchMode, std::vector<SyncPoint>> got;
     for (int r = 0; r < FLAGS_sync_rounds; ++r) {
       for (size_t i = 0; i < batches.size(); ++i) {
@@ -810,16 +812,21 @@ void SyncMode(const std::string& address) {
 }
 
 int Main() {
+  // A channel's calls in flight (batching.max_outstanding) are at most
+  // 2^20; a batch (batching.size) at most 1024 calls; a sizer window at
+  // most 2^24 calls: checked here, naming the flag, before the server
+  // starts, not by the first channel of the run.
+  constexpr int kMaxInFlight = 1 << 20;
   bench::FlagCheck()
       .AtLeast("--threads", FLAGS_threads, 1)
-      .AtLeast("--workers", FLAGS_workers, 1)
+      .ServerField("--workers", FLAGS_workers, &ServerOptions::workers)
       .InRange("--size", FLAGS_size, 0, 60000)  // The 64 KiB request slots.
-      .AtLeast("--depth", FLAGS_depth, 1)
+      .InRange("--depth", FLAGS_depth, 1, kMaxInFlight)
       .AtLeast("--pipeline", FLAGS_pipeline, 1)
       .InRange("--max_batch", FLAGS_max_batch, 1, 1024)
-      .AtLeast("--adaptive_size", FLAGS_adaptive_size, 1)
+      .InRange("--adaptive_size", FLAGS_adaptive_size, 1, 1024)
       .AtLeast("--batch_timeout_us", FLAGS_batch_timeout_us, 0)
-      .AtLeast("--sizer_window", FLAGS_sizer_window, 0)
+      .InRange("--sizer_window", FLAGS_sizer_window, 0, 1 << 24)
       .Seconds("--seconds", FLAGS_seconds)
       .SecondsOrZero("--warmup_seconds", FLAGS_warmup_seconds)
       .AtLeast("--repeats", FLAGS_repeats, 1)
@@ -830,9 +837,53 @@ int Main() {
       .AtLeast("--sync_rounds", FLAGS_sync_rounds, 1)
       .Seconds("--sync_seconds", FLAGS_sync_seconds)
       .SecondsOrZero("--sync_warmup_seconds", FLAGS_sync_warmup_seconds)
-      .AtLeast("--sync_batch_size", FLAGS_sync_batch_size, 1)
+      .InRange("--sync_batch_size", FLAGS_sync_batch_size, 1, 1024)
       .AtLeast("--sync_limit_us", FLAGS_sync_limit_us, 1)
       .OrExit();
+  if (FLAGS_sync_idle_in_flight > kMaxInFlight) {  // < 0: the default.
+    bench::Exit(
+        "flags",
+        absl::InvalidArgumentError(absl::StrCat(
+            "--sync_idle_in_flight=", FLAGS_sync_idle_in_flight,
+            ": must be <= ", kMaxInFlight, " (< 0: the library default)")));
+  }
+  // Each thread keeps --pipeline batches of up to --max_batch calls in
+  // flight on its channel.
+  if (int64_t{FLAGS_pipeline} * FLAGS_max_batch > kMaxInFlight) {
+    bench::Exit("flags",
+                absl::InvalidArgumentError(absl::StrCat(
+                    "--pipeline=", FLAGS_pipeline,
+                    ": must be <= ", kMaxInFlight / FLAGS_max_batch,
+                    " with --max_batch=", FLAGS_max_batch,
+                    " (batches in flight x calls per batch is at most ",
+                    kMaxInFlight, " calls in flight per channel)")));
+  }
+  // Lists where empty means nothing runs (--auto_limits_us= and
+  // --sync_threads= are documented ways to skip a section; --batch_sizes=
+  // keeps the baseline).
+  if (FLAGS_sweep) {
+    bench::FlagCheck().NotEmpty("--modes", FLAGS_modes).OrExit();
+    if (!bench::ParseList(FLAGS_auto_limits_us).empty()) {
+      bench::FlagCheck().NotEmpty("--auto_rules", FLAGS_auto_rules).OrExit();
+    }
+    if (!FLAGS_baseline && bench::ParseList(FLAGS_batch_sizes).empty() &&
+        bench::ParseList(FLAGS_auto_limits_us).empty() && !FLAGS_adaptive) {
+      bench::Exit("flags", absl::InvalidArgumentError(
+                               "--sweep: nothing to run (--baseline=false, "
+                               "--batch_sizes and --auto_limits_us empty, "
+                               "--adaptive=false)"));
+    }
+  } else if (bench::ParseList(FLAGS_sync_threads).empty()) {
+    bench::Exit("flags", absl::InvalidArgumentError(
+                             "--sweep=false and --sync_threads is empty: "
+                             "nothing to run"));
+  }
+  if (!bench::ParseList(FLAGS_sync_threads).empty()) {
+    bench::FlagCheck().NotEmpty("--sync_points", FLAGS_sync_points).OrExit();
+  }
+  // The --rfrpc_* channel flags, before the server starts (each point
+  // builds its options from them later).
+  bench::ClientOptions();
   // Names, checked before any measuring (each is used only when its turn
   // comes).
   for (const std::string& m : bench::ParseList(FLAGS_modes)) {
@@ -938,7 +989,7 @@ int Main() {
       Print(c, p);
       off[m] = p;
     }
-    for (int n : bench::ParseInts(FLAGS_batch_sizes)) {
+    for (int n : bench::ParseInts("--batch_sizes", FLAGS_batch_sizes)) {
       Config c;
       c.mode = mode;
       c.batch = BatchMode::kFixed;
@@ -949,7 +1000,7 @@ int Main() {
     }
   }
   for (const std::string& rule : bench::ParseList(FLAGS_auto_rules)) {
-    for (int l : bench::ParseInts(FLAGS_auto_limits_us)) {
+    for (int l : bench::ParseInts("--auto_limits_us", FLAGS_auto_limits_us)) {
       const Config c = AutoConfig(rule, l);
       Point p = RunBest(server->address(), c);
       Print(c, p);

@@ -11,6 +11,7 @@
 #ifndef RFRPC_BENCHMARKS_BENCH_UTIL_H_
 #define RFRPC_BENCHMARKS_BENCH_UTIL_H_
 
+#include <errno.h>  // program_invocation_short_name (GNU).
 #include <pthread.h>
 #include <sched.h>
 
@@ -30,18 +31,21 @@
 namespace rfrpc {
 namespace bench {
 
-// "8,32,256" -> {8, 32, 256}. An entry that is not a number ends the
-// program (status 2) with a message: a list flag is mistyped, and running
-// without the entry would measure something else than asked.
-inline std::vector<int> ParseInts(absl::string_view s) {
+// The list flag `flag` (e.g. "--sizes") with value "8,32,256" -> {8, 32,
+// 256}. An entry that is not an integer ends the program (status 2) with a
+// message naming the flag: a list flag is mistyped, and running without the
+// entry would measure something else than asked.
+inline std::vector<int> ParseInts(absl::string_view flag, absl::string_view s) {
   std::vector<int> out;
   for (absl::string_view p : absl::StrSplit(s, ',', absl::SkipEmpty())) {
     int v;
     if (absl::SimpleAtoi(p, &v)) {
       out.push_back(v);
     } else {
-      std::fprintf(stderr, "not a number in a list flag: \"%.*s\" (in \"%.*s\")\n",
-                   static_cast<int>(p.size()), p.data(),
+      std::fprintf(stderr,
+                   "%s: %.*s: \"%.*s\" is not an integer (in \"%.*s\")\n",
+                   program_invocation_short_name, static_cast<int>(flag.size()),
+                   flag.data(), static_cast<int>(p.size()), p.data(),
                    static_cast<int>(s.size()), s.data());
       std::fflush(stderr);
       std::_Exit(2);

@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -97,7 +98,7 @@ class FlagCheck {
       if (!absl::SimpleAtoi(p, &x)) {
         if (error_.empty()) {
           error_ =
-              absl::StrCat(flag, "=", value, ": \"", p, "\" is not a number");
+              absl::StrCat(flag, "=", value, ": \"", p, "\" is not an integer");
         }
         return *this;
       }
@@ -106,6 +107,42 @@ class FlagCheck {
     }
     if (error_.empty() && entries == 0) {
       error_ = absl::StrCat(flag, " is empty: nothing to run");
+    }
+    return *this;
+  }
+  // A gRPC address: unix:PATH (or unix-abstract:NAME), or HOST:PORT with
+  // PORT in [min_port, 65535] (gRPC takes a larger port modulo 65536, or
+  // picks one at random, without a word). A client's target may also be a
+  // gRPC URI (dns:///host:port, ipv4:..., ...): only a numeric port there
+  // is checked.
+  FlagCheck& Address(const char* flag, const std::string& value, int min_port,
+                     bool uri_ok) {
+    if (!error_.empty() || absl::StartsWith(value, "unix:") ||
+        absl::StartsWith(value, "unix-abstract:")) {
+      return *this;
+    }
+    const size_t colon = value.rfind(':');
+    const absl::string_view port =
+        colon == std::string::npos ? absl::string_view()
+                                   : absl::string_view(value).substr(colon + 1);
+    const bool numeric =
+        !port.empty() && std::all_of(port.begin(), port.end(), [](char c) {
+          return c >= '0' && c <= '9';
+        });
+    if (!numeric) {
+      if (!uri_ok) {
+        error_ = absl::StrCat(flag, "=", value,
+                              colon == std::string::npos
+                                  ? ": must be unix:PATH or HOST:PORT"
+                                  : ": the port is not a number");
+      }
+      return *this;
+    }
+    int n = 0;
+    if (!absl::SimpleAtoi(port, &n) || n < min_port || n > 65535) {
+      error_ = absl::StrCat(flag, "=", value, ": port ", port, " must be in [",
+                            min_port, ", 65535]",
+                            min_port == 0 ? " (0 picks one)" : "");
     }
     return *this;
   }
@@ -134,6 +171,7 @@ int Serve() {
   FlagCheck()
       .InRange("--server_threads", FLAGS_server_threads, 1, 1024)
       .InRange("--max_seconds", FLAGS_max_seconds, 0.001, kMaxServerSeconds)
+      .Address("--listen", FLAGS_listen, /*min_port=*/0, /*uri_ok=*/false)
       .OrExit();
   sigset_t set;
   sigemptyset(&set);
@@ -176,6 +214,7 @@ int Client() {
       .InRange("--seconds", FLAGS_seconds, 0.001, kMaxSeconds)
       .InRange("--warmup_seconds", FLAGS_warmup_seconds, 0, kMaxSeconds)
       .InRange("--repeats", FLAGS_repeats, 1, 1000000)
+      .Address("--target", FLAGS_target, /*min_port=*/1, /*uri_ok=*/true)
       .OrExit();
   if (FLAGS_csv && FLAGS_header) {
     std::printf("system,transport,threads,size,ops_per_s,avg_us,p50_us,p99_us,"
@@ -184,7 +223,7 @@ int Client() {
     std::printf("# grpc_echo client target=%s threads=%d (gRPC %s, sync unary)\n",
                 FLAGS_target.c_str(), FLAGS_threads, grpc::Version().c_str());
   }
-  for (int size : bench::ParseInts(FLAGS_sizes)) {
+  for (int size : bench::ParseInts("--sizes", FLAGS_sizes)) {
     // Best of --repeats by calls/s: other work on a shared machine only
     // ever slows a run down.
     bench::EchoPoint best;

@@ -2,11 +2,16 @@
 
 #include "benchmarks/harness.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -34,6 +39,44 @@ std::string Num(double v) {
 std::string& ProgramName() {
   static auto* name = new std::string("benchmark");
   return *name;
+}
+
+// A started server's listen socket file, removed by Exit (which runs no
+// destructors, so the listener's own unlink never happens). The inode tells
+// it from a later file at the same path (the server shut down, another
+// process listens there now).
+struct SocketFile {
+  std::string path;
+  dev_t dev;
+  ino_t ino;
+};
+std::mutex socket_files_mu;
+std::vector<SocketFile>& SocketFiles() {
+  static auto* files = new std::vector<SocketFile>;
+  return *files;
+}
+
+// Remembers `address` if it names a Unix socket file (shm without '@');
+// a verbs ip:port or an abstract name is no file.
+void RememberSocketFile(const std::string& address) {
+  struct stat st;
+  if (address.empty() || address[0] == '@' ||
+      ::lstat(address.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) {
+    return;
+  }
+  std::lock_guard<std::mutex> lock(socket_files_mu);
+  SocketFiles().push_back({address, st.st_dev, st.st_ino});
+}
+
+void RemoveSocketFiles() {
+  std::lock_guard<std::mutex> lock(socket_files_mu);
+  for (const SocketFile& f : SocketFiles()) {
+    struct stat st;
+    if (::lstat(f.path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) &&
+        st.st_dev == f.dev && st.st_ino == f.ino) {
+      ::unlink(f.path.c_str());
+    }
+  }
 }
 
 }  // namespace
@@ -68,6 +111,7 @@ void RejectFlagsItSets(std::initializer_list<OwnFlag> flags) {
 }
 
 void Exit(absl::string_view what, const absl::Status& status) {
+  RemoveSocketFiles();
   std::fflush(stdout);
   std::fprintf(stderr, "%s: %.*s: %s\n", ProgramName().c_str(),
                static_cast<int>(what.size()), what.data(),
@@ -132,7 +176,7 @@ FlagCheck& FlagCheck::EachInRange(absl::string_view flag,
     if (!absl::SimpleAtoi(p, &v)) {
       if (status_.ok()) {
         status_ = absl::InvalidArgumentError(
-            absl::StrCat(flag, "=", value, ": \"", p, "\" is not a number"));
+            absl::StrCat(flag, "=", value, ": \"", p, "\" is not an integer"));
       }
       return *this;
     }
@@ -152,6 +196,19 @@ FlagCheck& FlagCheck::NotEmpty(absl::string_view flag,
   return *this;
 }
 
+FlagCheck& FlagCheck::ServerField(absl::string_view flag, int value,
+                                  int ServerOptions::*field) {
+  ServerOptions options;
+  options.*field = value;
+  std::string name;
+  const absl::Status valid = ValidateServerOptions(options, &name);
+  if (!valid.ok() && status_.ok()) {
+    status_ = absl::InvalidArgumentError(
+        absl::StrCat(flag, "=", value, ": the server's ", valid.message()));
+  }
+  return *this;
+}
+
 std::unique_ptr<Server> StartServer(const ServerOptions& options,
                                     std::initializer_list<Service*> services) {
   auto server = std::make_unique<Server>(options);
@@ -159,6 +216,7 @@ std::unique_ptr<Server> StartServer(const ServerOptions& options,
     OkOrExit(server->RegisterService(service), "server");
   }
   OkOrExit(server->Start(), "server");
+  RememberSocketFile(server->address());
   return server;
 }
 

@@ -27,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "flags/provider_flag.h"
+#include "rpc/options.h"
 #include "rpc/server.h"
 #include "rpc/service.h"
 
@@ -48,7 +49,10 @@ struct OwnFlag {
 void RejectFlagsItSets(std::initializer_list<OwnFlag> flags);
 
 // Prints "<program>: <what>: <status>" to stderr and exits with status 2,
-// without running destructors: safe from any thread.
+// without running destructors: safe from any thread. The listen socket file
+// of every server StartServer started (shm's Unix socket under /tmp or
+// $TEST_TMPDIR) is removed first, so an exit after the server started
+// leaves no stale file behind.
 [[noreturn]] void Exit(absl::string_view what, const absl::Status& status);
 
 inline void OkOrExit(const absl::Status& status, absl::string_view what) {
@@ -87,6 +91,12 @@ class FlagCheck {
                          int min, int max);
   // A list flag the run needs at least one entry of.
   FlagCheck& NotEmpty(absl::string_view flag, absl::string_view value);
+  // A flag the benchmark copies into a ServerOptions field, e.g.
+  //   .ServerField("--workers", FLAGS_workers, &ServerOptions::workers)
+  // must be in the range the server takes (ValidateServerOptions), so the
+  // error names the flag typed rather than the field.
+  FlagCheck& ServerField(absl::string_view flag, int value,
+                         int ServerOptions::*field);
   void OrExit() const { OkOrExit(status_, "flags"); }
 
  private:

@@ -61,7 +61,7 @@ class EchoImpl final : public echo::Echo::Service {
 int Main() {
   bench::FlagCheck()
       .AtLeast("--threads", FLAGS_threads, 1)
-      .AtLeast("--workers", FLAGS_workers, 1)
+      .ServerField("--workers", FLAGS_workers, &ServerOptions::workers)
       .Seconds("--seconds", FLAGS_seconds)
       .SecondsOrZero("--warmup_seconds", FLAGS_warmup_seconds)
       .AtLeast("--repeats", FLAGS_repeats, 1)
@@ -69,6 +69,9 @@ int Main() {
       .EachInRange("--sizes", FLAGS_sizes, 0, 60000)  // The server's 64 KiB.
       .OrExit();
   const RpcMode mode = bench::ValueOrExit(ParseRpcMode(FLAGS_mode), "--mode");
+  // The --rfrpc_* channel flags, before the server starts (each client
+  // thread builds its options from them later).
+  bench::ClientOptions();
   ServerOptions so;
   so.provider = FLAGS_provider;
   so.address = FLAGS_address;
@@ -85,7 +88,7 @@ int Main() {
                 FLAGS_provider.c_str(), FLAGS_mode.c_str(), FLAGS_workers,
                 FLAGS_threads);
   }
-  for (int size : bench::ParseInts(FLAGS_sizes)) {
+  for (int size : bench::ParseInts("--sizes", FLAGS_sizes)) {
     // Best of --repeats by calls/s: other work on a shared machine only
     // ever slows a run down.
     bench::EchoPoint best;

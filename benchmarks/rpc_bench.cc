@@ -334,8 +334,8 @@ int MainAb(metrics::RpcMetrics* m) {
               "off_kops", "on_p50", "on_p99", "on_kops", "p50_on%", "scrapes");
   for (const std::string& ms : bench::ParseList(FLAGS_modes)) {
     const RpcMode mode = bench::ValueOrExit(ParseRpcMode(ms), "--modes");
-    for (int us : bench::ParseInts(FLAGS_server_time_us)) {
-      for (int size : bench::ParseInts(FLAGS_sizes)) {
+    for (int us : bench::ParseInts("--server_time_us", FLAGS_server_time_us)) {
+      for (int size : bench::ParseInts("--sizes", FLAGS_sizes)) {
         std::vector<double> p50[2], p99[2], ops[2], paired;
         int scrapes = 0;
         int64_t scrape_us = 0;
@@ -403,7 +403,7 @@ int MainAb(metrics::RpcMetrics* m) {
 int Main() {
   bench::FlagCheck()
       .AtLeast("--threads", FLAGS_threads, 1)
-      .AtLeast("--workers", FLAGS_workers, 1)
+      .ServerField("--workers", FLAGS_workers, &ServerOptions::workers)
       .AtLeast("--connections", FLAGS_connections, 0)
       .Seconds("--seconds", FLAGS_seconds)
       .SecondsOrZero("--warmup_seconds", FLAGS_warmup_seconds)
@@ -433,6 +433,9 @@ int Main() {
     std::fprintf(stderr, "rpc_bench: --metrics must be off, on or ab\n");
     return 2;
   }
+  // The --rfrpc_* channel flags, before a server starts (each point builds
+  // its options from them later).
+  ClientOptions();
   std::unique_ptr<metrics::RpcMetrics> m;
   if (FLAGS_metrics != "off") {
     m = bench::ValueOrExit(
@@ -472,8 +475,8 @@ int Main() {
   }
   for (const std::string& m : bench::ParseList(FLAGS_modes)) {
     const RpcMode mode = bench::ValueOrExit(ParseRpcMode(m), "--modes");
-    for (int us : bench::ParseInts(FLAGS_server_time_us)) {
-      for (int size : bench::ParseInts(FLAGS_sizes)) {
+    for (int us : bench::ParseInts("--server_time_us", FLAGS_server_time_us)) {
+      for (int size : bench::ParseInts("--sizes", FLAGS_sizes)) {
         Point p = Run(server->address(), mode, size, us, on);
         for (int rep = 1; rep < FLAGS_repeats; ++rep) {
           Point q = Run(server->address(), mode, size, us, on);

@@ -419,13 +419,13 @@ struct Point {
 
 // Flags that cannot make a run, each with its reason; OK otherwise.
 absl::Status CheckFlags() {
-  for (int m : bench::ParseInts(FLAGS_ms)) {
+  for (int m : bench::ParseInts("--ms", FLAGS_ms)) {
     if (m < 1 || m > 1000000) {
       return absl::InvalidArgumentError(
           absl::StrCat("--ms: ", m, " connections is outside [1, 1000000]"));
     }
   }
-  if (bench::ParseInts(FLAGS_ms).empty()) {
+  if (bench::ParseInts("--ms", FLAGS_ms).empty()) {
     return absl::InvalidArgumentError("--ms: no connection count");
   }
   if (bench::ParseList(FLAGS_phases).empty()) {
@@ -462,6 +462,16 @@ absl::Status CheckFlags() {
 
 int ClientMain() {
   bench::OkOrExit(CheckFlags(), "flags");
+  // The server child's flags, checked here: its own error would only say
+  // that the server did not start.
+  bench::FlagCheck check;
+  check.ServerField("--workers", FLAGS_workers, &ServerOptions::workers);
+  if (FLAGS_max_connections > 0) {  // 0: the library default.
+    check.ServerField("--max_connections", FLAGS_max_connections,
+                      &ServerOptions::max_connections);
+  }
+  check.OrExit();
+  ClientOptions();  // The --rfrpc_* channel flags, before the child starts.
   const long fd_limit = RaiseFdLimit();
   if (FLAGS_rt_priority > 0) {
     // Inherited by the threads started later and by the server child.
@@ -504,7 +514,7 @@ int ClientMain() {
   std::vector<std::unique_ptr<ping::Ping::Stub>> stubs;
   std::vector<Point> points;
   bool short_of_channels = false;  // The exit status says so.
-  for (int m : bench::ParseInts(FLAGS_ms)) {
+  for (int m : bench::ParseInts("--ms", FLAGS_ms)) {
     Point p;
     p.m = m;
     const absl::Time c0 = absl::Now();

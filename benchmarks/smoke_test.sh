@@ -59,6 +59,13 @@ run batch_bench "$TMP/batch.csv" "$R/batch_bench" --batch_sizes=2,8 \
   --auto_limits_us=200 --seconds=0.05 --warmup_seconds=0.02 --csv &&
   check_csv batch_bench "$TMP/batch.csv"
 
+# Empty --batch_sizes and --auto_limits_us skip their points: the baseline
+# alone runs.
+run batch_bench_baseline "$TMP/batch_base.csv" "$R/batch_bench" --modes=rf \
+  --batch_sizes= --auto_limits_us= --adaptive=false --seconds=0.05 \
+  --warmup_seconds=0.01 --final_rounds=0 --csv &&
+  check_csv batch_bench_baseline "$TMP/batch_base.csv"
+
 # Sync mode prints a table and its target lines: it must run and reach them.
 run batch_bench_sync "$TMP/batch_sync.txt" "$R/batch_bench" --sweep=false \
   --sync_threads=1,2 --sync_rounds=1 --sync_seconds=0.05 \
@@ -68,6 +75,16 @@ run batch_bench_sync "$TMP/batch_sync.txt" "$R/batch_bench" --sweep=false \
   else
     bad "batch_bench_sync targets" "expected 4 target lines"
     cat "$TMP/batch_sync.txt"
+  fi
+
+# Memory only: a tiny chase must print its table.
+run page_spread_bench "$TMP/pages.txt" "$R/page_spread_bench" --pages=16,64 \
+  --loads=20000 --rounds=1 &&
+  if [ "$(grep -c '^ *[0-9]' "$TMP/pages.txt")" -eq 4 ]; then
+    ok "page_spread_bench rows"
+  else
+    bad "page_spread_bench rows" "expected 4 rows"
+    cat "$TMP/pages.txt"
   fi
 
 run transport_bench "$TMP/transport.txt" "$R/transport_bench" --iters=300 \
@@ -105,16 +122,22 @@ kill "$SERVER_PID" 2>/dev/null
 if wait "$SERVER_PID"; then ok "grpc_echo server stops on SIGTERM"; else bad "grpc_echo server stop" "exit $?"; fi
 SERVER_PID=
 
-# A bad flag: exit status 2 and one line naming it, no CHECK failure.
+# bad_flag NAME FLAG [MORE...]: a bad FLAG (with the other flags MORE): exit
+# status 2 and one line naming FLAG, no CHECK failure, and no listen socket
+# left behind. Each runs with its own short $TEST_TMPDIR, where shm puts its
+# socket files (under Bazel's long one it falls back to abstract names).
 bad_flag() {
-  local name=$1 flag=$2 err status
-  err=$(timeout 60 "$R/$name" "$flag" 2>&1 >/dev/null)
+  local name=$1 flag=$2 err status dir left
+  shift 2
+  dir=$(mktemp -d "$TMP/bad.XXXXXX")
+  err=$(TEST_TMPDIR="$dir" timeout 60 "$R/$name" "$flag" "$@" 2>&1 >/dev/null)
   status=$?
+  left=$(find "$dir" -type s)
   if [ "$status" = 2 ] && grep -q -- "${flag%%=*}" <<<"$err" &&
-     ! grep -q 'Check failure' <<<"$err"; then
-    ok "$name $flag is refused"
+     ! grep -q 'Check failure' <<<"$err" && [ -z "$left" ]; then
+    ok "$name $flag${*:+ $*} is refused"
   else
-    bad "$name $flag" "exit $status: $err"
+    bad "$name $flag${*:+ $*}" "exit $status: $err${left:+ (left behind: $left)}"
   fi
 }
 bad_flag rpc_bench --threads=0
@@ -133,10 +156,38 @@ bad_flag batch_bench --issuer_refill=nan
 bad_flag batch_bench --sizer_trace_csv=/nonexistent_dir/x.csv
 bad_flag async_bench --parts=bogus
 bad_flag transport_bench --sections=bogus
+bad_flag page_spread_bench --chains=0
+bad_flag page_spread_bench --pages=x
 bad_flag rfrpc_echo_bench --sizes=,,
 bad_flag scale_bench --role=bogus
 bad_flag grpc_echo --threads=-1
 bad_flag grpc_echo --seconds=nan
+# Found after the server started (the first channel): exit 2 with the
+# socket left in /tmp, naming batching.max_outstanding, not --pipeline.
+bad_flag batch_bench --pipeline=100000
+bad_flag batch_bench --sync_batch_size=5000 --sweep=false --sync_threads=1
+# A --rfrpc_* channel flag was first read after the server started.
+bad_flag batch_bench --rfrpc_fetch_size=1
+bad_flag rfrpc_echo_bench --rfrpc_fetch_size=1
+# Limits of ServerOptions: the message named the field, not the flag.
+bad_flag rpc_bench --workers=2000
+bad_flag rfrpc_echo_bench --workers=2000
+bad_flag scale_bench --workers=2000
+bad_flag async_bench --blocking_threads=100000
+# bench::ParseInts named no flag.
+bad_flag scale_bench --ms=1,x
+# Ports gRPC would take modulo 65536 or replace with a random one.
+bad_flag grpc_echo --listen=127.0.0.1:99999 --role=server --max_seconds=1
+bad_flag grpc_echo --listen=127.0.0.1:abc --role=server --max_seconds=1
+bad_flag grpc_echo --target=127.0.0.1:70000 --seconds=0.05
+# Empty lists where something must run (--auto_limits_us= and --batch_sizes=
+# still skip their points).
+bad_flag batch_bench --modes=, --seconds=0.05 --warmup_seconds=0.01 \
+  --final_rounds=0
+bad_flag batch_bench --auto_rules=, --batch_sizes=2 --seconds=0.05 \
+  --warmup_seconds=0.01 --final_rounds=0
+bad_flag batch_bench --sync_points=, --sweep=false --sync_threads=1
+bad_flag batch_bench --sweep=false
 
 echo "benchmark smoke: $pass passed, $fail failed"
 [ "$fail" = 0 ]

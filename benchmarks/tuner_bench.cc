@@ -131,6 +131,7 @@ int Main() {
   }
   // Before the server starts: an exit after it would leave its socket.
   const RpcMode mode = bench::ValueOrExit(ParseRpcMode(FLAGS_mode), "--mode");
+  bench::ClientOptions();  // The --rfrpc_* channel flags.
   ServerOptions so;
   so.provider = FLAGS_provider;
   so.address = FLAGS_address;

@@ -289,6 +289,33 @@ absl::Status CheckRunnable(const WorkloadSpec& spec) {
   return CoreWorkload::CheckSpec(spec);
 }
 
+absl::Status CheckDriverCanRun(const WorkloadSpec& spec, bool load,
+                               const DB& db, std::string* warning) {
+  if (warning != nullptr) warning->clear();
+  if (load || !(spec.scanproportion > 0) || db.SupportsScan()) {
+    return absl::OkStatus();
+  }
+  const std::string cannot =
+      absl::StrCat("scanproportion=", spec.scanproportion, ": driver \"",
+                   spec.db, "\" cannot scan (its keys have no order)");
+  // As CoreWorkload's chooser: only positive proportions are drawn.
+  const bool only_scans =
+      !(spec.readproportion > 0) && !(spec.updateproportion > 0) &&
+      !(spec.insertproportion > 0) && !(spec.readmodifywriteproportion > 0);
+  if (only_scans) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        cannot,
+        " and the workload has no other operation: every one would return "
+        "NOT_IMPLEMENTED; set scanproportion=0 and another proportion, or use "
+        "a driver that scans"));
+  }
+  if (warning != nullptr) {
+    *warning = absl::StrCat(
+        cannot, ": every SCAN will return NOT_IMPLEMENTED, counted as failed");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckExportFile(const std::string& path) {
   if (path.empty()) return absl::OkStatus();
   struct stat st;
@@ -335,6 +362,10 @@ absl::StatusOr<RunResult> RunClient(const WorkloadSpec& spec,
                                        db.status().message()));
     }
     w->db = std::move(*db);
+    if (absl::Status s = CheckDriverCanRun(spec, options.load, *w->db);
+        !s.ok()) {
+      return s;
+    }
     workers.push_back(std::move(w));
   }
   // A thread whose share is 0 ops would run unlimited; give it nothing to do.

@@ -110,6 +110,16 @@ int OperationsInFlight(const WorkloadSpec& spec, bool load, const DB& db);
 // Call it to refuse a configuration before announcing a run.
 absl::Status CheckRunnable(const WorkloadSpec& spec);
 
+// Whether `db` can run the run phase (`load` false) of `spec`. A driver that
+// cannot scan (DB::SupportsScan) returns NOT_IMPLEMENTED for every SCAN,
+// counted as failed, as in Java YCSB: with other operations in the mix that
+// is OK, and `*warning` (if not null; cleared otherwise) says so, naming
+// scanproportion and the driver (spec.db). A workload of scans only would
+// fail every operation and still look like a success: InvalidArgument,
+// naming both. The load phase only inserts: OK.
+absl::Status CheckDriverCanRun(const WorkloadSpec& spec, bool load,
+                               const DB& db, std::string* warning = nullptr);
+
 // InvalidArgument, naming `exportfile`, if the report cannot be written to
 // `path` (a missing or unwritable directory, a directory, a read-only
 // file), so a run whose report would be lost never starts. Leaves an
@@ -119,7 +129,7 @@ absl::Status CheckRunnable(const WorkloadSpec& spec);
 absl::Status CheckExportFile(const std::string& path);
 
 // Runs one phase. `props` is handed to the driver factory. Errors: those of
-// CheckRunnable (InvalidArgument), a driver could not
+// CheckRunnable and CheckDriverCanRun (InvalidArgument), a driver could not
 // be created or initialized (its status, prefixed with the thread). Failed
 // operations are not errors: they are counted in the result.
 absl::StatusOr<RunResult> RunClient(const WorkloadSpec& spec,

@@ -640,6 +640,85 @@ TEST(ClientTest, CheckExportFileRefusesWhatCannotBeWritten) {
   EXPECT_TRUE(CheckExportFile("/dev/null").ok());
 }
 
+// Keys without order, as memcached's and Jakiro's: Scan is Unimplemented.
+class NoScanDb final : public DB {
+ public:
+  explicit NoScanDb(std::shared_ptr<MemoryStore> store) : inner_(store) {}
+  absl::Status Read(absl::string_view t, absl::string_view k,
+                    const std::vector<std::string>* f, Record* r) override {
+    return inner_.Read(t, k, f, r);
+  }
+  absl::Status Scan(absl::string_view, absl::string_view, int64_t,
+                    const std::vector<std::string>*,
+                    std::vector<Record>*) override {
+    return absl::UnimplementedError("no key order");
+  }
+  absl::Status Update(absl::string_view t, absl::string_view k,
+                      const Record& v) override {
+    return inner_.Update(t, k, v);
+  }
+  absl::Status Insert(absl::string_view t, absl::string_view k,
+                      const Record& v) override {
+    return inner_.Insert(t, k, v);
+  }
+  absl::Status Delete(absl::string_view t, absl::string_view k) override {
+    return inner_.Delete(t, k);
+  }
+  bool SupportsScan() const override { return false; }
+
+ private:
+  BasicDb inner_;
+};
+
+TEST(ClientTest, ScansAgainstADriverThatCannotScanAreRefused) {
+  // Used to run every SCAN as NOT_IMPLEMENTED and succeed, having done
+  // nothing.
+  auto store = std::make_shared<MemoryStore>();
+  WorkloadSpec spec = IntegritySpec();
+  spec.db = "noscan";
+  spec.dataintegrity = false;
+  spec.readproportion = spec.updateproportion = spec.insertproportion =
+      spec.readmodifywriteproportion = 0;
+  spec.scanproportion = 1;
+  NoScanDb no_scan(store);
+  BasicDb basic(store);
+  std::string warning = "stale";
+  const absl::Status refused =
+      CheckDriverCanRun(spec, /*load=*/false, no_scan, &warning);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.message(),
+              HasSubstr("scanproportion=1: driver \"noscan\" cannot scan"));
+  EXPECT_EQ(warning, "");
+  EXPECT_TRUE(CheckDriverCanRun(spec, /*load=*/true, no_scan).ok());
+  EXPECT_TRUE(CheckDriverCanRun(spec, /*load=*/false, basic, &warning).ok());
+  EXPECT_EQ(warning, "");
+  WorkloadSpec no_scans = IntegritySpec();
+  EXPECT_TRUE(CheckDriverCanRun(no_scans, /*load=*/false, no_scan).ok());
+  // Scans among other operations run, as in Java YCSB (each SCAN counted
+  // as NOT_IMPLEMENTED), with a warning.
+  WorkloadSpec mixed = spec;
+  mixed.insertproportion = 0.05;
+  mixed.scanproportion = 0.95;
+  EXPECT_TRUE(CheckDriverCanRun(mixed, /*load=*/false, no_scan, &warning).ok());
+  EXPECT_THAT(warning, HasSubstr("every SCAN will return NOT_IMPLEMENTED"));
+
+  ClientOptions options;
+  options.factory =
+      [store](const Properties&) -> absl::StatusOr<std::unique_ptr<DB>> {
+    return std::make_unique<NoScanDb>(store);
+  };
+  absl::StatusOr<RunResult> run = RunClient(spec, Properties(), options);
+  EXPECT_EQ(run.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(run.status().message(), HasSubstr("cannot scan"));
+  spec.operationcount = 100;
+  options.load = true;
+  ASSERT_TRUE(RunClient(spec, Properties(), options).ok());
+  options.load = false;
+  run = RunClient(mixed, Properties(), options);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_GT(run->measurements.at("SCAN").returns.at("NOT_IMPLEMENTED"), 0);
+}
+
 TEST(ClientTest, MissingFactoryIsInvalidArgument) {
   EXPECT_EQ(RunClient(IntegritySpec(), Properties(), ClientOptions())
                 .status()

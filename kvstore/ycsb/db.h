@@ -80,7 +80,7 @@ class DB {
 
   // Reads up to `count` records in key order starting at `start_key` into
   // `*result` (cleared first). Drivers without ordered keys return
-  // Unimplemented. `result` must not be null.
+  // Unimplemented, and false from SupportsScan(). `result` must not be null.
   virtual absl::Status Scan(absl::string_view table,
                             absl::string_view start_key, int64_t count,
                             const std::vector<std::string>* fields,
@@ -97,6 +97,11 @@ class DB {
   // Removes record `key`.
   virtual absl::Status Delete(absl::string_view table,
                               absl::string_view key) = 0;
+
+  // False for a driver whose Scan is always Unimplemented: a run phase of
+  // scans only is refused before it starts, one with scans among other
+  // operations warned about (CheckDriverCanRun, client.h).
+  virtual bool SupportsScan() const { return true; }
 
   // Pipelined operations, for the run phase with `outstanding` > 1 (see
   // client.h). A driver that can keep several operations in flight from its

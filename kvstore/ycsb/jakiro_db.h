@@ -154,6 +154,7 @@ class JakiroDb final : public DB {
   absl::Status Insert(absl::string_view table, absl::string_view key,
                       const Record& values) override;
   absl::Status Delete(absl::string_view table, absl::string_view key) override;
+  bool SupportsScan() const override { return false; }
 
   bool SupportsAsync() const override { return true; }
   void ReadAsync(absl::string_view table, absl::string_view key,

@@ -76,6 +76,7 @@ class MemcachedDb final : public DB {
   absl::Status Insert(absl::string_view table, absl::string_view key,
                       const Record& values) override;
   absl::Status Delete(absl::string_view table, absl::string_view key) override;
+  bool SupportsScan() const override { return false; }
 
  private:
   // The current value and CAS token of `key`.

@@ -249,6 +249,16 @@ int Main(int argc, char** argv) {
     return 2;
   }
   const int in_flight = OperationsInFlight(*spec, cl.load, **probe);
+  // A run of scans only against a driver that cannot scan would fail every
+  // operation and exit 0.
+  std::string scan_warning;
+  if (absl::Status s =
+          CheckDriverCanRun(*spec, cl.load, **probe, &scan_warning);
+      !s.ok()) {
+    std::cerr << "ycsb: " << s.message() << "\n";
+    return 2;
+  }
+  if (!scan_warning.empty()) std::cerr << "warning: " << scan_warning << "\n";
   probe->reset();
 
   std::vector<std::string> command(argv, argv + argc);

@@ -83,6 +83,24 @@ expect_config_error 'exportfile: cannot write "/nonexistent_dir/out"' \
   -load -db basic -P "$W/workloada" -p recordcount=10 \
   -p exportfile=/nonexistent_dir/out
 expect_config_error '"/dev/zero" is larger than' -load -db basic -P /dev/zero
+# Scans only against a driver whose keys have no order: every operation
+# would be NOT_IMPLEMENTED and the run would exit 0 having done nothing.
+# Refused before anything connects (no server listens at port 1).
+expect_config_error 'scanproportion=1: driver "memcached" cannot scan' \
+  -t -db memcached -P "$W/workloade" -p scanproportion=1 -p insertproportion=0 \
+  -p memcached.hosts=127.0.0.1:1
+expect_config_error 'scanproportion=1: driver "jakiro" cannot scan' \
+  -t -db jakiro -P "$W/workloade" -p scanproportion=1 -p insertproportion=0 \
+  -p jakiro.servers=/nonexistent/jakiro.sock
+# Scans among other operations (workload E) run as in Java YCSB, each SCAN
+# counted as NOT_IMPLEMENTED, with a warning; here the connect fails: exit 1.
+set +e
+"$YCSB" -t -db memcached -P "$W/workloade" -p memcached.hosts=127.0.0.1:1 \
+  >"$OUT" 2>"$ERR"; rc=$?
+set -e
+[ "$rc" = 1 ] || fail "workload E on memcached exited $rc, want 1 (no server)"
+grep -qF 'warning: scanproportion=0.95: driver "memcached" cannot scan' "$ERR" ||
+  fail "no warning about workload E's scans"
 
 # Run phase on an empty store with dataintegrity: every read is NOT_FOUND,
 # verification fails, exit 1.
