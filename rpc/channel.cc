@@ -224,9 +224,18 @@ class ChannelImpl final : public Channel,
       return Fail(&call, CancelledAtStart());
     }
     const bool cold = StartsCold(call.start_ns);
-    std::shared_ptr<ClientConnection> conn;
-    absl::Status s = Route(ctx, &conn);
-    if (!s.ok()) return Fail(&call, s);
+    const size_t i = Pick(ctx);
+    SlotUse use(conns_[i].get());
+    ClientConnection* conn = use.conn();
+    // Held only when this call reconnects (Route): the connection it gets
+    // may be replaced again before the call ends.
+    std::shared_ptr<ClientConnection> routed;
+    absl::Status s;
+    if (conn->failed()) {
+      s = Route(i, &routed);
+      if (!s.ok()) return Fail(&call, s);
+      conn = routed.get();
+    }
     std::vector<PendingCall*> finished;
     Waiter waiter(busy_wait_);
     for (;;) {
@@ -244,18 +253,18 @@ class ChannelImpl final : public Channel,
         return Fail(&call, CancelledAtStart());
       }
       if (!conn->Progress(&finished)) waiter.Wait();
-      RunCallbacks(conn.get(), &finished);
+      RunCallbacks(conn, &finished);
     }
     waiter.Restart();
     // A long call's push wakes its caller (PendingCall::notify).
-    PushSleeper push_sleeper(&call, conn.get(), &finished);
+    PushSleeper push_sleeper(&call, conn, &finished);
     while (!call.finished.load(std::memory_order_acquire)) {
       if (conn->Progress(&finished)) {
         waiter.Reset();
       } else {
         waiter.Wait(call.notify ? &push_sleeper : nullptr);
       }
-      RunCallbacks(conn.get(), &finished);
+      RunCallbacks(conn, &finished);
     }
     const void* counted = CountSyncFinish(call);
     if (cold) {
@@ -294,13 +303,11 @@ class ChannelImpl final : public Channel,
     absl::Status s;
     bool started = false;
     {
-      // A live connection is used under its slot's lock rather than through
-      // a shared_ptr copy (two atomic read-modify-writes a call). Lock
-      // order: slot, then connection; no callback runs in here.
-      ConnSlot* slot = conns_[i].get();
-      MutexLock lock(&slot->mu);
-      if (!slot->conn->failed()) {
-        s = StartOrEnqueue(slot->conn.get(), call, request);
+      // Gone before async_entries_ drops (the channel may go then). No
+      // callback runs in here.
+      SlotUse use(conns_[i].get());
+      if (!use.conn()->failed()) {
+        s = StartOrEnqueue(use.conn(), call, request);
         started = true;
       }
     }
@@ -431,8 +438,21 @@ class ChannelImpl final : public Channel,
     }
     int n = 0;
     for (const auto& slot : conns_) {
-      std::shared_ptr<ClientConnection> c = Get(slot.get());
+      // Replaced connections not yet freed still hold their counts (their
+      // destructors fold them into counters_).
+      std::vector<std::shared_ptr<ClientConnection>> retired;
+      std::shared_ptr<ClientConnection> c;
+      {
+        MutexLock lock(&slot->mu);
+        c = slot->conn;
+        retired = slot->retired;
+      }
+      for (const auto& r : retired) {
+        r->AddCallCounts(&st);
+        r->AddWorkCounts(&st.work);
+      }
       if (!c) continue;
+      c->AddCallCounts(&st);
       c->AddWorkCounts(&st.work);
       st.fetch_rtt_ns += absl::ToDoubleNanoseconds(c->fetch_rtt());
       st.fetch_delay_ns += absl::ToDoubleNanoseconds(c->fetch_delay());
@@ -452,14 +472,67 @@ class ChannelImpl final : public Channel,
 
  private:
   // A connection that may be replaced after a failure.
+  //
+  // A call uses the slot's connection through a plain pointer (SlotUse):
+  // no lock and no shared_ptr copy a call, on lines a client cycling
+  // through thousands of channels finds cold. A connection Route replaces
+  // is retired, not destroyed, until no call can hold it any more.
   struct ConnSlot {
     ConnSlot(std::unique_ptr<ClientConnection> c, int w)
-        : conn(std::move(c)), worker(w) {}
+        : live(c.get()), conn(std::move(c)), worker(w) {}
+    // Calls between SlotUse's load of `live` and their last use of it.
+    std::atomic<int> users{0};
+    std::atomic<ClientConnection*> live;  // == conn.get().
+    std::atomic<bool> has_retired{false};
     mutable Mutex mu;
     std::shared_ptr<ClientConnection> conn ABSL_GUARDED_BY(mu);
+    // Replaced connections (failed, their calls aborted) that a call may
+    // still hold; destroyed once `users` is seen at 0 (SlotUse).
+    std::vector<std::shared_ptr<ClientConnection>> retired ABSL_GUARDED_BY(mu);
     int worker;  // Requested worker (-1: any).
     absl::Time last_attempt ABSL_GUARDED_BY(mu) = absl::InfinitePast();
   };
+
+  // Holds a slot's current connection for one call: the pointer stays valid
+  // until the SlotUse goes, even if Route replaces the connection meanwhile.
+  // The count is taken before the pointer is read, and Route publishes the
+  // new connection before the retired one can be freed (both sequentially
+  // consistent), so a call that counted itself after the count was seen at
+  // 0 reads the new connection.
+  class SlotUse {
+   public:
+    explicit SlotUse(ConnSlot* slot) : slot_(slot) {
+      slot_->users.fetch_add(1, std::memory_order_seq_cst);
+      conn_ = slot_->live.load(std::memory_order_seq_cst);
+    }
+    ~SlotUse() {
+      if (slot_->users.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+          slot_->has_retired.load(std::memory_order_acquire)) {
+        Reclaim(slot_);
+      }
+    }
+    SlotUse(const SlotUse&) = delete;
+    SlotUse& operator=(const SlotUse&) = delete;
+
+    ClientConnection* conn() const { return conn_; }
+
+   private:
+    ConnSlot* const slot_;
+    ClientConnection* conn_;
+  };
+
+  // Frees the slot's retired connections if no call holds one.
+  static void Reclaim(ConnSlot* slot) {
+    std::vector<std::shared_ptr<ClientConnection>> gone;
+    {
+      MutexLock lock(&slot->mu);
+      if (slot->users.load(std::memory_order_seq_cst) != 0) return;
+      gone.swap(slot->retired);
+      slot->has_retired.store(false, std::memory_order_release);
+    }
+    // Destroyed here, outside the lock (a destructor folds counts into the
+    // channel's and closes the transport connection).
+  }
 
   absl::StatusOr<std::unique_ptr<ClientConnection>> Open(int worker) {
     ChannelOptions opts = options_;
@@ -568,14 +641,9 @@ class ChannelImpl final : public Channel,
     // ok() is inline; code() is a call into Debian's libabsl_status.
     if (!s.ok() && s.code() == absl::StatusCode::kResourceExhausted) {
       request.SerializeToString(&call->queued_request);
-      conn->Enqueue(call);
-      s = absl::OkStatus();
+      s = conn->Enqueue(call);
     }
     return s;
-  }
-
-  absl::Status Route(ClientContext* ctx, std::shared_ptr<ClientConnection>* out) {
-    return Route(Pick(ctx), out);
   }
 
   // Connection i, reconnecting it if it failed and it is time. The old
@@ -609,6 +677,10 @@ class ChannelImpl final : public Channel,
       LOG(INFO) << "rfrpc channel reconnected to " << address_;
       old = std::move(slot->conn);
       slot->conn = std::move(*fresh);
+      slot->live.store(slot->conn.get(), std::memory_order_seq_cst);
+      // Calls that read the old pointer may still use it (SlotUse).
+      slot->retired.push_back(old);
+      slot->has_retired.store(true, std::memory_order_release);
       // SetFetchParams may have run since Open read R and F: it reaches
       // this slot after this lock, or stored them before this load.
       const uint64_t params = fetch_params_.load();

@@ -145,9 +145,9 @@ void ClientConnection::PublishHotLinesLocked() {
   if (!free_slots_.empty()) add(&free_slots_.back());
   add(staging(s));
   add(fetch_buf(s));
-  // The channel's per-call counters (two lines).
-  add(counters_);
-  add(reinterpret_cast<const char*>(counters_) + 64);
+  // The per-call counts (two lines).
+  add(&counts_);
+  add(reinterpret_cast<const char*>(&counts_) + 64);
   const transport::RemoteRegion request =
       server_region_.Slice(layout_.RequestSlotOffset(s), 64);
   n += conn_->HotLines(absl::MakeConstSpan(&request, 1), lines + n,
@@ -192,9 +192,9 @@ bool ClientConnection::PostList(absl::Span<WorkRequest> wrs) {
   for (const WorkRequest& wr : wrs) {
     sq_.Posted(wr.wr_id, wr.signaled);
     if (wr.opcode == transport::Opcode::kRead) {
-      counters_->rdma_reads.fetch_add(1, std::memory_order_relaxed);
+      counts_.rdma_reads.Add(1);
     } else {
-      counters_->rdma_writes.fetch_add(1, std::memory_order_relaxed);
+      counts_.rdma_writes.Add(1);
     }
   }
   return true;
@@ -231,8 +231,8 @@ void ClientConnection::BellWrites(uint32_t s, bool all, bool notify,
                               bell_src_offset_ + 8, 1, bell_summary_region_, 0);
   wrs[1].signaled = false;
   wrs[1].notify = notify;
-  counters_->rings.fetch_add(1, std::memory_order_relaxed);
-  if (notify) counters_->notifies.fetch_add(1, std::memory_order_relaxed);
+  counts_.rings.Add(1);
+  if (notify) counts_.notifies.Add(1);
 }
 
 bool ClientConnection::PostRequest(uint32_t s, int64_t now, WorkRequest* wrs,
@@ -243,7 +243,7 @@ bool ClientConnection::PostRequest(uint32_t s, int64_t now, WorkRequest* wrs,
   // notify if the worker may have parked since our last request.
   const bool hot = slot.hot_until_ns != 0 && now < slot.hot_until_ns;
   if (hot) {
-    counters_->hot_posts.fetch_add(1, std::memory_order_relaxed);
+    counts_.hot_posts.Add(1);
   } else {
     const bool notify = NotifyDue(now);
     BellWrites(s, /*all=*/false, notify, wrs + n);
@@ -330,12 +330,14 @@ absl::Status ClientConnection::Start(
   return st;
 }
 
-void ClientConnection::Enqueue(PendingCall* call) {
-  counters_->calls_queued.fetch_add(1, std::memory_order_relaxed);
+absl::Status ClientConnection::Enqueue(PendingCall* call) {
   MutexLock lock(&mu_);
+  if (!status_.ok()) return status_;
+  counters_->calls_queued.fetch_add(1, std::memory_order_relaxed);
   queued_.push_back(call);
   TrackContext(call);
   UpdateNeedsDriver();
+  return absl::OkStatus();
 }
 
 bool ClientConnection::SendAloneLocked(const PendingCall* call, size_t size) {
@@ -782,7 +784,7 @@ WorkRequest ClientConnection::HeaderRead(uint32_t s, int64_t now) {
   // every call on it with it.
   slot.read_outstanding = true;
   ++slot.reads;
-  counters_->fetches.fetch_add(1, std::memory_order_relaxed);
+  counts_.fetches.Add(1);
   return wr;
 }
 
@@ -899,17 +901,16 @@ void ClientConnection::FinishCall(PendingCall* call, absl::Status status,
 void ClientConnection::CountResults(uint64_t n, RpcMode via, int fetches,
                                     int64_t server_ns) {
   if (n == 0) return;
-  counters_->calls.fetch_add(n, std::memory_order_relaxed);
-  counters_->server_time_ns.fetch_add(n * static_cast<uint64_t>(server_ns),
-                                      std::memory_order_relaxed);
+  counts_.calls.Add(n);
+  counts_.server_time_ns.Add(n * static_cast<uint64_t>(server_ns));
   if (via == RpcMode::kRemoteFetch) {
-    counters_->calls_remote_fetch.fetch_add(n, std::memory_order_relaxed);
+    counts_.calls_remote_fetch.Add(n);
     const int b = std::min(std::max(fetches, 1), 16) - 1;
-    counters_->fetch_histogram[b].fetch_add(n, std::memory_order_relaxed);
-    counters_->fetched_call_fetches.fetch_add(
-        n * static_cast<uint64_t>(std::max(fetches, 1)), std::memory_order_relaxed);
+    counts_.fetch_histogram[b].Add(n);
+    counts_.fetched_call_fetches.Add(
+        n * static_cast<uint64_t>(std::max(fetches, 1)));
   } else {
-    counters_->calls_server_reply.fetch_add(n, std::memory_order_relaxed);
+    counts_.calls_server_reply.Add(n);
   }
 }
 

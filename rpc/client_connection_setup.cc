@@ -96,8 +96,44 @@ ClientConnection::~ClientConnection() {
     MutexLock lock(&counters_->closed_mu);
     AddWorkCounts(&counters_->closed_work);
   }
+  // The per-call counts join the channel's totals (ChannelImpl::stats
+  // adds the live connections' own).
+  auto fold = [](std::atomic<uint64_t>& to, const SoloCounter& from) {
+    if (from.Get() != 0) to.fetch_add(from.Get(), std::memory_order_relaxed);
+  };
+  fold(counters_->calls, counts_.calls);
+  fold(counters_->calls_remote_fetch, counts_.calls_remote_fetch);
+  fold(counters_->calls_server_reply, counts_.calls_server_reply);
+  fold(counters_->server_time_ns, counts_.server_time_ns);
+  fold(counters_->fetched_call_fetches, counts_.fetched_call_fetches);
+  fold(counters_->fetches, counts_.fetches);
+  fold(counters_->rdma_writes, counts_.rdma_writes);
+  fold(counters_->rdma_reads, counts_.rdma_reads);
+  fold(counters_->rings, counts_.rings);
+  fold(counters_->notifies, counts_.notifies);
+  fold(counters_->hot_posts, counts_.hot_posts);
+  for (int i = 0; i < 16; ++i) {
+    fold(counters_->fetch_histogram[i], counts_.fetch_histogram[i]);
+  }
   // The transport connection goes first so the server sees us leave.
   conn_.reset();
+}
+
+void ClientConnection::AddCallCounts(ChannelStats* to) const {
+  to->calls += counts_.calls.Get();
+  to->calls_remote_fetch += counts_.calls_remote_fetch.Get();
+  to->calls_server_reply += counts_.calls_server_reply.Get();
+  to->server_time_ns += counts_.server_time_ns.Get();
+  to->fetched_call_fetches += counts_.fetched_call_fetches.Get();
+  to->fetches += counts_.fetches.Get();
+  to->rdma_writes += counts_.rdma_writes.Get();
+  to->rdma_reads += counts_.rdma_reads.Get();
+  to->rings += counts_.rings.Get();
+  to->notifies += counts_.notifies.Get();
+  to->hot_posts += counts_.hot_posts.Get();
+  for (int i = 0; i < 16; ++i) {
+    to->fetch_histogram[i] += counts_.fetch_histogram[i].Get();
+  }
 }
 
 void ClientConnection::AddWorkCounts(TransportWork* to) const {

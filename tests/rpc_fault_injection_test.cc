@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -478,6 +479,80 @@ TEST_F(FaultScenarioTest, FailedPostOrConnectionGivesUnavailableThenReconnects) 
   EXPECT_TRUE(EchoUntilOk(a.get(), 5, absl::Seconds(5)).ok());
   ExpectHealthy(a.get(), 100, 50);
   ExpectHealthy(b.get(), 200, 50);
+}
+
+// Calls use a channel's connection through a plain pointer; a connection
+// replaced after a failure is kept until no call can hold it, then freed.
+// Sync and async callers run while the connection fails and is replaced
+// again and again: every call ends OK with its own reply or UNAVAILABLE
+// (asan and tsan check nobody used a freed connection), and once they stop
+// every replaced connection is closed (the server sees it go).
+TEST_F(FaultScenarioTest,
+       ConnectionsReplacedUnderRunningCallsAreFreedOnceUnused) {
+  StartServer(1);
+  std::unique_ptr<Channel> a = Connect(RpcMode::kHybrid, Faulty("churn"));
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(Echo(a.get(), 1).ok());
+  FaultKnobs* k = FaultKnobs::Named("churn");
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0}, bad{0};
+  auto check = [&](const absl::Status& s) {
+    if (s.ok()) {
+      ok.fetch_add(1);
+    } else if (s.code() != absl::StatusCode::kUnavailable) {
+      bad.fetch_add(1);
+      ADD_FAILURE() << s;
+    }
+  };
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 2; ++t) {
+    callers.emplace_back([&, t] {
+      for (uint64_t id = 1000 * (t + 1); !stop.load(); ++id)
+        check(Echo(a.get(), id));
+    });
+  }
+  callers.emplace_back([&] {
+    while (!stop.load()) {
+      AsyncCalls calls(8);
+      TestRequest req;
+      req.set_id(7);
+      for (int i = 0; i < 8; ++i)
+        calls.Start(a.get(), i, req, absl::Seconds(5));
+      while (calls.done.load(std::memory_order_acquire) < 8) {
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+      for (int i = 0; i < 8; ++i) {
+        check(calls.statuses[i]);
+        if (calls.statuses[i].ok()) {
+          EXPECT_EQ(calls.resps[i].id(), 7u);
+        }
+      }
+    }
+  });
+  constexpr int kFailures = 6;
+  for (int f = 0; f < kFailures; ++f) {
+    k->FailNextPosts(1);
+    // Past the channel's reconnect interval (100 ms), so each failure is
+    // followed by a reconnect.
+    absl::SleepFor(absl::Milliseconds(150));
+  }
+  stop.store(true);
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_GT(ok.load(), 100);
+  EXPECT_EQ(k->counters().posts_failed, static_cast<uint64_t>(kFailures));
+  // The last call's end frees what is retired (no call holds it then).
+  ASSERT_TRUE(EchoUntilOk(a.get(), 9, absl::Seconds(5)).ok());
+  const uint64_t accepted = server_->stats().connections_accepted;
+  EXPECT_GE(accepted, 1u + kFailures);
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (server_->stats().connections_closed < accepted - 1 &&
+         absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  // Only the live connection is left open.
+  EXPECT_EQ(server_->stats().connections_closed, accepted - 1);
+  ExpectHealthy(a.get(), 100, 50);
 }
 
 TEST_F(FaultScenarioTest, DroppedCompletionsEndInDeadlineOrUnavailableNeverAHang) {
