@@ -38,6 +38,7 @@
 #include "rpc/client_context_internal.h"
 #include "rpc/fetch_timing.h"
 #include "rpc/hybrid_policy.h"
+#include "rpc/method_counters.h"
 #include "rpc/options.h"
 #include "rpc/request_batcher.h"
 #include "rpc/slot_codec.h"
@@ -137,38 +138,25 @@ struct ChannelCounters {
   alignas(64) std::atomic<uint64_t> cancels{0};
 };
 
-// A count with one writer at a time (a connection's, under its mutex):
-// bumped by a plain load and store, not a locked read-modify-write, and
-// read from any thread.
-class SoloCounter {
- public:
-  void Add(uint64_t n) {
-    v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-  }
-  uint64_t Get() const { return v_.load(std::memory_order_relaxed); }
-
- private:
-  std::atomic<uint64_t> v_{0};
-};
-
 // What every call counts, kept per connection (ChannelCounters holds the
 // same counts of the channel's connections that are gone): a call changes
-// these under its connection's mutex without a locked instruction (up to a
-// dozen a call when they were the channel's shared atomics). The first two
-// lines are what a call touches; the rest of the histogram follows.
+// these under its connection's mutex (one writer at a time) without a
+// locked instruction, where the channel's shared atomics took up to a dozen
+// a call. The first two lines are what a call touches; the rest of the
+// histogram follows.
 struct alignas(64) CallCounts {
-  SoloCounter calls;
-  SoloCounter calls_remote_fetch;
-  SoloCounter server_time_ns;
-  SoloCounter fetched_call_fetches;
-  SoloCounter fetches;
-  SoloCounter rdma_writes;
-  SoloCounter rdma_reads;
-  SoloCounter rings;
-  SoloCounter notifies;
-  SoloCounter hot_posts;
-  SoloCounter calls_server_reply;
-  SoloCounter fetch_histogram[16];
+  SingleWriterCounter calls;
+  SingleWriterCounter calls_remote_fetch;
+  SingleWriterCounter server_time_ns;
+  SingleWriterCounter fetched_call_fetches;
+  SingleWriterCounter fetches;
+  SingleWriterCounter rdma_writes;
+  SingleWriterCounter rdma_reads;
+  SingleWriterCounter rings;
+  SingleWriterCounter notifies;
+  SingleWriterCounter hot_posts;
+  SingleWriterCounter calls_server_reply;
+  SingleWriterCounter fetch_histogram[16];
 };
 
 class alignas(64) ClientConnection {

@@ -98,8 +98,8 @@ ClientConnection::~ClientConnection() {
   }
   // The per-call counts join the channel's totals (ChannelImpl::stats
   // adds the live connections' own).
-  auto fold = [](std::atomic<uint64_t>& to, const SoloCounter& from) {
-    if (from.Get() != 0) to.fetch_add(from.Get(), std::memory_order_relaxed);
+  auto fold = [](std::atomic<uint64_t>& to, const SingleWriterCounter& from) {
+    if (from.Read() != 0) to.fetch_add(from.Read(), std::memory_order_relaxed);
   };
   fold(counters_->calls, counts_.calls);
   fold(counters_->calls_remote_fetch, counts_.calls_remote_fetch);
@@ -120,19 +120,19 @@ ClientConnection::~ClientConnection() {
 }
 
 void ClientConnection::AddCallCounts(ChannelStats* to) const {
-  to->calls += counts_.calls.Get();
-  to->calls_remote_fetch += counts_.calls_remote_fetch.Get();
-  to->calls_server_reply += counts_.calls_server_reply.Get();
-  to->server_time_ns += counts_.server_time_ns.Get();
-  to->fetched_call_fetches += counts_.fetched_call_fetches.Get();
-  to->fetches += counts_.fetches.Get();
-  to->rdma_writes += counts_.rdma_writes.Get();
-  to->rdma_reads += counts_.rdma_reads.Get();
-  to->rings += counts_.rings.Get();
-  to->notifies += counts_.notifies.Get();
-  to->hot_posts += counts_.hot_posts.Get();
+  to->calls += counts_.calls.Read();
+  to->calls_remote_fetch += counts_.calls_remote_fetch.Read();
+  to->calls_server_reply += counts_.calls_server_reply.Read();
+  to->server_time_ns += counts_.server_time_ns.Read();
+  to->fetched_call_fetches += counts_.fetched_call_fetches.Read();
+  to->fetches += counts_.fetches.Read();
+  to->rdma_writes += counts_.rdma_writes.Read();
+  to->rdma_reads += counts_.rdma_reads.Read();
+  to->rings += counts_.rings.Read();
+  to->notifies += counts_.notifies.Read();
+  to->hot_posts += counts_.hot_posts.Read();
   for (int i = 0; i < 16; ++i) {
-    to->fetch_histogram[i] += counts_.fetch_histogram[i].Get();
+    to->fetch_histogram[i] += counts_.fetch_histogram[i].Read();
   }
 }
 
