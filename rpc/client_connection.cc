@@ -152,7 +152,12 @@ void ClientConnection::PublishHotLinesLocked() {
       server_region_.Slice(layout_.RequestSlotOffset(s), 64);
   n += conn_->HotLines(absl::MakeConstSpan(&request, 1), lines + n,
                        kHotLines - n);
-  n += cq_->HotLines(lines + n, kHotLines - n);
+  if (inline_completions_) {
+    add(&inline_comps_);
+    add(inline_comps_.data());
+  } else {
+    n += cq_->HotLines(lines + n, kHotLines - n);
+  }
   // Unused entries repeat the first: the channel prefetches no null.
   for (int i = 0; i < kHotLines; ++i) {
     hot_sink_[i].store(lines[i < n ? i : 0], std::memory_order_relaxed);
@@ -1495,7 +1500,14 @@ ClientConnection::TakeCompletionsLocked(int64_t* now,
                                         bool* progressed) {
   // Completions take a fresh clock read: results found now are timed from it.
   transport::Completion comps[16];
-  int n = cq_->Poll(absl::MakeSpan(comps));
+  int n;
+  if (inline_completions_) {
+    n = inline_comps_.Take(absl::MakeSpan(comps));
+    inline_polls_.Add(1);
+    if (n == 0) inline_empty_polls_.Add(1);
+  } else {
+    n = cq_->Poll(absl::MakeSpan(comps));
+  }
   if (n > 0) now_ns_ = *now = NowNs();
   for (int i = 0; i < n; ++i) {
     const transport::Completion& c = comps[i];

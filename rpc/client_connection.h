@@ -549,6 +549,15 @@ class alignas(64) ClientConnection {
   std::vector<Slot> slots_ ABSL_GUARDED_BY(mu_);
   std::vector<uint32_t> free_slots_ ABSL_GUARDED_BY(mu_);
   ChannelCounters* const counters_;  // Not owned.
+  // The connection's completions when its transport hands them over as it
+  // posts (shm: Connection::SetInlineCompletions); TakeCompletionsLocked
+  // then drains this instead of polling cq_, whose cells and counters a
+  // call no longer touches. Declared before conn_, which fills it.
+  transport::InlineCompletions inline_comps_;
+  bool inline_completions_ = false;
+  // Its drains, counted as cq_->stats() counts polls (AddWorkCounts).
+  SingleWriterCounter inline_polls_;
+  SingleWriterCounter inline_empty_polls_;
   std::unique_ptr<transport::MemoryRegion> local_;
   std::unique_ptr<transport::Connection> conn_;
   std::unique_ptr<transport::CompletionQueue> cq_;

@@ -67,6 +67,10 @@ ClientConnection::ClientConnection(ChannelOptions options,
       batch_mode_(options.batching.mode),
       max_outstanding_(options.batching.max_outstanding),
       counters_(counters),
+      // The queue's depth (Connect): room for what the admitted calls post.
+      inline_comps_(
+          4 * static_cast<size_t>(std::max(1, options.slots_per_connection)) +
+          64),
       timing_(FetchTiming::Params{
           options.fetch.retries, options.fetch.adaptive_delay,
           absl::ToDoubleNanoseconds(options.fetch.max_delay),
@@ -151,6 +155,8 @@ void ClientConnection::AddWorkCounts(TransportWork* to) const {
     to->cq_empty_polls += q.empty_polls;
     to->cq_blocks += q.blocks;
   }
+  to->cq_polls += inline_polls_.Read();
+  to->cq_empty_polls += inline_empty_polls_.Read();
 }
 
 absl::StatusOr<std::unique_ptr<ClientConnection>> ClientConnection::Connect(
@@ -212,6 +218,7 @@ absl::StatusOr<std::unique_ptr<ClientConnection>> ClientConnection::Connect(
   setup.auth_token = options.auth_token;
   setup.handshake_timeout = options.connect_timeout;
   RFRPC_ASSIGN_OR_RETURN(c->conn_, provider->Connect(address, setup));
+  c->inline_completions_ = c->conn_->SetInlineCompletions(&c->inline_comps_);
   c->inline_max_ = std::min(options.max_inline, c->conn_->max_inline());
 
   rpc::RpcWelcome welcome;

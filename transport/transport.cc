@@ -66,6 +66,14 @@ absl::Status Completion::ToStatus() const {
   }
 }
 
+InlineCompletions::InlineCompletions(size_t capacity) {
+  size_t c = 1;
+  while (c < capacity) c <<= 1;
+  capacity_ = c;
+  mask_ = c - 1;
+  ring_ = std::make_unique<Completion[]>(c);
+}
+
 bool RegisterProvider(const char* name, ProviderFactory factory) {
   Registry& r = GetRegistry();
   absl::MutexLock lock(&r.mu);

@@ -200,6 +200,54 @@ struct Completion {
   absl::Status ToStatus() const;
 };
 
+// Completions a connection hands to its poster at post time instead of
+// through its completion queue (Connection::SetInlineCompletions): a FIFO
+// of fixed capacity, filled by Post and drained by the caller, both under
+// the caller's own serialization (one posting thread at a time). A client
+// cycling through thousands of connections then touches none of a queue's
+// cells, nor its claim counter, to learn what its own post just did.
+class InlineCompletions {
+ public:
+  // Holds at least `capacity` entries (rounded up to a power of two).
+  // REQUIRES: capacity >= 1.
+  explicit InlineCompletions(size_t capacity);
+  InlineCompletions(const InlineCompletions&) = delete;
+  InlineCompletions& operator=(const InlineCompletions&) = delete;
+
+  bool HasRoom(size_t n) const { return tail_ - head_ + n <= capacity_; }
+  bool empty() const { return head_ == tail_; }
+  // Appends `c`; one for which there is no room is counted in dropped()
+  // instead (as a completion queue that overflows).
+  void Push(const Completion& c) {
+    if (!HasRoom(1)) {
+      ++dropped_;
+      return;
+    }
+    ring_[tail_++ & mask_] = c;
+  }
+  // Takes up to out.size() entries, oldest first; returns how many. Once
+  // empty it starts over at the first entry, so a poster that drains after
+  // each post keeps using the same line.
+  int Take(absl::Span<Completion> out) {
+    size_t n = 0;
+    while (n < out.size() && head_ != tail_) out[n++] = ring_[head_++ & mask_];
+    if (head_ == tail_) head_ = tail_ = 0;
+    return static_cast<int>(n);
+  }
+  size_t capacity() const { return capacity_; }
+  // The first entry (prefetch hints).
+  const void* data() const { return ring_.get(); }
+  uint64_t dropped() const { return dropped_; }
+
+ private:
+  uint64_t head_ = 0;
+  uint64_t tail_ = 0;
+  size_t capacity_;
+  size_t mask_;
+  uint64_t dropped_ = 0;
+  std::unique_ptr<Completion[]> ring_;
+};
+
 // How CompletionQueue::Wait spends the time until a completion arrives.
 enum class PollMode : uint8_t {
   kAdaptive = 0,  // Poll, then after max_retry empty rounds arm and block.
@@ -360,6 +408,21 @@ class Connection {
   // ConnectionSetup::max_inline asked for, or less if the provider granted
   // less (verbs: the queue pair's max_inline_data).
   virtual uint32_t max_inline() const = 0;
+
+  // Asks the provider to hand this connection's completions to `sink`
+  // (success, error and flush alike, in post order) instead of its
+  // completion queue, from the next Post() on. Only a provider that runs
+  // requests as they are posted can (shm); others return false and keep
+  // using the queue (verbs: the NIC completes them later). After true, the
+  // queue gets no entry of this connection, but a post that completes
+  // something still wakes a Wait/WaitWoken on it as an entry would; Post
+  // fails with RESOURCE_EXHAUSTED, executing nothing, when `sink` has no
+  // room for the list's signaled requests. `sink` is used only inside
+  // Post(), so the posting serialization covers it; it must outlive the
+  // connection's last Post(). Call before the first Post(). Default: false.
+  virtual bool SetInlineCompletions(InlineCompletions* /*sink*/) {
+    return false;
+  }
 
   // Prefetch hints for the next Post() (as CompletionQueue::HotLines): the
   // connection's own state it reads first, then, where the provider can

@@ -147,6 +147,9 @@ class ShmCompletionQueue final : public CompletionQueue {
   void Notify() {
     if (wake_->load(std::memory_order_seq_cst) != 0) WakeUp();
   }
+  // The word Notify() looks at: WakeWord(wake_word()) does what Notify()
+  // does, for a producer that keeps the pointer.
+  std::atomic<uint32_t>* wake_word() const { return wake_; }
 
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
   int depth() const { return options_.depth; }

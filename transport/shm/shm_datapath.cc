@@ -210,12 +210,16 @@ absl::Status ShmConnection::PostOnFailed(absl::Span<const WorkRequest> wrs) {
   uint64_t flushed = 0;
   for (const WorkRequest& wr : wrs) {
     if (!wr.signaled) continue;
-    cq_->PushExtra(MakeCompletion(wr, WcStatus::kFlushed));
+    if (inline_ != nullptr) {
+      inline_->Push(MakeCompletion(wr, WcStatus::kFlushed));
+    } else {
+      cq_->PushExtra(MakeCompletion(wr, WcStatus::kFlushed));
+    }
     ++flushed;
   }
   Bump(counters_.errors, flushed);
   Bump(counters_.completions, flushed);
-  if (flushed > 0) cq_->Notify();
+  if (flushed > 0) WakeWord(cq_wake_);
   return state_->status();
 }
 
@@ -235,6 +239,15 @@ int ShmConnection::HotLines(absl::Span<const RemoteRegion> writes,
   return n;
 }
 
+absl::Status ShmConnection::QueueFull() const {
+  return absl::ResourceExhaustedError(
+      absl::StrCat("completion queue full (depth ",
+                   inline_ != nullptr ? inline_->capacity()
+                                      : static_cast<size_t>(cq_->depth()),
+                   inline_ != nullptr ? ", inline" : "",
+                   "): poll it before posting more signaled requests"));
+}
+
 absl::Status ShmConnection::Post(absl::Span<const WorkRequest> wrs) {
   // Fast path: one request that validates. Same checks, same effects and
   // same counters as PostList, minus its bookkeeping; every error case
@@ -251,20 +264,23 @@ absl::Status ShmConnection::Post(absl::Span<const WorkRequest> wrs) {
     if (postable && max_outstanding_ >= 1 &&
         Resolve(wr, &src, &dst, &why) == WcStatus::kSuccess) {
       uint64_t ticket = 0;
-      if (wr.signaled && !cq_->Claim(1, &ticket)) {
+      if (wr.signaled && (inline_ != nullptr ? !inline_->HasRoom(1)
+                                             : !cq_->Claim(1, &ticket))) {
         Bump(counters_.post_lists);
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "completion queue full (depth ", cq_->depth(),
-            "): poll it before posting more signaled requests"));
+        return QueueFull();
       }
       Bump(counters_.post_lists);
       Run(wr, src, dst);
       if (wr.notify) NotifyPeer();
       if (wr.signaled) {
-        cq_->Publish(ticket, MakeCompletion(wr, WcStatus::kSuccess));
+        if (inline_ != nullptr) {
+          inline_->Push(MakeCompletion(wr, WcStatus::kSuccess));
+        } else {
+          cq_->Publish(ticket, MakeCompletion(wr, WcStatus::kSuccess));
+        }
         Bump(counters_.signaled);
         Bump(counters_.completions);
-        cq_->Notify();
+        WakeWord(cq_wake_);
       }
       return absl::OkStatus();
     }
@@ -283,17 +299,19 @@ absl::Status ShmConnection::PostList(absl::Span<const WorkRequest> wrs) {
   uint32_t signaled = 0;
   for (const WorkRequest& wr : wrs) signaled += wr.signaled ? 1 : 0;
   uint64_t first = 0;
-  if (signaled > 0 && !cq_->Claim(signaled, &first)) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "completion queue full (depth ", cq_->depth(),
-        "): poll it before posting more signaled requests"));
+  if (signaled > 0 && (inline_ != nullptr ? !inline_->HasRoom(signaled)
+                                          : !cq_->Claim(signaled, &first))) {
+    return QueueFull();
   }
-  // Completions go into the claimed cells in order; any beyond them (error
-  // and flush completions of unsignaled requests) only if there is room.
+  // Completions go into the claimed cells (or the sink) in order; any
+  // beyond them (error and flush completions of unsignaled requests) only
+  // if there is room.
   uint32_t used = 0;
   uint64_t pushed = 0;
   auto push = [&](const Completion& c) {
-    if (used < signaled) {
+    if (inline_ != nullptr) {
+      inline_->Push(c);
+    } else if (used < signaled) {
       cq_->Publish(first + used++, c);
     } else {
       cq_->PushExtra(c);
@@ -334,8 +352,10 @@ absl::Status ShmConnection::PostList(absl::Span<const WorkRequest> wrs) {
   }
   Bump(counters_.completions, pushed);
   // Cells claimed for requests a post-time error kept from running.
-  while (used < signaled) cq_->PublishHole(first + used++);
-  if (signaled > 0 || pushed > 0) cq_->Notify();
+  if (inline_ == nullptr) {
+    while (used < signaled) cq_->PublishHole(first + used++);
+  }
+  if (signaled > 0 || pushed > 0) WakeWord(cq_wake_);
   return post_error;
 }
 

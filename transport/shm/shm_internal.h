@@ -157,6 +157,12 @@ class ShmConnection final : public Connection {
   uint32_t max_inline() const override { return max_inline_; }
   int HotLines(absl::Span<const RemoteRegion> writes, const void** out,
                int max) const override;
+  // Every request runs inside Post, so its completion is known there: with
+  // a sink, completions go to it and the queue only gets the wake-up.
+  bool SetInlineCompletions(InlineCompletions* sink) override {
+    inline_ = sink;
+    return true;
+  }
 
  private:
   // The peer's regions as the datapath checks them: bounds precomputed,
@@ -187,12 +193,19 @@ class ShmConnection final : public Connection {
   Completion MakeCompletion(const WorkRequest& wr, WcStatus st) const;
   absl::Status PostList(absl::Span<const WorkRequest> wrs);
   absl::Status PostOnFailed(absl::Span<const WorkRequest> wrs);
+  // RESOURCE_EXHAUSTED: no room for a post's signaled completions.
+  absl::Status QueueFull() const;
 
   // First, so that it goes last.
   const std::shared_ptr<ProviderCore> core_;
   // What a post reads, right after the base class's counters: a client
   // cycling through thousands of connections finds them cold.
   ShmCompletionQueue* const cq_;
+  // cq_'s wake word: a post wakes a waiter on the queue without reading
+  // the queue's own line (with inline completions it touches nothing else
+  // of the queue).
+  std::atomic<uint32_t>* const cq_wake_;
+  InlineCompletions* inline_ = nullptr;  // SetInlineCompletions.
   const uint32_t max_inline_;
   const uint32_t max_outstanding_;
   const std::shared_ptr<ConnState> state_;

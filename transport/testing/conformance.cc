@@ -491,6 +491,109 @@ TEST_P(TransportConformanceTest, OnlySignaledRequestsComplete) {
   EXPECT_EQ(env.client->counters().signaled.load(), 10u);
 }
 
+// Connection::SetInlineCompletions: a provider that runs requests as they
+// are posted (shm) hands every completion of the connection to the sink, in
+// post order (success, error and flush alike), and none to the queue, whose
+// waiters it still wakes; with no room for a list's signaled requests the
+// post fails and runs nothing. Any other provider refuses and completes
+// through the queue as before.
+TEST_P(TransportConformanceTest, InlineCompletionsTakeEveryCompletionInOrder) {
+  InlineCompletions sink(8);  // Outlives the connection's posts.
+  Env env;
+  RFRPC_ASSERT_OK(MakeEnv(GetParam(), {}, &env));
+  const bool runs_at_post = GetParam().provider == "shm";
+  ASSERT_EQ(env.client->SetInlineCompletions(&sink), runs_at_post);
+  Completion cs[16];
+  if (!runs_at_post) {
+    auto c = PostAndWait(env.client.get(), env.client_cq.get(),
+                         WorkRequest::Write(5, env.client_mem.get(), 0, 8,
+                                            env.server_region(), 0));
+    RFRPC_ASSERT_OK(c.status());
+    EXPECT_EQ(c->wr_id, 5u);
+    EXPECT_TRUE(sink.empty());
+    return;
+  }
+
+  // A list: signaled WRITE, unsignaled WRITE, signaled READ of both.
+  StoreRelease64(env.client_mem->data(), 111);
+  StoreRelease64(env.client_mem->data() + 8, 222);
+  std::vector<WorkRequest> list = {
+      WorkRequest::Write(1, env.client_mem.get(), 0, 8, env.server_region(), 0),
+      WorkRequest::Write(2, env.client_mem.get(), 8, 8, env.server_region(), 8),
+      WorkRequest::Read(3, env.client_mem.get(), 4096, 16, env.server_region(),
+                        0)};
+  list[1].signaled = false;
+  RFRPC_ASSERT_OK(env.client->Post(list));
+  ASSERT_EQ(sink.Take(absl::MakeSpan(cs)), 2);
+  EXPECT_EQ(cs[0].wr_id, 1u);
+  EXPECT_EQ(cs[1].wr_id, 3u);
+  EXPECT_TRUE(cs[0].ok() && cs[1].ok());
+  EXPECT_EQ(cs[1].opcode, Opcode::kRead);
+  EXPECT_EQ(cs[1].byte_len, 16u);
+  EXPECT_EQ(LoadAcquire64(env.client_mem->data() + 4096), 111u);
+  EXPECT_EQ(LoadAcquire64(env.client_mem->data() + 4104), 222u);
+  EXPECT_EQ(env.client_cq->Poll(absl::MakeSpan(cs)), 0)
+      << "a completion went to the queue as well";
+
+  // A waiter on the queue is woken by a post that completes something.
+  env.client_cq->ArmWake();
+  std::thread poster([&] {
+    absl::SleepFor(absl::Milliseconds(20));
+    WorkRequest wr = WorkRequest::Write(4, env.client_mem.get(), 0, 8,
+                                        env.server_region(), 16);
+    EXPECT_TRUE(env.client->Post({&wr, 1}).ok());
+  });
+  const absl::Time start = absl::Now();
+  EXPECT_TRUE(env.client_cq->WaitWoken(kWait).ok());
+  poster.join();
+  EXPECT_LT(absl::Now() - start, kWait / 2);
+  ASSERT_EQ(sink.Take(absl::MakeSpan(cs)), 1);
+  EXPECT_EQ(cs[0].wr_id, 4u);
+
+  // Room: 8 signaled WRITEs fill the sink; the 9th fails and runs nothing.
+  for (uint64_t i = 0; i < 8; ++i) {
+    WorkRequest wr = WorkRequest::Write(10 + i, env.client_mem.get(), 0, 8,
+                                        env.server_region(), 64 + 8 * i);
+    RFRPC_ASSERT_OK(env.client->Post({&wr, 1}));
+  }
+  std::vector<WorkRequest> two = {
+      WorkRequest::Write(18, env.client_mem.get(), 0, 8, env.server_region(),
+                         1024),
+      WorkRequest::Write(19, env.client_mem.get(), 0, 8, env.server_region(),
+                         1032)};
+  EXPECT_EQ(env.client->Post({&two[0], 1}).code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(env.client->Post(two).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(LoadAcquire64(env.server_mem->data() + 1024), 0u);
+  EXPECT_EQ(LoadAcquire64(env.server_mem->data() + 1032), 0u);
+  EXPECT_TRUE(env.client->ok());
+  ASSERT_EQ(sink.Take(absl::MakeSpan(cs)), 8);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(cs[i].wr_id, 10u + i);
+  RFRPC_ASSERT_OK(env.client->Post(two));
+  ASSERT_EQ(sink.Take(absl::MakeSpan(cs)), 2);
+  EXPECT_EQ(LoadAcquire64(env.server_mem->data() + 1032), 111u);
+
+  // An error completes (unsignaled too) into the sink and fails the
+  // connection; later signaled posts are flushed into it.
+  RemoteRegion bad = env.server_region();
+  bad.rkey ^= 0x00a5a500u;
+  WorkRequest wr = WorkRequest::Read(20, env.client_mem.get(), 4096, 8, bad, 0);
+  wr.signaled = false;
+  RFRPC_ASSERT_OK(env.client->Post({&wr, 1}));
+  ASSERT_EQ(sink.Take(absl::MakeSpan(cs)), 1);
+  EXPECT_EQ(cs[0].wr_id, 20u);
+  EXPECT_EQ(cs[0].status, WcStatus::kRemoteAccessError);
+  EXPECT_FALSE(env.client->ok());
+  wr = WorkRequest::Write(21, env.client_mem.get(), 0, 8, env.server_region(),
+                          0);
+  EXPECT_EQ(env.client->Post({&wr, 1}).code(), absl::StatusCode::kUnavailable);
+  ASSERT_EQ(sink.Take(absl::MakeSpan(cs)), 1);
+  EXPECT_EQ(cs[0].wr_id, 21u);
+  EXPECT_EQ(cs[0].status, WcStatus::kFlushed);
+  EXPECT_EQ(env.client_cq->Poll(absl::MakeSpan(cs)), 0);
+  EXPECT_EQ(sink.dropped(), 0u);
+}
+
 // Contract 2: a WRITE's trailing 8 bytes become visible after the rest. The
 // client writes slots of varying length ending in a sequence number; the
 // server polls the trailer with acquire and checks every payload byte, then
