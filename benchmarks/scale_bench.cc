@@ -46,6 +46,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <thread>
@@ -55,6 +56,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "benchmarks/bench_util.h"
@@ -252,6 +254,25 @@ int CountFds(const std::string& pid) {
     closedir(d);
   }
   return n;
+}
+
+// What each open descriptor of `pid` names (its /proc link: a socket's
+// inode, a memfd's name, a path), one entry per descriptor.
+std::vector<std::string> FdTargets(const std::string& pid) {
+  std::vector<std::string> out;
+  const std::string dir = absl::StrCat("/proc/", pid, "/fd");
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      char buf[512];
+      const ssize_t n = readlink(absl::StrCat(dir, "/", e->d_name).c_str(), buf,
+                                 sizeof(buf) - 1);
+      out.push_back(n > 0 ? std::string(buf, static_cast<size_t>(n)) : "?");
+    }
+    closedir(d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 // Memory mappings of a process: each counts against vm.max_map_count.
@@ -491,6 +512,8 @@ int ClientMain() {
   const int spid = server.pid();
   const std::string self = std::to_string(getpid());
   const int server_fds0 = CountFds(std::to_string(spid));
+  const std::vector<std::string> server_fd_targets0 =
+      FdTargets(std::to_string(spid));
   const long server_rss0 = RssKib(spid);
   const int client_fds0 = CountFds(self);
   const int server_maps0 = CountMaps(std::to_string(spid));
@@ -672,11 +695,23 @@ int ClientMain() {
     }
     return absl::ToDoubleMilliseconds(absl::Now() - t0);
   };
+  // Names the descriptors the server holds beyond those it started with,
+  // when it did not give them all back.
+  auto name_extra_fds = [&]() {
+    const std::vector<std::string> now = FdTargets(std::to_string(spid));
+    if (now.size() <= server_fd_targets0.size()) return;
+    std::vector<std::string> extra;
+    std::set_difference(now.begin(), now.end(), server_fd_targets0.begin(),
+                        server_fd_targets0.end(), std::back_inserter(extra));
+    std::printf("# server descriptors beyond the start: %s\n",
+                absl::StrJoin(extra, ", ").c_str());
+  };
   double settled_ms = settle();
   std::printf("# after closing every channel: server fds %d (start %d, "
               "settled in %.0f ms), rss %ld KiB (start %ld)\n",
               CountFds(std::to_string(spid)), server_fds0, settled_ms,
               RssKib(spid), server_rss0);
+  name_extra_fds();
 
   if (FLAGS_cycles > 0) {
     const absl::Time t0 = absl::Now();
@@ -701,6 +736,7 @@ int ClientMain() {
                 FLAGS_cycles, FLAGS_cycles / secs, failures,
                 CountFds(std::to_string(spid)), server_fds0, settled_ms,
                 RssKib(spid), server_rss0);
+    name_extra_fds();
   }
   if (FLAGS_kills > 0) {
     const absl::Time t0 = absl::Now();
@@ -739,6 +775,7 @@ int ClientMain() {
                 FLAGS_kills, done, FLAGS_kills / secs,
                 CountFds(std::to_string(spid)), server_fds0, settled_ms,
                 RssKib(spid), server_rss0);
+    name_extra_fds();
   }
   std::fflush(stdout);
   return short_of_channels ? 2 : 0;
