@@ -57,6 +57,32 @@ std::shared_ptr<std::atomic<int64_t>> WorkerPostClock(
   return clock;
 }
 
+// Calls fn(count, total, stat) for each scalar of CallCounts: its member,
+// the ChannelCounters total it joins when the connection goes, and the
+// ChannelStats field it is read into (fetch_histogram is done apart). One
+// list, so that a count added to CallCounts cannot be left out of either.
+template <typename Fn>
+void ForEachCallCount(Fn fn) {
+  fn(&CallCounts::calls, &ChannelCounters::calls, &ChannelStats::calls);
+  fn(&CallCounts::calls_remote_fetch, &ChannelCounters::calls_remote_fetch,
+     &ChannelStats::calls_remote_fetch);
+  fn(&CallCounts::calls_server_reply, &ChannelCounters::calls_server_reply,
+     &ChannelStats::calls_server_reply);
+  fn(&CallCounts::server_time_ns, &ChannelCounters::server_time_ns,
+     &ChannelStats::server_time_ns);
+  fn(&CallCounts::fetched_call_fetches, &ChannelCounters::fetched_call_fetches,
+     &ChannelStats::fetched_call_fetches);
+  fn(&CallCounts::fetches, &ChannelCounters::fetches, &ChannelStats::fetches);
+  fn(&CallCounts::rdma_writes, &ChannelCounters::rdma_writes,
+     &ChannelStats::rdma_writes);
+  fn(&CallCounts::rdma_reads, &ChannelCounters::rdma_reads,
+     &ChannelStats::rdma_reads);
+  fn(&CallCounts::rings, &ChannelCounters::rings, &ChannelStats::rings);
+  fn(&CallCounts::notifies, &ChannelCounters::notifies, &ChannelStats::notifies);
+  fn(&CallCounts::hot_posts, &ChannelCounters::hot_posts,
+     &ChannelStats::hot_posts);
+}
+
 }  // namespace
 
 ClientConnection::ClientConnection(ChannelOptions options,
@@ -105,17 +131,9 @@ ClientConnection::~ClientConnection() {
   auto fold = [](std::atomic<uint64_t>& to, const SingleWriterCounter& from) {
     if (from.Read() != 0) to.fetch_add(from.Read(), std::memory_order_relaxed);
   };
-  fold(counters_->calls, counts_.calls);
-  fold(counters_->calls_remote_fetch, counts_.calls_remote_fetch);
-  fold(counters_->calls_server_reply, counts_.calls_server_reply);
-  fold(counters_->server_time_ns, counts_.server_time_ns);
-  fold(counters_->fetched_call_fetches, counts_.fetched_call_fetches);
-  fold(counters_->fetches, counts_.fetches);
-  fold(counters_->rdma_writes, counts_.rdma_writes);
-  fold(counters_->rdma_reads, counts_.rdma_reads);
-  fold(counters_->rings, counts_.rings);
-  fold(counters_->notifies, counts_.notifies);
-  fold(counters_->hot_posts, counts_.hot_posts);
+  ForEachCallCount([&](auto count, auto total, auto /*stat*/) {
+    fold(counters_->*total, counts_.*count);
+  });
   for (int i = 0; i < 16; ++i) {
     fold(counters_->fetch_histogram[i], counts_.fetch_histogram[i]);
   }
@@ -124,17 +142,9 @@ ClientConnection::~ClientConnection() {
 }
 
 void ClientConnection::AddCallCounts(ChannelStats* to) const {
-  to->calls += counts_.calls.Read();
-  to->calls_remote_fetch += counts_.calls_remote_fetch.Read();
-  to->calls_server_reply += counts_.calls_server_reply.Read();
-  to->server_time_ns += counts_.server_time_ns.Read();
-  to->fetched_call_fetches += counts_.fetched_call_fetches.Read();
-  to->fetches += counts_.fetches.Read();
-  to->rdma_writes += counts_.rdma_writes.Read();
-  to->rdma_reads += counts_.rdma_reads.Read();
-  to->rings += counts_.rings.Read();
-  to->notifies += counts_.notifies.Read();
-  to->hot_posts += counts_.hot_posts.Read();
+  ForEachCallCount([&](auto count, auto /*total*/, auto stat) {
+    to->*stat += (counts_.*count).Read();
+  });
   for (int i = 0; i < 16; ++i) {
     to->fetch_histogram[i] += counts_.fetch_histogram[i].Read();
   }
