@@ -245,17 +245,6 @@ class ServerProcess {
   std::string address_;
 };
 
-int CountFds(const std::string& pid) {
-  int n = 0;
-  if (DIR* d = opendir(absl::StrCat("/proc/", pid, "/fd").c_str())) {
-    while (dirent* e = readdir(d)) {
-      if (e->d_name[0] != '.') ++n;
-    }
-    closedir(d);
-  }
-  return n;
-}
-
 // What each open descriptor of `pid` names (its /proc link: a socket's
 // inode, a memfd's name, a path), one entry per descriptor.
 std::vector<std::string> FdTargets(const std::string& pid) {
@@ -273,6 +262,10 @@ std::vector<std::string> FdTargets(const std::string& pid) {
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+int CountFds(const std::string& pid) {
+  return static_cast<int>(FdTargets(pid).size());
 }
 
 // Memory mappings of a process: each counts against vm.max_map_count.
