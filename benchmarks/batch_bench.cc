@@ -8,7 +8,9 @@
 //   * fixed batch sizes N = 2..96 for rf and server_reply: throughput, avg,
 //     p50, p95 and p99 latency, calls per batch;
 //   * auto mode at several latency limits l_limit: the achieved p95 against
-//     l_limit, and the sizer's final size;
+//     l_limit, the sizer's final size, and the N it ran at while measured
+//     (min/mean/max at the driver's ticks, and its changes: a final N equal
+//     to a fixed N does not mean the point ran at that N);
 //   * for every point, the calls that waited behind max_outstanding or for a
 //     free slot (column queued);
 //   * adaptive mode.
@@ -191,6 +193,12 @@ struct Point {
   double ops = 0, avg = 0, p50 = 0, p95 = 0, p99 = 0;
   double calls_per_batch = 0;
   int final_batch_size = 0;
+  // N at the driver's ticks (about every millisecond) of the measured span,
+  // every thread's channel: the final N alone says nothing of the N an
+  // auto point ran at (its sizer may have moved it and come back). For
+  // fixed and adaptive points, N; unbatched, 1.
+  int n_min = 0, n_max = 0;
+  double n_mean = 0;
   uint64_t adjustments = 0, calls = 0, failed = 0;
   uint64_t queued = 0;  // Calls that waited behind max_outstanding.
   // What the client's transport posted per call over the measured span
@@ -461,10 +469,23 @@ Point Run(const std::string& address, const Config& cfg) {
     }
   }
   const absl::Time t_origin = absl::Now();
+  // N seen at the measured span's ticks (Point::n_min, n_mean, n_max).
+  int n_min = std::numeric_limits<int>::max(), n_max = 0;
+  double n_sum = 0;
+  uint64_t n_ticks = 0;
   auto drive = [&](absl::Duration d, const char* phase) {
     const absl::Time end = absl::Now() + d;
     while (absl::Now() < end) {
       for (int t = 0; t < FLAGS_threads; ++t) {
+        if (measure.load(std::memory_order_relaxed)) {
+          const int n = cfg.batch == BatchMode::kOff
+                            ? 1
+                            : std::max(1, channels[t]->batch_size());
+          n_min = std::min(n_min, n);
+          n_max = std::max(n_max, n);
+          n_sum += n;
+          ++n_ticks;
+        }
         const int target = target_of(channels[t].get());
         clients[t]->set_target(target);
         if (!clients[t]->threaded()) clients[t]->FillTo(target);
@@ -538,6 +559,11 @@ Point Run(const std::string& address, const Config& cfg) {
     p.wqes_per_call = static_cast<double>(wqes) / finished;
   }
   if (cfg.batch == BatchMode::kOff) p.final_batch_size = 1;
+  if (n_ticks > 0) {
+    p.n_min = n_min;
+    p.n_max = n_max;
+    p.n_mean = n_sum / n_ticks;
+  }
   p.loadavg = bench::LoadAverage1();
   return p;
 }
@@ -562,6 +588,11 @@ Config AutoConfig(const std::string& rule, int limit_us) {
   return c;
 }
 
+// "min/mean/max" of the N a point ran at (Point::n_min...).
+std::string NRange(const Point& p) {
+  return absl::StrFormat("%d/%.1f/%d", p.n_min, p.n_mean, p.n_max);
+}
+
 void Print(const Config& c, const Point& p) {
   const std::string mode(RpcModeName(c.mode));
   const std::string batch =
@@ -569,7 +600,7 @@ void Print(const Config& c, const Point& p) {
   if (FLAGS_csv) {
     std::printf(
         "%s,%s,%s,%d,%d,%d,%d,%.0f,%.2f,%.2f,%.2f,%.2f,%.2f,%d,%llu,%llu,%llu,"
-        "%.2f,%llu,%.3f,%.3f\n",
+        "%.2f,%llu,%.3f,%.3f,%d,%.2f,%d\n",
         FLAGS_provider.c_str(), mode.c_str(), batch.c_str(), c.batch_size,
         c.limit_us, FLAGS_threads, FLAGS_size, p.ops, p.avg, p.p50, p.p95,
         p.p99, p.calls_per_batch, p.final_batch_size,
@@ -577,16 +608,17 @@ void Print(const Config& c, const Point& p) {
         static_cast<unsigned long long>(p.calls),
         static_cast<unsigned long long>(p.failed), p.loadavg,
         static_cast<unsigned long long>(p.queued), p.doorbells_per_call,
-        p.wqes_per_call);
+        p.wqes_per_call, p.n_min, p.n_mean, p.n_max);
   } else {
     std::printf(
         "%-8s %-12s %-10s %5d %6d %12.0f %8.2f %8.2f %8.2f %8.2f %7.2f %6d "
-        "%5llu %5.2f %8llu %7.3f %8.3f\n",
+        "%5llu %5.2f %8llu %7.3f %8.3f %14s %5llu\n",
         FLAGS_provider.c_str(), mode.c_str(), batch.c_str(), c.batch_size,
         c.limit_us, p.ops, p.avg, p.p50, p.p95, p.p99, p.calls_per_batch,
         p.final_batch_size, static_cast<unsigned long long>(p.failed),
         p.loadavg, static_cast<unsigned long long>(p.queued),
-        p.doorbells_per_call, p.wqes_per_call);
+        p.doorbells_per_call, p.wqes_per_call, NRange(p).c_str(),
+        static_cast<unsigned long long>(p.adjustments));
   }
   std::fflush(stdout);
 }
@@ -967,14 +999,14 @@ int Main() {
         "provider,mode,batch,batch_size,limit_us,threads,size,ops_per_s,avg_us,"
         "p50_us,p95_us,p99_us,calls_per_batch,final_batch_size,"
         "sizer_adjustments,calls,failed,loadavg,queued,doorbells_per_call,"
-        "wqes_per_call\n");
+        "wqes_per_call,n_min,n_mean,n_max\n");
   } else {
     std::printf(
         "%-8s %-12s %-10s %5s %6s %12s %8s %8s %8s %8s %7s %6s %5s %5s %8s "
-        "%7s %8s\n",
+        "%7s %8s %14s %5s\n",
         "provider", "mode", "batch", "N", "l_us", "ops/s", "avg_us", "p50_us",
         "p95_us", "p99_us", "c/batch", "N_end", "fail", "load", "queued",
-        "db/call", "wqe/call");
+        "db/call", "wqe/call", "N_min/avg/max", "adj");
   }
 
   std::map<std::string, Point> off;                    // mode ->
@@ -1040,6 +1072,9 @@ int Main() {
     cf.batch = BatchMode::kFixed;
     cf.batch_size = best_n;
     std::vector<double> a_ops, a_p95, f_ops, f_p95;
+    // Auto's N over each round's measured span, and the sizer's changes in
+    // it: equal final N is not equal N.
+    std::string a_n;
     for (int r = 0; r < FLAGS_final_rounds; ++r) {
       // Alternate which goes first, so an order effect does not always
       // fall on the same side.
@@ -1053,6 +1088,9 @@ int Main() {
       }
       a_ops.push_back(pa.ops);
       a_p95.push_back(pa.p95);
+      absl::StrAppendFormat(&a_n, "%s%s (%llu)", a_n.empty() ? "" : " ",
+                            NRange(pa),
+                            static_cast<unsigned long long>(pa.adjustments));
       f_ops.push_back(pf.ops);
       f_p95.push_back(pf.p95);
     }
@@ -1067,11 +1105,12 @@ int Main() {
                  fm = bench::Median(f_ops);
     verdicts[key] = absl::StrFormat(
         "# auto%s l_limit=%dus vs fixed N=%d, %d alternating rounds: auto "
-        "M ops/s [%s] p95 us [%s]; fixed M ops/s [%s] p95 us [%s]; medians: "
-        "auto p95 %.1fus (%s), auto/fixed %.0f%% (target >= 90%%: %s)%s\n",
+        "M ops/s [%s] p95 us [%s] N min/avg/max (changes) [%s]; fixed M "
+        "ops/s [%s] p95 us [%s]; medians: auto p95 %.1fus (%s), auto/fixed "
+        "%.0f%% (target >= 90%%: %s)%s\n",
         rule == "paper" ? "-paper" : "", l, best_n, FLAGS_final_rounds,
-        list(a_ops, 1e-6), list(a_p95, 1), list(f_ops, 1e-6), list(f_p95, 1),
-        ap, ap <= l ? "<= l_limit" : "ABOVE l_limit",
+        list(a_ops, 1e-6), list(a_p95, 1), a_n, list(f_ops, 1e-6),
+        list(f_p95, 1), ap, ap <= l ? "<= l_limit" : "ABOVE l_limit",
         fm > 0 ? 100 * am / fm : 0, fm > 0 && am >= 0.9 * fm ? "met" : "MISSED",
         bench::Median(f_p95) > l
             ? absl::StrFormat("; NOTE fixed N=%d's median p95 %.1fus is above "
@@ -1099,12 +1138,13 @@ int Main() {
     double best;
     const int best_n = best_fixed(l, &best);
     std::printf(
-        "# auto%s l_limit=%dus (sweep): p95 %.1fus (%s), final N=%d, %.0f "
-        "ops/s; best fixed rf meeting p95<=%dus: %s -> %.0f%% (target >= "
-        "90%%: %s)\n",
+        "# auto%s l_limit=%dus (sweep): p95 %.1fus (%s), final N=%d (N "
+        "min/avg/max %s, %llu changes while measured), %.0f ops/s; best fixed "
+        "rf meeting p95<=%dus: %s -> %.0f%% (target >= 90%%: %s)\n",
         rule == "paper" ? "-paper" : "", l, a.p95,
-        a.p95 <= l ? "<= l_limit" : "ABOVE l_limit", a.final_batch_size, a.ops,
-        l,
+        a.p95 <= l ? "<= l_limit" : "ABOVE l_limit", a.final_batch_size,
+        NRange(a).c_str(), static_cast<unsigned long long>(a.adjustments),
+        a.ops, l,
         best_n ? absl::StrFormat("N=%d %.0f ops/s", best_n, best).c_str()
                : "none",
         best > 0 ? 100 * a.ops / best : 0,
