@@ -21,6 +21,14 @@
 //               calls/s, p50, p99;
 //   round_robin one thread calling each of the M channels in turn;
 //   shared      --threads threads, thread t calling channels t, t + T, ...
+//   paired      round robin over the M channels against one channel to a
+//               second server (the reference, started for this phase), in
+//               alternating blocks of --block_ms: the round-robin target's
+//               ratio (M against one connection) measured in one run, each
+//               block pair under the same host conditions. On this VM a
+//               cross-core transfer moves between ~100 and ~500 ns with
+//               the host's placement of the vCPUs, so separate phases
+//               seconds apart differ by +-30% on their own.
 //
 // then the ratios the issue's targets are stated in (against the first M).
 // --cycles=N then opens and closes a channel N times (clean closes), and
@@ -79,9 +87,13 @@ DEFINE_string(ms, "1,8,16,128,1024,4096",
 DEFINE_double(seconds, 1.0, "Measured seconds per load point.");
 DEFINE_double(idle_seconds, 1.0, "Idle span over which server CPU is read.");
 DEFINE_int32(threads, 8, "Client threads of the shared-connections point.");
-DEFINE_string(phases, "one,rr,shared",
+DEFINE_string(phases, "one,rr,shared,paired",
               "Load points to run per M: one (1 active, M - 1 idle), rr (round "
-              "robin over all M from one thread), shared (--threads threads).");
+              "robin over all M from one thread), shared (--threads threads), "
+              "paired (rr interleaved with one channel to a second server).");
+DEFINE_int32(block_ms, 50,
+             "paired: the length of each block; the first 2 ms of a block "
+             "are not counted (the idle server's worker wakes up then).");
 DEFINE_int32(slots, 0, "Slots per connection; 0 keeps the library default.");
 DEFINE_int32(cycles, 0, "Connect/close cycles after the sweep.");
 DEFINE_int32(kills, 0, "Client processes SIGKILLed after connecting.");
@@ -169,7 +181,9 @@ int ServerMain() {
 // The server child and what /proc says about it.
 class ServerProcess {
  public:
-  bool Start() {
+  // `address`: the server's listen address (an empty one: the provider
+  // picks one).
+  bool Start(const std::string& address) {
     int in[2], out[2];
     if (pipe(in) != 0 || pipe(out) != 0) return false;
     // This binary's path, read before the fork: exec'ing "/proc/self/exe"
@@ -188,7 +202,7 @@ class ServerProcess {
       std::vector<std::string> args = {
           exe, "--role=server",
           absl::StrCat("--provider=", FLAGS_provider),
-          absl::StrCat("--address=", FLAGS_address),
+          absl::StrCat("--address=", address),
           absl::StrCat("--workers=", FLAGS_workers),
           absl::StrCat("--max_connections=", FLAGS_max_connections),
           absl::StrCat("--pin=", FLAGS_pin ? "true" : "false"),
@@ -418,6 +432,94 @@ LoadResult RunLoad(const std::vector<std::unique_ptr<ping::Ping::Stub>>& stubs,
   return r;
 }
 
+// The paired phase: both sides' calls/s and latencies over the counted
+// part of their blocks, and the per-block-pair ratios (round robin over
+// the block's calls/s against the reference's in the block after it).
+struct PairedResult {
+  LoadResult rr, ref;
+  double ratio_median = 0, ratio_min = 0, ratio_max = 0;
+  int pairs = 0;
+};
+
+// Sync Pings for about 2 * FLAGS_seconds from one thread: round robin over
+// `channels` of the server under test, then `ref` alone, in blocks of
+// --block_ms.
+PairedResult RunPaired(
+    const std::vector<std::unique_ptr<ping::Ping::Stub>>& stubs,
+    size_t channels, ping::Ping::Stub* ref) {
+  const bench::TickClock& ticks = bench::ProcessTicks();
+  if (FLAGS_pin) bench::PinSelf(1);
+  const uint64_t block_ns = uint64_t{1000000} * FLAGS_block_ms;
+  const uint64_t skip_ns = 2000000;
+  struct Side {
+    std::vector<double> lat;
+    uint64_t calls = 0, ns = 0, failed = 0;
+  } rr, rf;
+  rr.lat.reserve(1 << 20);
+  rf.lat.reserve(1 << 20);
+  std::vector<double> ratios;
+  ping::Empty req, resp;
+  size_t i = 0;
+  // One block on `side`: returns its counted calls per second.
+  auto block = [&](Side* side, bool round_robin) {
+    const uint64_t b0 = ticks.Now();
+    uint64_t counted = 0, c0 = 0;
+    bool counting = false;
+    uint64_t now = b0;
+    while (ticks.NsBetween(b0, now) < block_ns) {
+      ping::Ping::Stub* stub = round_robin ? stubs[i].get() : ref;
+      const uint64_t t0 = now;
+      absl::Status st = stub->Ping(nullptr, req, &resp);
+      now = ticks.Now();
+      if (round_robin && ++i >= channels) i = 0;
+      if (!counting && ticks.NsBetween(b0, t0) >= skip_ns) {
+        counting = true;
+        c0 = t0;
+      }
+      if (!counting) continue;
+      if (!st.ok()) {
+        if (side->failed++ < 3) {
+          std::fprintf(stderr, "scale_bench: paired call: %s\n",
+                       st.ToString().c_str());
+        }
+      } else if (side->lat.size() < (1u << 22)) {
+        side->lat.push_back(ticks.NsBetween(t0, now) / 1000.0);
+      }
+      ++counted;
+    }
+    const uint64_t ns = counting ? ticks.NsBetween(c0, now) : 0;
+    side->calls += counted;
+    side->ns += ns;
+    return ns > 0 ? counted * 1e9 / ns : 0.0;
+  };
+  const absl::Time end = absl::Now() + absl::Seconds(2 * FLAGS_seconds);
+  while (absl::Now() < end) {
+    const double a = block(&rr, /*round_robin=*/true);
+    const double b = block(&rf, /*round_robin=*/false);
+    if (a > 0 && b > 0) ratios.push_back(a / b);
+  }
+  auto result = [](Side* side) {
+    std::sort(side->lat.begin(), side->lat.end());
+    LoadResult r;
+    r.calls_per_s = side->ns > 0 ? side->calls * 1e9 / side->ns : 0;
+    r.p50_us = bench::Quantile(side->lat, 0.5);
+    r.p99_us = bench::Quantile(side->lat, 0.99);
+    r.failed = side->failed;
+    return r;
+  };
+  PairedResult p;
+  p.rr = result(&rr);
+  p.ref = result(&rf);
+  p.pairs = static_cast<int>(ratios.size());
+  if (!ratios.empty()) {
+    std::sort(ratios.begin(), ratios.end());
+    p.ratio_median = bench::Quantile(ratios, 0.5);
+    p.ratio_min = ratios.front();
+    p.ratio_max = ratios.back();
+  }
+  return p;
+}
+
 struct Point {
   int m = 0;
   double connects_per_s = 0;
@@ -429,6 +531,7 @@ struct Point {
   double floor_us = 0;  // --floor: a bare futex wake after as long idle.
 
   LoadResult one, rr, shared;
+  PairedResult paired;
 };
 
 // Flags that cannot make a run, each with its reason; OK otherwise.
@@ -444,13 +547,20 @@ absl::Status CheckFlags() {
   }
   if (bench::ParseList(FLAGS_phases).empty()) {
     return absl::InvalidArgumentError(
-        "--phases is empty: nothing to run (one, rr, shared)");
+        "--phases is empty: nothing to run (one, rr, shared, paired)");
   }
   for (const std::string& phase : bench::ParseList(FLAGS_phases)) {
-    if (phase != "one" && phase != "rr" && phase != "shared") {
+    if (phase != "one" && phase != "rr" && phase != "shared" &&
+        phase != "paired") {
       return absl::InvalidArgumentError(absl::StrCat(
-          "--phases: unknown phase \"", phase, "\" (one, rr, shared)"));
+          "--phases: unknown phase \"", phase,
+          "\" (one, rr, shared, paired)"));
     }
+  }
+  if (FLAGS_block_ms < 5 || FLAGS_block_ms > 10000) {
+    return absl::InvalidArgumentError(
+        "--block_ms must be in [5, 10000] (the first 2 ms of a block are "
+        "not counted)");
   }
   if (FLAGS_threads < 1) {
     return absl::InvalidArgumentError("--threads must be >= 1");
@@ -498,11 +608,36 @@ int ClientMain() {
     }
   }
   ServerProcess server;
-  if (!server.Start()) {
+  if (!server.Start(FLAGS_address)) {
     std::fprintf(stderr, "scale_bench: the server did not start\n");
     return 1;
   }
   const int spid = server.pid();
+  // The paired phase's reference: a second server with one channel, started
+  // before the descriptors and maps are counted (they are the same for
+  // every M).
+  ServerProcess ref_server;
+  std::unique_ptr<Channel> ref_channel;
+  std::unique_ptr<ping::Ping::Stub> ref_stub;
+  if (absl::StrContains("," + FLAGS_phases + ",", ",paired,")) {
+    // Beside a given shm path; ip:0 (verbs) takes another port.
+    const std::string ref_address =
+        FLAGS_address.empty() || absl::StrContains(FLAGS_address, ':')
+            ? FLAGS_address
+            : FLAGS_address + ".ref";
+    if (!ref_server.Start(ref_address)) {
+      std::fprintf(stderr, "scale_bench: the reference server did not start\n");
+      return 1;
+    }
+    auto ch = Channel::Create(ref_server.address(), ClientOptions());
+    if (!ch.ok()) {
+      std::fprintf(stderr, "scale_bench: reference channel: %s\n",
+                   ch.status().ToString().c_str());
+      return 1;
+    }
+    ref_channel = std::move(*ch);
+    ref_stub = std::make_unique<ping::Ping::Stub>(ref_channel.get());
+  }
   const std::string self = std::to_string(getpid());
   const int server_fds0 = CountFds(std::to_string(spid));
   const std::vector<std::string> server_fd_targets0 =
@@ -522,7 +657,10 @@ int ClientMain() {
                 "server_rss_kib_per_conn,idle_core_share,first_call_us,"
                 "floor_us,one_calls_per_s,one_p50_us,one_p99_us,rr_calls_per_s,rr_p50_us,"
                 "shared_calls_per_s,shared_p50_us,failed,loadavg,"
-                "server_maps_per_conn,client_maps_per_conn\n");
+                "server_maps_per_conn,client_maps_per_conn,"
+                "paired_rr_calls_per_s,paired_ref_calls_per_s,"
+                "paired_ratio_median,paired_ratio_min,paired_ratio_max,"
+                "paired_blocks\n");
   }
   std::fflush(stdout);
 
@@ -591,8 +729,12 @@ int ClientMain() {
     if (phases.find(",shared,") != std::string::npos) {
       p.shared = RunLoad(stubs, channels.size(), FLAGS_threads);
     }
+    if (phases.find(",paired,") != std::string::npos) {
+      p.paired = RunPaired(stubs, channels.size(), ref_stub.get());
+    }
     points.push_back(p);
-    const uint64_t failed = p.one.failed + p.rr.failed + p.shared.failed;
+    const uint64_t failed = p.one.failed + p.rr.failed + p.shared.failed +
+                            p.paired.rr.failed + p.paired.ref.failed;
     {
       // How calls found the worker: doorbell rings, re-rings of unanswered
       // calls (a lost doorbell: should stay 0), notifies, hot posts, and
@@ -618,14 +760,18 @@ int ClientMain() {
     }
     if (FLAGS_csv) {
       std::printf("%d,%.0f,%.2f,%.2f,%.1f,%.4f,%.1f,%.1f,%.0f,%.2f,%.2f,%.0f,"
-                  "%.2f,%.0f,%.2f,%llu,%.2f,%.2f,%.2f\n",
+                  "%.2f,%.0f,%.2f,%llu,%.2f,%.2f,%.2f,%.0f,%.0f,%.3f,%.3f,"
+                  "%.3f,%d\n",
                   m, p.connects_per_s, p.server_fds_per_conn,
                   p.client_fds_per_conn, p.server_rss_kib_per_conn,
                   p.idle_core_share, p.first_call_us, p.floor_us,
                   p.one.calls_per_s, p.one.p50_us, p.one.p99_us, p.rr.calls_per_s, p.rr.p50_us,
                   p.shared.calls_per_s, p.shared.p50_us,
                   static_cast<unsigned long long>(failed), bench::LoadAverage1(),
-                  p.server_maps_per_conn, p.client_maps_per_conn);
+                  p.server_maps_per_conn, p.client_maps_per_conn,
+                  p.paired.rr.calls_per_s, p.paired.ref.calls_per_s,
+                  p.paired.ratio_median, p.paired.ratio_min,
+                  p.paired.ratio_max, p.paired.pairs);
     } else {
       std::printf(
           "M=%-6d connect %7.0f/s  fds/conn server %.2f client %.2f  maps/conn "
@@ -641,6 +787,16 @@ int ClientMain() {
           p.rr.p50_us, p.rr.p99_us, FLAGS_threads, p.shared.calls_per_s,
           p.shared.p50_us, p.shared.p99_us,
           static_cast<unsigned long long>(failed), bench::LoadAverage1());
+      if (p.paired.pairs > 0) {
+        std::printf(
+            "         paired: round robin %9.0f calls/s p50 %6.2f | one "
+            "connection to a second server %9.0f calls/s p50 %6.2f | ratio "
+            "median %.2f (%d block pairs of %d ms, min %.2f max %.2f)\n",
+            p.paired.rr.calls_per_s, p.paired.rr.p50_us,
+            p.paired.ref.calls_per_s, p.paired.ref.p50_us,
+            p.paired.ratio_median, p.paired.pairs, FLAGS_block_ms,
+            p.paired.ratio_min, p.paired.ratio_max);
+      }
     }
     std::fflush(stdout);
   }
@@ -661,6 +817,14 @@ int ClientMain() {
           p.m, ratio(p.one.p50_us, base.one.p50_us).c_str(),
           ratio(p.rr.calls_per_s, base.rr.calls_per_s).c_str(),
           100 * p.idle_core_share, p.first_call_us, p.floor_us);
+      if (p.paired.pairs > 0) {
+        std::printf(
+            "#   M=%-6d paired round robin against one connection, same "
+            "run: median %.2f (min %.2f, max %.2f over %d block pairs; "
+            "target >= 0.70)\n",
+            p.m, p.paired.ratio_median, p.paired.ratio_min,
+            p.paired.ratio_max, p.paired.pairs);
+      }
     }
     // The shared-connections target compares M = 8 (one per thread) with
     // the largest M.
