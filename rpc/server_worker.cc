@@ -814,7 +814,9 @@ void ServerWorker::NoteStall(absl::string_view method, const char* what,
       << "rfrpc server: worker " << index_ << " ran the " << what << " "
       << method << " for " << absl::StrFormat("%.1f", ns / 1e6)
       << " ms; the worker's " << (conns_.empty() ? 0 : conns_.size() - 1)
-      << " other connection(s) could not be served meanwhile. A handler that "
+      << " other connection(s) could not be served meanwhile. The time is "
+         "wall-clock: a worker the OS took its CPU from (another busy thread "
+         "on that CPU) shows here too. A handler that "
          "blocks belongs off the worker: option (rfrpc.handler) = "
          "HANDLER_BLOCKING in the .proto (or Service::SetBlocking), or "
          "HANDLER_ASYNC finishing from another thread. Said once per method "
