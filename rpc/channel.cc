@@ -324,8 +324,13 @@ class ChannelImpl final : public Channel,
       // Started with the first async call: a channel used only for sync
       // calls (its callers drive their own connections) never has one, so a
       // process may hold thousands of channels without thousands of threads.
-      std::call_once(driver_started_,
-                     [this] { driver_ = std::thread([this] { DriverLoop(); }); });
+      // The flag first: std::call_once costs a pthread_once call every time.
+      if (!driver_running_.load(std::memory_order_acquire)) {
+        std::call_once(driver_started_, [this] {
+          driver_ = std::thread([this] { DriverLoop(); });
+          driver_running_.store(true, std::memory_order_release);
+        });
+      }
       WakeDriver();
     }
     for (const PendingCall* c : finished_here) CountFinished(*c);
@@ -954,6 +959,9 @@ class ChannelImpl final : public Channel,
   // CallAsyncs past Prepare and not yet returned (see the destructor).
   std::atomic<int> async_entries_{0};
   std::once_flag driver_started_;
+  // Set (release) once driver_ runs, inside the call_once: true means no
+  // CallAsync needs to ask driver_started_ again.
+  std::atomic<bool> driver_running_{false};
   std::thread driver_;
   // DriverLoop's snapshot of the connections; only the driver touches it.
   // A member so that a channel destroyed by one of its callbacks (on the
