@@ -554,7 +554,7 @@ absl::Status ClientConnection::AddToBatchLocked(
     FlushIfIdleLocked(slot.calls.size() == 1 ? slot.first_ns : 0);
   }
   // Adding a call abandons no slot: the count of the last scan still holds.
-  UpdateNeedsDriver(/*rescan=*/false);
+  StoreNeedsDriver();
   // The call belongs to the batch now, whatever the flush did: if the
   // connection failed, Progress fails the call (exactly once) from the slot.
   // Returning an error here would make the caller finish it a second time.
@@ -869,12 +869,6 @@ void ClientConnection::UpdateNeedsDriver(bool rescan) {
   }
   abandoned_slots_ = abandoned;
   StoreNeedsDriver();
-}
-
-void ClientConnection::StoreNeedsDriver() {
-  needs_driver_.store(async_slots_ + static_cast<int>(queued_.size()) +
-                          abandoned_slots_ + (open_ >= 0 ? 1 : 0),
-                      std::memory_order_release);
 }
 
 void ClientConnection::FinishCall(PendingCall* call, absl::Status status,

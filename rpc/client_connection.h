@@ -490,7 +490,14 @@ class alignas(64) ClientConnection {
   // Recomputes needs_driver_; `rescan` false reuses the abandoned-slot
   // count of the last scan (for changes that abandon no slot).
   void UpdateNeedsDriver(bool rescan = true) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void StoreNeedsDriver() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Inline: every call that joins a batch stores it.
+  void StoreNeedsDriver() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    // Only "> 0" is read (NeedsDriver): one for a non-empty queue, not its
+    // size, which std::deque computes from four pointers.
+    needs_driver_.store(async_slots_ + (queued_.empty() ? 0 : 1) +
+                            abandoned_slots_ + (open_ >= 0 ? 1 : 0),
+                        std::memory_order_release);
+  }
   bool Abandoned(const Slot& slot) const {
     return slot.batch ? slot.live_calls == 0 : slot.call == nullptr;
   }
