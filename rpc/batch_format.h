@@ -78,29 +78,37 @@ constexpr size_t EntryBytes(size_t payload) {
   return kEntryHeaderBytes + Align8(payload);
 }
 
+namespace batch_internal {
+
+// Zeroes the padding after the `size` payload bytes at `payload`, keeping
+// the payload: the low (first, little-endian) size % 8 bytes of the last
+// word are kept, which the entry's Align8 footprint holds whole. A masked
+// 8-byte store, not a memset call of 1-7 bytes: it runs once per call.
+inline void ZeroPadding(char* payload, uint32_t size) {
+  if ((size & 7) == 0) return;
+  char* last = payload + (size & ~uint32_t{7});
+  uint64_t w;
+  std::memcpy(&w, last, 8);
+  w &= (uint64_t{1} << (8 * (size & 7))) - 1;
+  std::memcpy(last, &w, 8);
+}
+
+}  // namespace batch_internal
+
 // Writes an entry header at `p` (the payload follows it) and zeroes the
 // padding after `size` payload bytes. Returns EntryBytes(size). Inline, as
 // are the readers below: they run once per call on both sides.
 inline size_t PutBatchEntry(char* p, uint32_t size, uint32_t method_id) {
   const BatchEntryHeader h{size, method_id};
   std::memcpy(p, &h, sizeof(h));
-  const size_t pad = Align8(size) - size;
-  if (pad > 0) std::memset(p + kEntryHeaderBytes + size, 0, pad);
+  batch_internal::ZeroPadding(p + kEntryHeaderBytes, size);
   return EntryBytes(size);
 }
 
 inline size_t PutResultEntry(char* p, uint32_t size, uint16_t status_code) {
   const ResultEntryHeader h{size, status_code, 0};
   std::memcpy(p, &h, sizeof(h));
-  if ((size & 7) != 0) {
-    // Zero the padding: keep the low (first, little-endian) size % 8 bytes
-    // of the last word, which the entry's Align8 footprint holds whole.
-    char* last = p + kEntryHeaderBytes + (size & ~uint32_t{7});
-    uint64_t w;
-    std::memcpy(&w, last, 8);
-    w &= (uint64_t{1} << (8 * (size & 7))) - 1;
-    std::memcpy(last, &w, 8);
-  }
+  batch_internal::ZeroPadding(p + kEntryHeaderBytes, size);
   return EntryBytes(size);
 }
 

@@ -111,6 +111,23 @@ TEST(BatchFormatTest, PaddingIsZeroed) {
   EXPECT_EQ(e.substr(11), std::string(5, '\0'));
 }
 
+TEST(BatchFormatTest, RequestEntryPaddingIsZeroedAndPayloadKept) {
+  for (uint32_t size = 0; size <= 17; ++size) {
+    // Stale bytes everywhere, as a reused staging buffer holds.
+    std::string e(EntryBytes(size) + 8, '\xab');
+    for (uint32_t i = 0; i < size; ++i) e[8 + i] = static_cast<char>('a' + i);
+    EXPECT_EQ(PutBatchEntry(&e[0], size, 9), EntryBytes(size));
+    for (uint32_t i = 0; i < size; ++i) {
+      EXPECT_EQ(e[8 + i], static_cast<char>('a' + i)) << "size " << size;
+    }
+    for (size_t i = 8 + size; i < EntryBytes(size); ++i) {
+      EXPECT_EQ(e[i], '\0') << "size " << size << ", padding byte " << i;
+    }
+    // Nothing past the entry is touched.
+    EXPECT_EQ(e[EntryBytes(size)], '\xab') << "size " << size;
+  }
+}
+
 TEST(BatchFormatTest, EntrySizeOverrunIsAnError) {
   std::string b = Batch({{1, "abcd"}});
   uint32_t huge = 1000;
