@@ -346,10 +346,12 @@ absl::Status ClientConnection::Enqueue(PendingCall* call) {
 }
 
 bool ClientConnection::SendAloneLocked(const PendingCall* call, size_t size) {
-  if (!batcher_.MayGoAlone(
-          call->sync, open_ >= 0,
-          /*room=*/outstanding_ < max_outstanding_ &&
-              wire::EntryBytes(size) <= layout_.RequestPayloadCapacity())) {
+  if (!batcher_.MayGoAlone(call->sync, open_ >= 0,
+                           [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                             return outstanding_ < max_outstanding_ &&
+                                    wire::EntryBytes(size) <=
+                                        layout_.RequestPayloadCapacity();
+                           })) {
     return false;  // AddToBatchLocked takes it (or reports why not).
   }
   int64_t now = 0;

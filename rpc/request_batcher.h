@@ -100,11 +100,13 @@ class RequestBatcher {
   // request it is, because the idle flush would send that batch of one at
   // once (nothing to share framing with). Never in adaptive mode, whose
   // slots carry batches only (entries may be in the server's slot before
-  // the batch is complete). `room`: the call fits a plain request and the
-  // pipeline has room; the connection checks those. Then Idle decides, as
-  // for a batch of one being opened.
-  bool MayGoAlone(bool sync, bool batch_open, bool room) const {
-    return sync && !batch_open && room && mode_ != BatchMode::kAdaptive;
+  // the batch is complete). `room()`: whether the call fits a plain request
+  // and the pipeline has room; the connection checks those, asked last, so
+  // an async call (every call of a pipelined client) pays nothing for it.
+  // Then Idle decides, as for a batch of one being opened.
+  template <typename Room>
+  bool MayGoAlone(bool sync, bool batch_open, Room room) const {
+    return sync && !batch_open && mode_ != BatchMode::kAdaptive && room();
   }
 
   // The idle flush (FlushPolicy::WhenIdle): whether an open batch of

@@ -128,13 +128,20 @@ TEST(RequestBatcherTest, BytesFlushFirstPastLOrTheSlot) {
 
 TEST(RequestBatcherTest, ALoneSyncCallGoesPlainOutsideAdaptive) {
   RequestBatcher f(Fixed(16));
-  EXPECT_TRUE(f.MayGoAlone(/*sync=*/true, /*batch_open=*/false, /*room=*/true));
-  EXPECT_FALSE(f.MayGoAlone(false, false, true));
-  EXPECT_FALSE(f.MayGoAlone(true, true, true));
-  EXPECT_FALSE(f.MayGoAlone(true, false, false));
+  const auto room = [] { return true; };
+  const auto no_room = [] { return false; };
+  EXPECT_TRUE(f.MayGoAlone(/*sync=*/true, /*batch_open=*/false, room));
+  EXPECT_FALSE(f.MayGoAlone(false, false, room));
+  EXPECT_FALSE(f.MayGoAlone(true, true, room));
+  EXPECT_FALSE(f.MayGoAlone(true, false, no_room));
+  // Room is not asked of an async call.
+  EXPECT_FALSE(f.MayGoAlone(false, false, [] {
+    ADD_FAILURE() << "room asked of an async call";
+    return true;
+  }));
   BatchingOptions o = Fixed(16);
   o.mode = BatchMode::kAdaptive;
-  EXPECT_FALSE(RequestBatcher(o).MayGoAlone(true, false, true));
+  EXPECT_FALSE(RequestBatcher(o).MayGoAlone(true, false, room));
 
   EXPECT_TRUE(f.SendsPlain(1, /*live=*/true));
   EXPECT_FALSE(f.SendsPlain(1, /*live=*/false));
