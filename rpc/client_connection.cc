@@ -345,7 +345,10 @@ absl::Status ClientConnection::Enqueue(PendingCall* call) {
   return absl::OkStatus();
 }
 
-bool ClientConnection::SendAloneLocked(const PendingCall* call, size_t size) {
+// Inline (its one caller is StartLocked): for an async call it is a load
+// and a branch, less than its call.
+inline bool ClientConnection::SendAloneLocked(const PendingCall* call,
+                                              size_t size) {
   if (!batcher_.MayGoAlone(call->sync, open_ >= 0,
                            [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
                              return outstanding_ < max_outstanding_ &&
@@ -368,13 +371,16 @@ absl::Status ClientConnection::StartLocked(
     counters_->send_queue_waits.fetch_add(1, std::memory_order_relaxed);
     return absl::ResourceExhaustedError("send queue full: waiting for completions");
   }
-  bool alone = false;
-  if (batching()) {
-    if (!SendAloneLocked(call, size)) {
-      return AddToBatchLocked(call, serialized, request, size);
-    }
-    alone = true;
+  if (batching() && !SendAloneLocked(call, size)) {
+    return AddToBatchLocked(call, serialized, request, size);
   }
+  return StartPlainLocked(call, serialized, request, size,
+                          /*alone=*/batching());
+}
+
+absl::Status ClientConnection::StartPlainLocked(
+    PendingCall* call, const char* serialized,
+    const google::protobuf::MessageLite* request, size_t size, bool alone) {
   if (size > layout_.RequestPayloadCapacity()) {
     return absl::InvalidArgumentError(
         absl::StrCat("request of ", size, " bytes exceeds the connection's ",

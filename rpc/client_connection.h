@@ -348,6 +348,14 @@ class alignas(64) ClientConnection {
   absl::Status StartLocked(PendingCall* call, const char* serialized,
                            const google::protobuf::MessageLite* request,
                            size_t size) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // StartLocked's plain request, in a slot of its own; `alone`: a batching
+  // connection's call that goes alone. Apart from StartLocked, whose
+  // batched path then saves and restores none of the registers this one
+  // needs.
+  absl::Status StartPlainLocked(PendingCall* call, const char* serialized,
+                                const google::protobuf::MessageLite* request,
+                                size_t size, bool alone)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Batching: whether `call` (of `size` bytes) goes as a batch of one sent
   // at once, as a plain request (a sync call that opens a batch the idle
   // flush would send at once).
