@@ -879,8 +879,9 @@ void ClientConnection::UpdateNeedsDriver(bool rescan) {
   StoreNeedsDriver();
 }
 
-void ClientConnection::FinishCall(PendingCall* call, absl::Status status,
-                                  std::vector<PendingCall*>* finished) {
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline void ClientConnection::FinishCallInline(
+    PendingCall* call, absl::Status&& status,
+    std::vector<PendingCall*>* finished) {
   if (!status.ok()) {
     counters_->calls_failed.fetch_add(1, std::memory_order_relaxed);
   } else if (call->sync && batcher_.Times(/*ok=*/true, call->alone)) {
@@ -903,6 +904,11 @@ void ClientConnection::FinishCall(PendingCall* call, absl::Status status,
     --async_slots_;
     finished->push_back(call);
   }
+}
+
+void ClientConnection::FinishCall(PendingCall* call, absl::Status status,
+                                  std::vector<PendingCall*>* finished) {
+  FinishCallInline(call, std::move(status), finished);
 }
 
 void ClientConnection::CountResults(uint64_t n, RpcMode via, int fetches,
@@ -975,7 +981,7 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline void ClientConnection::FinishWithResult(
                                              static_cast<int>(payload.size()))) {
     st = UnparsedResponse(payload.size(), *call->response);
   }
-  FinishCall(call, std::move(st), finished);
+  FinishCallInline(call, std::move(st), finished);
 }
 
 void ClientConnection::Complete(uint32_t s, const char* payload,

@@ -444,6 +444,12 @@ class alignas(64) ClientConnection {
   void FinishCall(PendingCall* call, absl::Status status,
                   std::vector<PendingCall*>* finished)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // FinishCall's body, inline in FinishWithResult (once per call that gets
+  // its result); FinishCall is the out-of-line copy for every other way a
+  // call ends.
+  void FinishCallInline(PendingCall* call, absl::Status&& status,
+                        std::vector<PendingCall*>* finished)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FreeSlot(uint32_t s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After the batcher's sizer was fed: counts its decisions and publishes N
   // (ChannelStats::batch_size, sizer_k, sizer_adjustments).
