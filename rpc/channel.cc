@@ -284,7 +284,9 @@ class ChannelImpl final : public Channel,
                  std::function<void(absl::Status)> done) override {
     PendingCall* call = NewAsyncCall();
     call->sync = false;
-    call->done = std::move(done);
+    // A new or recycled call's callback is empty: a swap, which a move
+    // assignment is plus a temporary built and destroyed.
+    call->done.swap(done);
     const bool cancelled = Prepare(call, method_id, response, ctx);
     StartsCold(call->start_ns);
     if (cancelled) {
