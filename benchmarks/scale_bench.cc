@@ -441,9 +441,9 @@ struct PairedResult {
   int pairs = 0;
 };
 
-// Sync Pings for about 2 * FLAGS_seconds from one thread: round robin over
-// `channels` of the server under test, then `ref` alone, in blocks of
-// --block_ms.
+// Sync Pings for about 2 * FLAGS_seconds from the calling thread (pinned to
+// the client CPU with --pin): round robin over `channels` of the server
+// under test, then `ref` alone, in blocks of --block_ms.
 PairedResult RunPaired(
     const std::vector<std::unique_ptr<ping::Ping::Stub>>& stubs,
     size_t channels, ping::Ping::Stub* ref) {
@@ -730,7 +730,12 @@ int ClientMain() {
       p.shared = RunLoad(stubs, channels.size(), FLAGS_threads);
     }
     if (phases.find(",paired,") != std::string::npos) {
-      p.paired = RunPaired(stubs, channels.size(), ref_stub.get());
+      // On a thread of its own, as RunLoad's: it pins itself to the client
+      // CPU, and this thread's first call after idle stays unpinned.
+      std::thread t([&] {
+        p.paired = RunPaired(stubs, channels.size(), ref_stub.get());
+      });
+      t.join();
     }
     points.push_back(p);
     const uint64_t failed = p.one.failed + p.rr.failed + p.shared.failed +
