@@ -111,21 +111,30 @@ TEST(BatchFormatTest, PaddingIsZeroed) {
   EXPECT_EQ(e.substr(11), std::string(5, '\0'));
 }
 
-TEST(BatchFormatTest, RequestEntryPaddingIsZeroedAndPayloadKept) {
+// `put` writes an entry header at its first argument for a payload of
+// `size` bytes already in place after it, as PutBatchEntry and
+// PutResultEntry do. Checks, for sizes 0..17 over stale bytes (a reused
+// staging or response buffer), that the payload is kept, the padding is
+// zeroed and nothing past the entry is touched.
+template <typename Put>
+void ExpectPaddingZeroedAndPayloadKept(Put put) {
   for (uint32_t size = 0; size <= 17; ++size) {
-    // Stale bytes everywhere, as a reused staging buffer holds.
     std::string e(EntryBytes(size) + 8, '\xab');
     for (uint32_t i = 0; i < size; ++i) e[8 + i] = static_cast<char>('a' + i);
-    EXPECT_EQ(PutBatchEntry(&e[0], size, 9), EntryBytes(size));
+    EXPECT_EQ(put(&e[0], size), EntryBytes(size));
     for (uint32_t i = 0; i < size; ++i) {
       EXPECT_EQ(e[8 + i], static_cast<char>('a' + i)) << "size " << size;
     }
     for (size_t i = 8 + size; i < EntryBytes(size); ++i) {
       EXPECT_EQ(e[i], '\0') << "size " << size << ", padding byte " << i;
     }
-    // Nothing past the entry is touched.
     EXPECT_EQ(e[EntryBytes(size)], '\xab') << "size " << size;
   }
+}
+
+TEST(BatchFormatTest, RequestEntryPaddingIsZeroedAndPayloadKept) {
+  ExpectPaddingZeroedAndPayloadKept(
+      [](char* p, uint32_t size) { return PutBatchEntry(p, size, 9); });
 }
 
 TEST(BatchFormatTest, EntrySizeOverrunIsAnError) {
@@ -181,20 +190,8 @@ TEST(BatchFormatTest, ResultEntriesRoundTrip) {
 }
 
 TEST(BatchFormatTest, ResultEntryPaddingIsZeroedAndPayloadKept) {
-  for (uint32_t size = 0; size <= 17; ++size) {
-    // Stale bytes everywhere, as a reused response buffer holds.
-    std::string part(EntryBytes(size) + 8, '\xab');
-    for (uint32_t i = 0; i < size; ++i) part[8 + i] = static_cast<char>('a' + i);
-    EXPECT_EQ(PutResultEntry(&part[0], size, 0), EntryBytes(size));
-    for (uint32_t i = 0; i < size; ++i) {
-      EXPECT_EQ(part[8 + i], static_cast<char>('a' + i)) << "size " << size;
-    }
-    for (size_t i = 8 + size; i < EntryBytes(size); ++i) {
-      EXPECT_EQ(part[i], '\0') << "size " << size << ", padding byte " << i;
-    }
-    // Nothing past the entry is touched.
-    EXPECT_EQ(part[EntryBytes(size)], '\xab') << "size " << size;
-  }
+  ExpectPaddingZeroedAndPayloadKept(
+      [](char* p, uint32_t size) { return PutResultEntry(p, size, 0); });
 }
 
 TEST(FlushPolicyTest, EachTriggerFires) {
