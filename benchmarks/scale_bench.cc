@@ -378,6 +378,18 @@ struct LoadResult {
   uint64_t failed = 0;
 };
 
+// A load's result from its latencies in microseconds (sorted here).
+LoadResult Summarize(std::vector<double>* lat_us, double calls_per_s,
+                     uint64_t failed) {
+  std::sort(lat_us->begin(), lat_us->end());
+  LoadResult r;
+  r.calls_per_s = calls_per_s;
+  r.p50_us = bench::Quantile(*lat_us, 0.5);
+  r.p99_us = bench::Quantile(*lat_us, 0.99);
+  r.failed = failed;
+  return r;
+}
+
 // Sync Pings from `threads` threads for FLAGS_seconds; thread t calls the
 // channels t, t + threads, ... (of `channels`) in turn.
 LoadResult RunLoad(const std::vector<std::unique_ptr<ping::Ping::Stub>>& stubs,
@@ -423,13 +435,7 @@ LoadResult RunLoad(const std::vector<std::unique_ptr<ping::Ping::Stub>>& stubs,
     all.insert(all.end(), lat[t].begin(), lat[t].end());
     total += calls[t];
   }
-  std::sort(all.begin(), all.end());
-  LoadResult r;
-  r.calls_per_s = total / secs;
-  r.p50_us = bench::Quantile(all, 0.5);
-  r.p99_us = bench::Quantile(all, 0.99);
-  r.failed = failed.load();
-  return r;
+  return Summarize(&all, total / secs, failed.load());
 }
 
 // The paired phase: both sides' calls/s and latencies over the counted
@@ -499,13 +505,9 @@ PairedResult RunPaired(
     if (a > 0 && b > 0) ratios.push_back(a / b);
   }
   auto result = [](Side* side) {
-    std::sort(side->lat.begin(), side->lat.end());
-    LoadResult r;
-    r.calls_per_s = side->ns > 0 ? side->calls * 1e9 / side->ns : 0;
-    r.p50_us = bench::Quantile(side->lat, 0.5);
-    r.p99_us = bench::Quantile(side->lat, 0.99);
-    r.failed = side->failed;
-    return r;
+    return Summarize(&side->lat,
+                     side->ns > 0 ? side->calls * 1e9 / side->ns : 0,
+                     side->failed);
   };
   PairedResult p;
   p.rr = result(&rr);
@@ -619,7 +621,9 @@ int ClientMain() {
   ServerProcess ref_server;
   std::unique_ptr<Channel> ref_channel;
   std::unique_ptr<ping::Ping::Stub> ref_stub;
-  if (absl::StrContains("," + FLAGS_phases + ",", ",paired,")) {
+  // ",one,rr,...": a phase is run if ",name," is in it.
+  const std::string phases = "," + FLAGS_phases + ",";
+  if (absl::StrContains(phases, ",paired,")) {
     // Beside a given shm path; ip:0 (verbs) takes another port.
     const std::string ref_address =
         FLAGS_address.empty() || absl::StrContains(FLAGS_address, ':')
@@ -721,7 +725,6 @@ int ClientMain() {
     }
     p.server_rss_kib_per_conn =
         static_cast<double>(RssKib(spid) - server_rss0) / m;
-    const std::string phases = "," + FLAGS_phases + ",";
     if (phases.find(",one,") != std::string::npos) p.one = RunLoad(stubs, 1, 1);
     if (phases.find(",rr,") != std::string::npos) {
       p.rr = RunLoad(stubs, channels.size(), 1);
