@@ -199,7 +199,7 @@ struct RpcMetrics::State {
 
   // Server side.
   std::unique_ptr<CounterFold> s_calls, s_failures, s_accepted, s_rejected,
-      s_closed, s_bad, s_batches, s_batch_runs, s_stalls, s_reply_writes,
+      s_closed, s_bad, s_batches, s_batch_runs, s_stalls, s_stalls_preempted, s_reply_writes,
       s_rdma, s_rings, s_parks, s_park_notifies, s_hot_serves, s_push_notifies,
       s_liveness_walks, s_work;
   std::unique_ptr<HistogramFold> s_handler, s_result;
@@ -279,6 +279,9 @@ absl::Status RpcMetrics::State::Build() {
   counter(&s_stalls, "rfrpc_server_worker_stalls_total",
           "Sync handlers (or batch runs of them) that held their worker "
           "past stall_warning, stalling its other connections.");
+  counter(&s_stalls_preempted, "rfrpc_server_worker_stalls_preempted_total",
+          "Of the worker stalls: those where the worker waited at least half "
+          "the time for a CPU another thread had.");
   counter(&s_reply_writes, "rfrpc_server_reply_writes_total",
           "Results the server wrote back into a client's memory "
           "(server-reply mode, or results above large_result_bytes).");
@@ -412,6 +415,8 @@ void RpcMetrics::State::FoldServers(const std::vector<ServerSnapshot>& servers) 
     s_batches->Set(server, static_cast<double>(st.batches));
     s_batch_runs->Set(server, static_cast<double>(st.batch_runs));
     s_stalls->Set(server, static_cast<double>(st.worker_stalls));
+    s_stalls_preempted->Set(server,
+                            static_cast<double>(st.worker_stalls_preempted));
     s_reply_writes->Set(server, static_cast<double>(st.calls_server_reply));
     s_rdma->Set({{"server", s.address}, {"opcode", "write"}},
                 static_cast<double>(st.rdma_writes));

@@ -267,6 +267,7 @@ class Server::Impl final : public internal::ServerStatsSource {
     s.batches = counters_.batches.load();
     s.batch_runs = counters_.batch_runs.load();
     s.worker_stalls = counters_.worker_stalls.load();
+    s.worker_stalls_preempted = counters_.worker_stalls_preempted.load();
     s.rings = counters_.rings.load();
     s.parks = counters_.parks.load();
     s.park_notifies = counters_.park_notifies.load();

@@ -28,6 +28,11 @@ struct ServerStats {
   // Sync handlers (or batch runs of them) that held their worker past
   // ServerOptions::stall_warning, stalling its other connections.
   uint64_t worker_stalls = 0;
+  // Of worker_stalls: those where the worker waited at least half the time
+  // for a CPU another thread had (/proc/thread-self/schedstat's run delay),
+  // a preempted worker rather than a handler that held it. Zero where the
+  // kernel keeps no scheduler statistics.
+  uint64_t worker_stalls_preempted = 0;
   // Work discovery (docs/rpc.md): doorbell rings taken, times a worker
   // parked (went to sleep until woken) and of those the parks a client's
   // notify ended (the others ended at the 100 ms liveness check, a new

@@ -53,6 +53,9 @@ constexpr uint64_t kNotifyPollRounds = 16;
 // (transport::ConnectionFailures): a cold walk of 4 096 idle connections
 // every 100 ms was 1.3% of a core, over issue 15's 2% for an idle server.
 constexpr absl::Duration kParkedCheck = absl::Milliseconds(100);
+// How often a working worker refreshes its run-delay baseline (NoteStall):
+// a stall's waiting is known to within this, plus a round.
+constexpr int64_t kRunDelayEvery = 2 * 1000 * 1000;
 
 // wr_id of a push: the bell and the slot (slots < 256), checked against the
 // connection's id on completion (a bell may have a new owner by then).
@@ -262,6 +265,8 @@ void ServerWorker::Loop() {
                                  : absl::ToInt64Nanoseconds(options_.idle_park_after);
   int empty_rounds = 0;
   bool parked_idle = false;  // The last park ended with nothing to do.
+  // Opened here: the file is the opening thread's.
+  if (stall_warning_ns_ != INT64_MAX) run_delay_.Open();
   while (!stop_.load(std::memory_order_acquire)) {
     ++rounds_;
     if (inbox_nonempty_.load(std::memory_order_acquire)) AdoptInbox();
@@ -277,6 +282,12 @@ void ServerWorker::Loop() {
       clock_stale_ = false;
     }
     const int64_t now = now_;
+    // A stale `now` only makes the baseline look older than it is, which
+    // NoteStall takes as less of the delay being the stall's.
+    if (now - delay_base_at_ns_ >= kRunDelayEvery && run_delay_.available() &&
+        run_delay_.Read(&delay_base_ns_)) {
+      delay_base_at_ns_ = now;
+    }
     candidates_.clear();
     const uint64_t rings_before = finder_.rings();
     finder_.Collect(now, &candidates_);
@@ -344,6 +355,9 @@ void ServerWorker::Loop() {
                        finder_.hot() == 0 && pushes_in_flight_ == 0;
     if (quiet) {
       if (Park()) {
+        // Asleep for up to kParkedCheck: the next round reads the clock
+        // (hot windows and the run-delay baseline start from it).
+        clock_stale_ = true;
         parked_idle = !finder_.AnyRung();
         if (!parked_idle) last_work = UnixNanos();
       }
@@ -809,19 +823,53 @@ void ServerWorker::CountRun(const char* entries, uint32_t n, int64_t start_ns) {
 void ServerWorker::NoteStall(absl::string_view method, const char* what,
                              int64_t ns) {
   counters_->worker_stalls.fetch_add(1, std::memory_order_relaxed);
-  if (!stall_warned_.emplace(method).second) return;
-  LOG(WARNING)
-      << "rfrpc server: worker " << index_ << " ran the " << what << " "
-      << method << " for " << absl::StrFormat("%.1f", ns / 1e6)
-      << " ms; the worker's " << (conns_.empty() ? 0 : conns_.size() - 1)
-      << " other connection(s) could not be served meanwhile. The time is "
-         "wall-clock: a worker the OS took its CPU from (another busy thread "
-         "on that CPU) shows here too. A handler that "
-         "blocks belongs off the worker: option (rfrpc.handler) = "
-         "HANDLER_BLOCKING in the .proto (or Service::SetBlocking), or "
-         "HANDLER_ASYNC finishing from another thread. Said once per method "
-         "and worker; ServerStats::worker_stalls counts each such call or "
-         "batch run (ServerOptions::stall_warning, --rfrpc_stall_warning_ms).";
+  // How much of it the worker spent waiting for a CPU, at least: what its
+  // run delay grew by since the baseline, less the time from the baseline
+  // to the handler's start.
+  int64_t waited = -1;  // Unknown.
+  int64_t delay_now;
+  const int64_t now = UnixNanos();
+  if (delay_base_at_ns_ != 0 && run_delay_.Read(&delay_now)) {
+    waited = RunDelay::WaitedAtLeast(delay_now - delay_base_ns_,
+                                     now - delay_base_at_ns_, ns);
+    delay_base_ns_ = delay_now;
+    delay_base_at_ns_ = now;
+  }
+  if (waited >= 0 && 2 * waited >= ns) {
+    // Preempted: the handler is not at fault, and its method's warning
+    // stays for a stall that is its own.
+    counters_->worker_stalls_preempted.fetch_add(1, std::memory_order_relaxed);
+    if (!preempt_warned_) {
+      preempt_warned_ = true;
+      LOG(WARNING)
+          << "rfrpc server: worker " << index_ << " was held "
+          << absl::StrFormat("%.1f", ns / 1e6) << " ms by the " << what << " "
+          << method << ", of which it waited at least "
+          << absl::StrFormat("%.1f", waited / 1e6)
+          << " ms for a CPU that another thread had (the worker's "
+          << (conns_.empty() ? 0 : conns_.size() - 1)
+          << " other connection(s) waited too). The host is oversubscribed "
+             "where this worker runs: give server workers CPUs of their own "
+             "(fewer busy-polling threads than cores, or pinning). Said once "
+             "per worker; ServerStats::worker_stalls_preempted counts each.";
+    }
+  } else if (stall_warned_.emplace(method).second) {
+    LOG(WARNING)
+        << "rfrpc server: worker " << index_ << " ran the " << what << " "
+        << method << " for " << absl::StrFormat("%.1f", ns / 1e6)
+        << " ms; the worker's " << (conns_.empty() ? 0 : conns_.size() - 1)
+        << " other connection(s) could not be served meanwhile"
+        << (waited >= 0 ? absl::StrFormat(" (it waited for a CPU for at "
+                                          "least %.1f ms of it)",
+                                          waited / 1e6)
+                        : std::string())
+        << ". A handler that "
+           "blocks belongs off the worker: option (rfrpc.handler) = "
+           "HANDLER_BLOCKING in the .proto (or Service::SetBlocking), or "
+           "HANDLER_ASYNC finishing from another thread. Said once per method "
+           "and worker; ServerStats::worker_stalls counts each such call or "
+           "batch run (ServerOptions::stall_warning, --rfrpc_stall_warning_ms).";
+  }
   // The warning's own time is not the next handler's.
   last_handler_end_ns_ = UnixNanos();
 }

@@ -61,6 +61,7 @@
 #include "rpc/method_counters.h"
 #include "rpc/options.h"
 #include "rpc/result_parts.h"
+#include "rpc/run_delay.h"
 #include "rpc/server_call.h"
 #include "rpc/service.h"
 #include "rpc/slot_codec.h"
@@ -92,6 +93,8 @@ struct ServerCounters {
   std::atomic<uint64_t> batches{0};
   std::atomic<uint64_t> batch_runs{0};   // MethodHandler::RunBatch calls.
   std::atomic<uint64_t> worker_stalls{0};  // ServerOptions::stall_warning.
+  // Of worker_stalls: the worker waited for a CPU at least half the time.
+  std::atomic<uint64_t> worker_stalls_preempted{0};
   std::atomic<uint64_t> rings{0};        // Doorbell rings taken.
   std::atomic<uint64_t> parks{0};        // Times a worker went to sleep.
   std::atomic<uint64_t> park_notifies{0};  // Parks a client's notify ended.
@@ -527,6 +530,14 @@ class ServerWorker {
   std::thread thread_;
   // The methods NoteStall warned of (cold: read only on a stall).
   absl::flat_hash_set<std::string> stall_warned_;
+  // Whether NoteStall warned of a preempted worker (once per worker).
+  bool preempt_warned_ = false;
+  // This thread's run delay (rpc/run_delay.h), read every kRunDelayEvery
+  // while the worker works (the baseline NoteStall measures a stall's
+  // waiting from) and at a stall.
+  RunDelay run_delay_;
+  int64_t delay_base_ns_ = 0;
+  int64_t delay_base_at_ns_ = 0;  // 0: no baseline yet.
 };
 
 }  // namespace internal

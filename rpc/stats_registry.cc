@@ -34,6 +34,7 @@ void AddCounters(const ServerStats& from, ServerStats* to) {
   to->batches += from.batches;
   to->batch_runs += from.batch_runs;
   to->worker_stalls += from.worker_stalls;
+  to->worker_stalls_preempted += from.worker_stalls_preempted;
   to->rings += from.rings;
   to->parks += from.parks;
   to->park_notifies += from.park_notifies;

@@ -20,6 +20,7 @@
 // Runs on shm; the Soft-RoCE VM suite runs it on verbs
 // (RFRPC_TEST_PROVIDER=verbs).
 
+#include <pthread.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -38,6 +39,7 @@
 #include "glog/logging.h"
 #include "gtest/gtest.h"
 #include "rpc/channel.h"
+#include "rpc/run_delay.h"
 #include "rpc/server.h"
 #include "tests/kinds_service.h"
 #include "tests/test_service.h"
@@ -533,7 +535,8 @@ class StallWarnings : public google::LogSink {
             size_t message_len) override {
     const std::string m(message, message_len);
     if (severity != google::GLOG_WARNING ||
-        m.find("could not be served meanwhile") == std::string::npos) {
+        (m.find("could not be served meanwhile") == std::string::npos &&
+         m.find("for a CPU that another thread had") == std::string::npos)) {
       return;
     }
     std::lock_guard<std::mutex> lock(mu_);
@@ -602,6 +605,8 @@ TEST_F(RpcAsyncTest, AHandlerThatHoldsItsWorkerIsCountedAndNamed) {
   ASSERT_TRUE(stub.Later(nullptr, blocking_async, &resp).ok());
   ExpectAnswer(blocking_async, resp);
   EXPECT_EQ(stalls(), 3u);
+  EXPECT_EQ(server_->stats().worker_stalls_preempted, 0u)
+      << "sleeping handlers do not wait for a CPU";
   // One warning per method: Fast's second stall is counted, not said again.
   EXPECT_EQ(warnings.size(), 2u) << warnings.Text();
   EXPECT_NE(warnings.Text().find("sync handler /rfrpc.testing.Kinds/Fast"),
@@ -656,6 +661,79 @@ TEST_F(RpcAsyncTest, AHandlerThatHoldsItsWorkerIsCountedAndNamed) {
   EXPECT_NE(later, std::string::npos) << text;
   EXPECT_NE(run, std::string::npos) << text;
   EXPECT_LT(later, run) << text;
+}
+
+// A worker that another thread keeps off its CPU is told from a handler
+// that holds it: the run delay its schedstat shows (rpc/run_delay.h). Two
+// threads spin on the worker's CPU while a sync handler spins 60 ms of wall
+// clock, so the worker gets about a third of it: counted as a stall, and as
+// preempted, with its own warning, which leaves the method's warning for a
+// stall that is the handler's (a later 250 ms sleep: preempted no more,
+// named as a sync handler). Without the run delay (WaitedAtLeast 0, or no
+// baseline), the preempted count stays 0 and the first warning is the
+// handler's.
+TEST_F(RpcAsyncTest, APreemptedWorkerIsToldFromAHandlerThatHoldsIt) {
+  RunDelay probe;
+  if (!probe.Open()) GTEST_SKIP() << "no /proc/thread-self/schedstat";
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(mask), &mask), 0);
+  if (CPU_COUNT(&mask) < 2) GTEST_SKIP() << "needs 2 CPUs";
+  int cpu = 0;
+  while (!CPU_ISSET(cpu, &mask)) ++cpu;
+  StallWarnings warnings;
+  ServerOptions so;
+  so.workers = 1;
+  so.pin_first_cpu = cpu;
+  so.stall_warning = absl::Milliseconds(20);
+  StartServer(so);
+  std::unique_ptr<Channel> ch = Connect(RpcMode::kHybrid);
+  ASSERT_NE(ch, nullptr);
+  Kinds::Stub stub(ch.get());
+  TestResponse resp;
+  ASSERT_TRUE(stub.Fast(nullptr, Request(1, kInline), &resp).ok());
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> spinning{0};
+  std::vector<std::thread> hogs;
+  for (int i = 0; i < 2; ++i) {
+    hogs.emplace_back([&] {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpu, &one);
+      pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+      spinning.fetch_add(1);
+      while (!stop.load(std::memory_order_relaxed)) {
+      }
+    });
+  }
+  while (spinning.load() < 2) sched_yield();
+  TestRequest spin = Request(2, kInline);
+  spin.set_delay_ns(60 * 1000 * 1000);
+  const absl::Status s = stub.Fast(nullptr, spin, &resp);
+  stop.store(true);
+  for (std::thread& t : hogs) t.join();
+  ASSERT_TRUE(s.ok()) << s;
+  ExpectAnswer(spin, resp);
+  EXPECT_EQ(server_->stats().worker_stalls, 1u);
+  EXPECT_EQ(server_->stats().worker_stalls_preempted, 1u)
+      << "two threads spun on the worker's CPU throughout the handler";
+  ASSERT_EQ(warnings.size(), 1u) << warnings.Text();
+  EXPECT_NE(warnings.Text().find("for a CPU that another thread had"),
+            std::string::npos)
+      << warnings.Text();
+
+  TestRequest sleepy = Request(3, kInline);
+  sleepy.set_sleep_ms(250);
+  ASSERT_TRUE(stub.Fast(nullptr, sleepy, &resp).ok());
+  ExpectAnswer(sleepy, resp);
+  EXPECT_EQ(server_->stats().worker_stalls, 2u);
+  EXPECT_EQ(server_->stats().worker_stalls_preempted, 1u)
+      << "a sleeping handler is not waiting for a CPU";
+  ASSERT_EQ(warnings.size(), 2u) << warnings.Text();
+  EXPECT_NE(warnings.Text().find("ran the sync handler /rfrpc.testing.Kinds/Fast"),
+            std::string::npos)
+      << warnings.Text();
 }
 
 // With stall_warning 0 a sync handler may hold its worker uncounted.

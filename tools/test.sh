@@ -5,7 +5,7 @@
 #   1. bazel test //...            unit and end-to-end tests on the shm provider
 #   2. tools/soak.sh 2             2-minute soak: every mode, injected faults, every reply
 #                                  checked; lost = duplicated = 0, bounded server RSS
-#   3. tools/sanitizers.sh         asan + ubsan on //..., tsan on the concurrent tests
+#   3. tools/sanitizers.sh         asan+ubsan (one build) on //..., tsan on the concurrent tests
 #   4. tools/fuzz.sh run 60        every peer-bytes parser under libFuzzer, 60 s each
 #   5. tools/vm_suite.sh           real verbs (Soft-RoCE in a qemu VM): the provider
 #                                  conformance suite and the RF-RPC end-to-end tests
@@ -31,7 +31,7 @@ bazel test "${BAZEL_FLAGS[@]}" //...
 if [ "${RFRPC_QUICK:-0}" != 1 ]; then
   echo "== soak (2 minutes, shm)"
   bash tools/soak.sh 2
-  echo "== sanitizers: asan + ubsan on //..., tsan on the concurrent tests"
+  echo "== sanitizers: asan+ubsan (one build) on //..., tsan on the concurrent tests"
   bash tools/sanitizers.sh
   echo "== fuzzers, 60 s each"
   bash tools/fuzz.sh build
