@@ -708,6 +708,15 @@ TEST_F(RpcAsyncTest, APreemptedWorkerIsToldFromAHandlerThatHoldsIt) {
     });
   }
   while (spinning.load() < 2) sched_yield();
+  // After the call: the stall counts, and the newest warning says `said`.
+  auto expect = [&](uint64_t stalls, uint64_t preempted, const char* said) {
+    EXPECT_EQ(server_->stats().worker_stalls, stalls);
+    EXPECT_EQ(server_->stats().worker_stalls_preempted, preempted);
+    ASSERT_EQ(warnings.size(), stalls) << warnings.Text();
+    const std::string text = warnings.Text();
+    EXPECT_NE(text.find(said, text.rfind('\n') + 1), std::string::npos)
+        << text;
+  };
   TestRequest spin = Request(2, kInline);
   spin.set_delay_ns(60 * 1000 * 1000);
   const absl::Status s = stub.Fast(nullptr, spin, &resp);
@@ -715,25 +724,17 @@ TEST_F(RpcAsyncTest, APreemptedWorkerIsToldFromAHandlerThatHoldsIt) {
   for (std::thread& t : hogs) t.join();
   ASSERT_TRUE(s.ok()) << s;
   ExpectAnswer(spin, resp);
-  EXPECT_EQ(server_->stats().worker_stalls, 1u);
-  EXPECT_EQ(server_->stats().worker_stalls_preempted, 1u)
-      << "two threads spun on the worker's CPU throughout the handler";
-  ASSERT_EQ(warnings.size(), 1u) << warnings.Text();
-  EXPECT_NE(warnings.Text().find("for a CPU that another thread had"),
-            std::string::npos)
-      << warnings.Text();
+  {
+    SCOPED_TRACE("two threads spun on the worker's CPU throughout");
+    expect(1, 1, "for a CPU that another thread had");
+  }
 
   TestRequest sleepy = Request(3, kInline);
   sleepy.set_sleep_ms(250);
   ASSERT_TRUE(stub.Fast(nullptr, sleepy, &resp).ok());
   ExpectAnswer(sleepy, resp);
-  EXPECT_EQ(server_->stats().worker_stalls, 2u);
-  EXPECT_EQ(server_->stats().worker_stalls_preempted, 1u)
-      << "a sleeping handler is not waiting for a CPU";
-  ASSERT_EQ(warnings.size(), 2u) << warnings.Text();
-  EXPECT_NE(warnings.Text().find("ran the sync handler /rfrpc.testing.Kinds/Fast"),
-            std::string::npos)
-      << warnings.Text();
+  SCOPED_TRACE("a sleeping handler does not wait for a CPU");
+  expect(2, 1, "ran the sync handler /rfrpc.testing.Kinds/Fast");
 }
 
 // With stall_warning 0 a sync handler may hold its worker uncounted.
