@@ -44,7 +44,7 @@ LIB_SRCS=(
   transport/transport.cc transport/bootstrap.cc transport/auth_token.cc
   rpc/service.cc rpc/slot_codec.cc rpc/batch_format.cc rpc/batch_policy.cc
   rpc/options.cc rpc/hybrid_policy.cc rpc/channel.cc rpc/client_connection.cc
-  rpc/server.cc rpc/server_worker.cc rpc/work_finder.cc
+  rpc/server.cc rpc/server_worker.cc rpc/work_finder.cc rpc/run_delay.cc
   rpc/call_stats.cc rpc/method_counters.cc rpc/stats_registry.cc
   rpc/channel_stats.cc rpc/client_context.cc
   rpc/client_connection_setup.cc rpc/server_worker_async.cc
