@@ -199,9 +199,9 @@ struct RpcMetrics::State {
 
   // Server side.
   std::unique_ptr<CounterFold> s_calls, s_failures, s_accepted, s_rejected,
-      s_closed, s_bad, s_batches, s_batch_runs, s_stalls, s_stalls_preempted, s_reply_writes,
-      s_rdma, s_rings, s_parks, s_park_notifies, s_hot_serves, s_push_notifies,
-      s_liveness_walks, s_work;
+      s_closed, s_bad, s_batches, s_batch_runs, s_stalls, s_stalls_preempted,
+      s_reply_writes, s_rdma, s_rings, s_parks, s_park_notifies, s_hot_serves,
+      s_push_notifies, s_liveness_walks, s_work;
   std::unique_ptr<HistogramFold> s_handler, s_result;
   std::unique_ptr<GaugeFold> s_connections, s_slots;
   // Client side.

@@ -835,6 +835,7 @@ void ServerWorker::NoteStall(absl::string_view method, const char* what,
     delay_base_ns_ = delay_now;
     delay_base_at_ns_ = now;
   }
+  const size_t others = conns_.empty() ? 0 : conns_.size() - 1;
   if (waited >= 0 && 2 * waited >= ns) {
     // Preempted: the handler is not at fault, and its method's warning
     // stays for a stall that is its own.
@@ -847,7 +848,7 @@ void ServerWorker::NoteStall(absl::string_view method, const char* what,
           << method << ", of which it waited at least "
           << absl::StrFormat("%.1f", waited / 1e6)
           << " ms for a CPU that another thread had (the worker's "
-          << (conns_.empty() ? 0 : conns_.size() - 1)
+          << others
           << " other connection(s) waited too). The host is oversubscribed "
              "where this worker runs: give server workers CPUs of their own "
              "(fewer busy-polling threads than cores, or pinning). Said once "
@@ -857,7 +858,7 @@ void ServerWorker::NoteStall(absl::string_view method, const char* what,
     LOG(WARNING)
         << "rfrpc server: worker " << index_ << " ran the " << what << " "
         << method << " for " << absl::StrFormat("%.1f", ns / 1e6)
-        << " ms; the worker's " << (conns_.empty() ? 0 : conns_.size() - 1)
+        << " ms; the worker's " << others
         << " other connection(s) could not be served meanwhile"
         << (waited >= 0 ? absl::StrFormat(" (it waited for a CPU for at "
                                           "least %.1f ms of it)",

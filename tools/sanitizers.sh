@@ -12,10 +12,11 @@
 # output tree (.bazelrc --platform_suffix, so they do not evict each other
 # and a rerun is incremental), plus the tests. asan and ubsan were two
 # builds and two passes over //... (25 of CI's 56 min on 2026-12-01); one
-# combined build finds what both did. Trimmed: TSan runs only the tests where threads meet
-# (single-threaded unit tests add build time and find nothing there); tests
-# tagged manual (verbs on Soft-RoCE, the qemu VM smoke test) are not run
-# here, tools/vm_suite.sh runs them without sanitizers.
+# combined build finds what both did. Trimmed: TSan runs only the tests
+# where threads meet (single-threaded unit tests add build time and find
+# nothing there); tests tagged manual (verbs on Soft-RoCE, the qemu VM
+# smoke test) are not run here, tools/vm_suite.sh runs them without
+# sanitizers.
 # Exits non-zero if any config has a failing test or a sanitizer report.
 set -euo pipefail
 cd "$(dirname "$0")/.."
