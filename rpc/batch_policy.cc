@@ -191,12 +191,24 @@ bool AutoBatchSizer::EndWindowIfDue(int64_t now_ns) {
   above_ = 0;
   ++windows_;
   int next = size_;
-  bool undone = false;
+  // Undoing a grow or a probe, or probing: not a shrink the latency asked
+  // for, so later growth need not go half way.
+  bool guard_move = false;
   if (cap_windows_left_ > 0) --cap_windows_left_;
+  if (probe_wait_ > 0) --probe_wait_;
   if (holdoff_left_ > 0) {
     // Measured, not acted on, and no part of a streak: its first calls
     // went out under the old size.
     --holdoff_left_;
+  } else if (probed_from_ > 0 &&
+             (last_k_ > options_.alpha || rate < rate_before_probe_)) {
+    // The smaller batch lost calls per second, or put more than alpha of
+    // calls over the limit where the larger one did not (calls queued for
+    // a batch that drains slower): back, and probe again only in a while.
+    next = probed_from_;
+    ++probes_undone_;
+    probed_from_ = 0;
+    guard_move = true;
   } else if (grown_from_ > 0 && last_k_ <= options_.alpha &&
              rate < rate_before_ * (1.0 - kMaxGrowthLoss)) {
     // The grow cost calls per second (and latency does not call for a
@@ -206,9 +218,16 @@ bool AutoBatchSizer::EndWindowIfDue(int64_t now_ns) {
     cap_windows_left_ = kReprobeWindows;
     ++grows_undone_;
     grown_from_ = 0;
-    undone = true;
+    guard_move = true;
   } else {
     grown_from_ = 0;
+    if (probed_from_ > 0) {
+      // Kept: the smaller batch held the rate. Latency alone would grow it
+      // back at once; growth waits here a while.
+      growth_cap_ = size_;
+      cap_windows_left_ = kReprobeWindows;
+      probed_from_ = 0;
+    }
     if (last_k_ > options_.alpha) {
       const int64_t q = options_.proportional_steps
                             ? Slowest(RankOf(options_.alpha, calls))
@@ -218,7 +237,8 @@ bool AutoBatchSizer::EndWindowIfDue(int64_t now_ns) {
     } else {
       over_streak_ = 0;
     }
-    next = std::clamp(Decide(calls), options_.min_size, options_.max_size);
+    const int wanted = Decide(calls);
+    next = std::clamp(wanted, options_.min_size, options_.max_size);
     if (next > size_ && cap_windows_left_ > 0) {
       next = std::max(size_, std::min(next, growth_cap_));
     }
@@ -226,14 +246,34 @@ bool AutoBatchSizer::EndWindowIfDue(int64_t now_ns) {
       grown_from_ = size_;
       rate_before_ = rate;
     }
+    if (wanted > size_ && size_ == options_.max_size && options_.peak_guard &&
+        rate > 0 && size_ > options_.min_size) {
+      // The mean of the first windows, then a moving average weighted
+      // to the last few: a host's rate drifts over a long stay.
+      const double weight =
+          std::max(1.0 / (steady_windows_ + 1), kSteadyRateWeight);
+      steady_rate_ = steady_windows_ == 0
+                         ? rate
+                         : steady_rate_ + weight * (rate - steady_rate_);
+      if (++steady_windows_ >= kProbeAfterWindows && probe_wait_ == 0) {
+        probed_from_ = size_;
+        rate_before_probe_ = steady_rate_;
+        next = std::max(options_.min_size, size_ - std::max(1, size_ / 4));
+        probe_wait_ = kReprobeWindows;
+        ++probes_;
+        guard_move = true;
+      }
+    } else {
+      steady_windows_ = 0;
+    }
   }
   slowest_.clear();
   std::fill(low_.begin(), low_.end(), 0);
   if (next == size_) return false;
-  // An undone grow is not a shrink: later growth need not go half way.
-  if (next < size_ && !undone) shrunk_ = true;
+  if (next < size_ && !guard_move) shrunk_ = true;
   size_ = next;
   over_streak_ = 0;
+  steady_windows_ = 0;
   ++adjustments_;
   holdoff_left_ = options_.holdoff_windows;
   return true;

@@ -209,6 +209,20 @@ class FlushPolicy {
 // about half of them on a busy host, whose 10 ms windows differ by 10-15%,
 // and left auto below the best fixed N (benchmarks/RESULTS.md). Shrinks
 // are never held back.
+// Grows that each stayed within the noise can still add up to a loss, and
+// at max_size, where latency asks for more, no grow is left to judge the
+// size. So there the guard also probes down: after kProbeAfterWindows
+// acted-on windows at max_size asking to grow, N steps to N - N / 4. The
+// first acted-on window there is compared with the calls per second of
+// the last few of those windows: if it fell at all (a smaller batch must
+// keep the rate, or there is no reason to move) or k rose above alpha, N
+// goes back; otherwise N stays, and growth stops there for
+// kReprobeWindows windows, so latency alone does not undo it at once.
+// Either way the next probe waits kReprobeWindows windows. Probes only
+// from max_size, one step, at most one per kReprobeWindows windows: tried
+// from every size that held still, kept whenever the rate did not fall,
+// probes walked N down step by step on a noisy host (to N = 1-8 within a
+// second in batch_bench at l_limit 200 us, benchmarks/RESULTS.md).
 //
 // With proportional_steps = false, holdoff_windows = 0, shrink_windows = 1,
 // peak_guard = false, min_window_duration = 0 and max_window_duration = 0
@@ -254,8 +268,15 @@ class AutoBatchSizer {
   // A grow that lowers a window's calls per second by more than this
   // fraction is undone.
   static constexpr double kMaxGrowthLoss = 0.03;
-  // Windows for which growth stops at the size a grow was undone to.
+  // Windows for which growth stops at the size a grow was undone to (or a
+  // down probe kept), and for which probes wait after one was undone.
   static constexpr int kReprobeWindows = 64;
+  // Steady acted-on windows at one size before the peak guard probes down.
+  static constexpr int kProbeAfterWindows = 16;
+  // A probe is judged against the steady windows' calls per second: their
+  // mean over the first 1 / kSteadyRateWeight windows, then a moving
+  // average with this weight on the newest.
+  static constexpr double kSteadyRateWeight = 0.25;
 
   // A window ends after at most this many times `window` calls, however
   // short it was in time.
@@ -299,6 +320,10 @@ class AutoBatchSizer {
   uint64_t windows() const { return windows_; }  // Complete windows.
   // Grows undone by the peak guard.
   uint64_t grows_undone() const { return grows_undone_; }
+  // Down probes made by the peak guard, and those undone (calls per second
+  // fell at the smaller size).
+  uint64_t probes() const { return probes_; }
+  uint64_t probes_undone() const { return probes_undone_; }
   // The size growth stops at (peak guard), or 0 if none.
   int growth_cap() const { return cap_windows_left_ > 0 ? growth_cap_ : 0; }
 
@@ -344,6 +369,17 @@ class AutoBatchSizer {
   int growth_cap_ = 0;
   int cap_windows_left_ = 0;
   uint64_t grows_undone_ = 0;
+  // Down probe: acted-on windows at this size with k <= alpha and their
+  // calls per second (averaged, see kSteadyRateWeight); the size probed
+  // from (0: no probe being judged) and that rate before it; windows
+  // before the next probe.
+  int steady_windows_ = 0;
+  double steady_rate_ = 0;
+  int probed_from_ = 0;
+  double rate_before_probe_ = 0;
+  int probe_wait_ = 0;
+  uint64_t probes_ = 0;
+  uint64_t probes_undone_ = 0;
   // The window's slowest latencies above l_limit: a min-heap of at most
   // keep_ while the window runs; partly reordered (nth_element) by Slowest
   // at its end.

@@ -3,6 +3,7 @@
 // Batch codec round trips and corrupt inputs; flush policy with a fake
 // clock; the auto sizer with scripted latencies.
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
@@ -659,7 +660,9 @@ TEST_F(PeakGuardTest, GrowthProbesAgainAfterAWhile) {
 // (The earlier rule, "a grow must gain 3%", undid the first grow here.)
 TEST_F(PeakGuardTest, AGrowWithinTheNoiseIsKept) {
   AutoBatchSizer s(Guarded(true));
+  int most = 0;
   for (int w = 0; w < 40; ++w) {
+    most = std::max(most, s.size());
     const double rate = 1e6 * (w % 2 == 0 ? 0.98 : 1.02);
     const int64_t gap = static_cast<int64_t>(1e9 / rate);
     for (int i = 0; i < 100; ++i) {
@@ -667,8 +670,111 @@ TEST_F(PeakGuardTest, AGrowWithinTheNoiseIsKept) {
       s.Record(absl::Microseconds(1), now_);
     }
   }
-  EXPECT_EQ(s.size(), 128);
+  // Every grow kept, up to the maximum (where a down probe may since have
+  // moved it: the rate is flat).
+  EXPECT_EQ(most, 128);
   EXPECT_EQ(s.grows_undone(), 0u);
+}
+
+// Grows that each lost less than kMaxGrowthLoss add up: here calls/s fall
+// 2.5% per doubling past N = 32, so latency and the guard take N to 128
+// at 0.95 of the peak, and no later grow is there to judge it. The down
+// probe does: 128 -> 96 gains.
+TEST_F(PeakGuardTest, AProbeDownLeavesASizeThatLostCallsPerSecond) {
+  AutoBatchSizer guarded(Guarded(true));
+  auto rate = [](int n) {
+    return n <= 32 ? 1e6 : 1e6 * (1.0 - 0.025 * std::log2(n / 32.0));
+  };
+  int at_max = 0;
+  int w = 0;
+  for (; w < 400 && (at_max == 0 || guarded.size() == 128); ++w) {
+    const int64_t gap = static_cast<int64_t>(1e9 / rate(guarded.size()));
+    if (guarded.size() == 128 && at_max == 0) at_max = w;
+    for (int i = 0; i < 100; ++i) {
+      now_ += gap;
+      guarded.Record(absl::Microseconds(1), now_);
+    }
+  }
+  ASSERT_GT(at_max, 0) << "never reached the maximum";
+  EXPECT_EQ(guarded.grows_undone(), 0u);
+  // It left 128 by a probe within kProbeAfterWindows + 2 windows.
+  EXPECT_LT(guarded.size(), 128);
+  EXPECT_LE(w - at_max, AutoBatchSizer::kProbeAfterWindows + 2);
+  EXPECT_EQ(guarded.probes(), 1u);
+  EXPECT_EQ(guarded.probes_undone(), 0u);
+  // And it stays below, growth held at the probed size.
+  for (int i = 0; i < 40; ++i) {
+    const int64_t gap = static_cast<int64_t>(1e9 / rate(guarded.size()));
+    for (int j = 0; j < 100; ++j) {
+      now_ += gap;
+      guarded.Record(absl::Microseconds(1), now_);
+    }
+    EXPECT_LT(guarded.size(), 128) << "window " << i;
+  }
+}
+
+// Where the larger batch is the faster one, a probe down is undone at its
+// first judged window, and the next waits kReprobeWindows from the first.
+TEST_F(PeakGuardTest, AProbeThatLosesCallsPerSecondIsUndone) {
+  AutoBatchSizer s(Guarded(true));
+  for (int w = 0; w < 12; ++w) Window(&s, /*peak=*/128);
+  ASSERT_EQ(s.size(), 128);
+  // Windows from the probe's first.
+  int since = -1;
+  for (int w = 0; w < AutoBatchSizer::kProbeAfterWindows + 4; ++w) {
+    if (Window(&s, /*peak=*/128) == 96 && since < 0) since = 0;
+    if (since >= 0) ++since;
+  }
+  ASSERT_GT(since, 0);  // The probe ran...
+  EXPECT_EQ(s.size(), 128);  // ...and was undone.
+  EXPECT_EQ(s.probes(), 1u);
+  EXPECT_EQ(s.probes_undone(), 1u);
+  while (since < AutoBatchSizer::kReprobeWindows - 1) {
+    EXPECT_EQ(Window(&s, /*peak=*/128), 128) << "window " << since;
+    ++since;
+  }
+  EXPECT_EQ(s.probes(), 1u);
+  // Then it probes again (and undoes it again).
+  for (int w = 0; w < 4; ++w) Window(&s, /*peak=*/128);
+  EXPECT_EQ(s.probes(), 2u);
+  EXPECT_EQ(s.probes_undone(), 2u);
+}
+
+// Below max_size a size that holds still is left alone, however long: the
+// latency rule is content there (here: in the band, Q(0.95) = 80 us above
+// grow_to * l_limit), and probes kept on a flat rate walked N down.
+TEST_F(PeakGuardTest, NoProbeBelowTheMaximum) {
+  AutoBatchSizer s(Guarded(true));
+  for (int w = 0; w < 3 * AutoBatchSizer::kReprobeWindows; ++w) {
+    for (int i = 0; i < 100; ++i) {
+      now_ += 1000;
+      s.Record(i < 2 ? absl::Microseconds(150) : absl::Microseconds(80), now_);
+    }
+  }
+  EXPECT_EQ(s.size(), 8);
+  EXPECT_EQ(s.adjustments(), 0u);
+  EXPECT_EQ(s.probes(), 0u);
+}
+
+// A probe that puts calls over the limit is undone even if calls/s held.
+TEST_F(PeakGuardTest, AProbeThatBreaksTheBoundIsUndone) {
+  AutoBatchSizer s(Guarded(true));
+  for (int w = 0; w < 12; ++w) Window(&s, /*peak=*/128);
+  ASSERT_EQ(s.size(), 128);
+  for (int w = 0; w < AutoBatchSizer::kProbeAfterWindows + 4; ++w) {
+    // Flat calls/s; below N = 128 a tenth of calls take 200 us (l_limit
+    // 100 us).
+    const bool late = s.size() < 128;
+    for (int i = 0; i < 100; ++i) {
+      now_ += 1000;
+      s.Record(late && i % 10 == 0 ? absl::Microseconds(200)
+                                   : absl::Microseconds(1),
+               now_);
+    }
+  }
+  EXPECT_EQ(s.probes(), 1u);
+  EXPECT_EQ(s.probes_undone(), 1u);
+  EXPECT_EQ(s.size(), 128);
 }
 
 TEST_F(PeakGuardTest, RisingThroughputIsNeverHeldBack) {
