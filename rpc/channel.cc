@@ -292,7 +292,7 @@ class ChannelImpl final : public Channel,
     if (cancelled) {
       (void)Fail(call, CancelledAtStart());
       std::vector<PendingCall*> one{call};
-      RunCallbacks(nullptr, &one);
+      RunFinished(nullptr, &one);
       return;
     }
     // Until it returns, this call may finish on the progress thread and its
@@ -565,9 +565,11 @@ class ChannelImpl final : public Channel,
   }
 
   // Fills `call`; returns true if `ctx` is cancelled already (the call
-  // must not start).
-  bool Prepare(PendingCall* call, uint32_t method_id,
-               google::protobuf::MessageLite* response, ClientContext* ctx) {
+  // must not start). Always inline: GCC's own choice flips with the size
+  // of the callers (out of line it cost CallAsync ~20 instructions).
+  ABSL_ATTRIBUTE_ALWAYS_INLINE bool Prepare(
+      PendingCall* call, uint32_t method_id,
+      google::protobuf::MessageLite* response, ClientContext* ctx) {
     call->method_id = method_id;
     call->response = response;
     call->ctx = ctx;
@@ -715,6 +717,15 @@ class ChannelImpl final : public Channel,
   // (internal::CallbackLatencies, next to the batcher that defines it).
   void RunCallbacks(ClientConnection* conn,
                     std::vector<PendingCall*>* finished) {
+    // Most progress rounds finish nothing. The check is inline: in one
+    // function with the work below it came after that function's prologue
+    // and before its epilogue (its frame holds CallbackLatencies' inline
+    // buffers), ~25 instructions per empty round.
+    if (!finished->empty()) RunFinished(conn, finished);
+  }
+
+  ABSL_ATTRIBUTE_NOINLINE void RunFinished(
+      ClientConnection* conn, std::vector<PendingCall*>* finished) {
     const bool on_driver = driving_channel == this;
     const bool timed = conn != nullptr && conn->auto_sizing();
     internal::CallbackLatencies latencies(internal::UnixNanos);

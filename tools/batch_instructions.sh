@@ -13,8 +13,11 @@
 #           result CompletePart, less parsing the response
 #           deliver Deliver, less the benchmark's callback (which issues the
 #                  next call: counted in "call")
-#           loop   RunCallbacks, less Deliver (per-method counts, the
-#                  latencies the sizer is fed)
+#           loop   RunFinished (RunCallbacks for a round that finished
+#                  calls), less Deliver: per-method counts, the latencies
+#                  the sizer is fed. Rounds that finish nothing are
+#                  progress rounds (an inline check since 2026-12-02;
+#                  before, their prologues counted here, ~150 a call)
 #   server  ServeBatch per entry, less parsing, the handler, serializing
 #           and clearing the messages
 # Progress rounds (polling, READs) are left out: under valgrind the server
@@ -83,7 +86,7 @@ deliver=$(cost "$client" "rpc/channel.cc:rfrpc::[(]anonymous namespace[)]::Chann
 # The whole callback (its std::function dispatch included), as Deliver
 # calls it.
 callback=$(cost "$client" "_Function_handler<void [(]absl::debian3::Status[)], rfrpc::[(]anonymous namespace[)]::Client::Issue")
-run_cb=$(cost "$client" "rpc/channel.cc:rfrpc::[(]anonymous namespace[)]::ChannelImpl::RunCallbacks[(]")
+run_cb=$(cost "$client" "rpc/channel.cc:rfrpc::[(]anonymous namespace[)]::ChannelImpl::RunFinished[(]")
 
 entries=$(calls "$server" "TestService::Echo[(]")
 serve=$(cost "$server" "$SERVE_BATCH")
