@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <new>
+#include <type_traits>
 
 #include "absl/base/attributes.h"
 #include "absl/strings/str_cat.h"
@@ -811,9 +813,19 @@ void ClientConnection::PostHeaderReads(const uint32_t* slots, int n,
     PostHeaderRead(slots[0], now);
     return;
   }
-  WorkRequest wrs[kReadList];
-  for (int i = 0; i < n; ++i) wrs[i] = HeaderRead(slots[i], now);
-  PostList(absl::MakeSpan(wrs, static_cast<size_t>(n)));
+  // Only the first n are built: a WorkRequest[kReadList] would run every
+  // element's default member initializers first (~90 instructions a call
+  // under callgrind with batches of 32, most of them for elements never
+  // posted).
+  static_assert(std::is_trivially_destructible_v<WorkRequest>);
+  union List {
+    List() {}
+    WorkRequest wrs[kReadList];
+  } list;
+  for (int i = 0; i < n; ++i) {
+    new (&list.wrs[i]) WorkRequest(HeaderRead(slots[i], now));
+  }
+  PostList(absl::MakeSpan(list.wrs, static_cast<size_t>(n)));
 }
 
 void ClientConnection::WriteModeWord() {
@@ -866,7 +878,9 @@ void ClientConnection::UpdateNeedsDriver(bool rescan) {
     return;
   }
   int abandoned = 0;
-  if (busy_slots_ > 0) {
+  if (busy_slots_ == 0) {
+    may_abandon_ = false;  // Nothing in flight: nothing abandoned.
+  } else if (may_abandon_) {
     for (uint32_t s = 0; s < used_slots_; ++s) {
       const Slot& slot = slots_[s];
       if (slot.phase != Phase::kFree && slot.phase != Phase::kFilling &&
@@ -1336,6 +1350,7 @@ void ClientConnection::CancelLocked(int64_t now,
   };
   const absl::Status cancelled =
       absl::CancelledError("call cancelled (ClientContext::TryCancel)");
+  may_abandon_ = true;
   for (uint32_t s = 0; s < used_slots_; ++s) {
     Slot& slot = slots_[s];
     if (slot.phase == Phase::kFree || slot.phase == Phase::kDraining) continue;
@@ -1381,6 +1396,7 @@ void ClientConnection::ExpireCalls(uint32_t s, int64_t now,
   Slot& slot = slots_[s];
   if (now <= slot.earliest_deadline_ns) return;
   auto expire = [&](PendingCall* call) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    may_abandon_ = true;
     call->fetches = slot.fetches;
     call->reads = slot.reads;
     FinishCall(call,

@@ -613,6 +613,11 @@ class alignas(64) ClientConnection {
   std::atomic<bool> failed_{false};
   int open_ ABSL_GUARDED_BY(mu_) = -1;            // Slot of the open batch.
   int abandoned_slots_ ABSL_GUARDED_BY(mu_) = 0;  // As of the last scan.
+  // A call was cancelled or expired since the connection last had nothing
+  // in flight: only then can a slot be abandoned, so only then does
+  // UpdateNeedsDriver scan the slots for them (the scan was ~16
+  // instructions a slot per progress round).
+  bool may_abandon_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   std::deque<PendingCall*> queued_ ABSL_GUARDED_BY(mu_);
   uint32_t sq_admit_ = 0;
