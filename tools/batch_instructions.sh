@@ -97,6 +97,18 @@ s_bsl=$(cost "$server" "test_service.pb.cc:rfrpc::testing::TestResponse::ByteSiz
 s_clr1=$(cost "$server" "test_service.pb.cc:rfrpc::testing::TestRequest::Clear")
 s_clr2=$(cost "$server" "test_service.pb.cc:rfrpc::testing::TestResponse::Clear")
 
+# The client's progress rounds, for what they are: under valgrind their
+# count per call says nothing of a native run (see above), the cost of one
+# round a little (it mixes empty and busy rounds). Self costs per round of
+# two functions that run every round.
+PROGRESS="rpc/client_connection.cc:rfrpc::internal::ClientConnection::Progress[(]"
+rounds=$(calls "$client" "ClientConnection::Progress[(]")
+progress=$(cost "$client" "$PROGRESS")
+update=$(cost "$client" "rpc/client_connection.cc:rfrpc::internal::ClientConnection::UpdateNeedsDriver[(]")
+awk -v r="$rounds" -v p="$progress" -v u="$update" -v n="$n_calls" 'BEGIN {
+  if (r > 0) printf "  client progress: %d rounds (%.1f a call), %.0f instructions a round, UpdateNeedsDriver %.0f of them (inclusive)\n", r, r / n, p / r, u / r
+}'
+
 awk -v n="$n_calls" -v call="$call" -v bsl="$bsl" -v ser="$ser" \
     -v part="$part" -v parse="$parse" -v deliver="$deliver" -v cb="$callback" \
     -v run_cb="$run_cb" -v e="$entries" -v serve="$serve" -v sp="$s_parse" \
