@@ -1098,6 +1098,45 @@ TEST_F(RpcAsyncTest, TenThousandCancelsLeakNoSlot) {
   for (int i = 0; i < 8; ++i) ExpectAnswer(reqs[i], resps[i]);
 }
 
+// An expired or cancelled call leaves its slot abandoned until the server
+// answers. The progress thread keeps polling such a slot, with no call of
+// its own left, so it is free once the late answer lands (not only when a
+// later call happens to poll).
+TEST_F(RpcAsyncTest, TheProgressThreadFreesAnAbandonedSlot) {
+  StartServer();
+  ChannelOptions opts;
+  opts.slots_per_connection = 1;
+  for (bool cancel : {false, true}) {
+    SCOPED_TRACE(cancel ? "cancelled" : "expired");
+    std::unique_ptr<Channel> ch = Connect(RpcMode::kRemoteFetch, opts);
+    ASSERT_NE(ch, nullptr);
+    Kinds::Stub stub(ch.get());
+    TestResponse resp;
+    ClientContext ctx;
+    if (!cancel) ctx.set_timeout(absl::Milliseconds(50));
+    std::atomic<int> done{0};
+    absl::Status status;
+    stub.LaterAsync(&ctx, Request(1, kHold), &resp, [&](absl::Status s) {
+      status = s;
+      done.fetch_add(1);
+    });
+    ASSERT_TRUE(service_.WaitHeld(1));
+    if (cancel) ctx.TryCancel();
+    ASSERT_TRUE(Await(done, 1));
+    EXPECT_EQ(status.code(), cancel ? absl::StatusCode::kCancelled
+                                    : absl::StatusCode::kDeadlineExceeded)
+        << status;
+    EXPECT_EQ(ch->stats().slots_in_use, 1);  // Abandoned, not free.
+    std::vector<KindsService::Held> held = service_.TakeHeld();
+    ASSERT_EQ(held.size(), 1u);
+    held[0].done(
+        KindsService::Answer(held[0].ctx, *held[0].request, held[0].response));
+    EXPECT_TRUE(Eventually([&] { return ch->stats().slots_in_use == 0; }))
+        << "slots in use: " << ch->stats().slots_in_use;
+    EXPECT_EQ(resp.id(), 0u);  // The late answer reached nobody.
+  }
+}
+
 // With one slot: a cancelled call's slot is reused only after the server's
 // answer, so the next call gets its own result, and the first call's result,
 // finished late, reaches nobody.
