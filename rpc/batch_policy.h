@@ -269,7 +269,7 @@ class AutoBatchSizer {
   // fraction is undone.
   static constexpr double kMaxGrowthLoss = 0.03;
   // Windows for which growth stops at the size a grow was undone to (or a
-  // down probe kept), and for which probes wait after one was undone.
+  // down probe kept), and from one down probe to the next.
   static constexpr int kReprobeWindows = 64;
   // Steady acted-on windows at one size before the peak guard probes down.
   static constexpr int kProbeAfterWindows = 16;
@@ -369,10 +369,10 @@ class AutoBatchSizer {
   int growth_cap_ = 0;
   int cap_windows_left_ = 0;
   uint64_t grows_undone_ = 0;
-  // Down probe: acted-on windows at this size with k <= alpha and their
-  // calls per second (averaged, see kSteadyRateWeight); the size probed
-  // from (0: no probe being judged) and that rate before it; windows
-  // before the next probe.
+  // Down probe: acted-on windows in a row at max_size asking to grow, and
+  // their calls per second (averaged, see kSteadyRateWeight); the size
+  // probed from (0: no probe being judged) and that rate before it;
+  // windows before the next probe may start.
   int steady_windows_ = 0;
   double steady_rate_ = 0;
   int probed_from_ = 0;

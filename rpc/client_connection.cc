@@ -814,9 +814,8 @@ void ClientConnection::PostHeaderReads(const uint32_t* slots, int n,
     return;
   }
   // Only the first n are built: a WorkRequest[kReadList] would run every
-  // element's default member initializers first (~90 instructions a call
-  // under callgrind with batches of 32, most of them for elements never
-  // posted).
+  // element's default member initializers first (~40 instructions a list
+  // under callgrind, most of them for elements never posted).
   static_assert(std::is_trivially_destructible_v<WorkRequest>);
   union List {
     List() {}
@@ -872,11 +871,7 @@ void ClientConnection::FreeSlot(uint32_t s) {
   free_slots_.push_back(s);
 }
 
-void ClientConnection::UpdateNeedsDriver(bool rescan) {
-  if (!rescan) {
-    StoreNeedsDriver();
-    return;
-  }
+void ClientConnection::UpdateNeedsDriver() {
   int abandoned = 0;
   if (busy_slots_ == 0) {
     may_abandon_ = false;  // Nothing in flight: nothing abandoned.

@@ -99,8 +99,8 @@ s_clr2=$(cost "$server" "test_service.pb.cc:rfrpc::testing::TestResponse::Clear"
 
 # The client's progress rounds, for what they are: under valgrind their
 # count per call says nothing of a native run (see above), the cost of one
-# round a little (it mixes empty and busy rounds). Self costs per round of
-# two functions that run every round.
+# round a little (it mixes empty and busy rounds). UpdateNeedsDriver, which
+# every round ends with, inclusive.
 PROGRESS="rpc/client_connection.cc:rfrpc::internal::ClientConnection::Progress[(]"
 rounds=$(calls "$client" "ClientConnection::Progress[(]")
 progress=$(cost "$client" "$PROGRESS")
