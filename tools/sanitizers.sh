@@ -31,6 +31,7 @@ if [ -n "${CI:-}" ]; then FLAGS+=(--config=ci); fi
 # (per-thread counters read by scrapes, the /metrics endpoint's threads).
 TSAN_TESTS=(
   //tests:rpc_e2e_test
+  //tests:rpc_e2e_timed_test
   //tests:rpc_batch_e2e_test
   //tests:rpc_fault_test
   //transport/shm:shm_conformance_test
