@@ -163,9 +163,7 @@ absl::StatusOr<double> MeasureReads(RawLoopback* lb, uint32_t size, int window,
   };
   for (int i = 0; i < window; ++i) RFRPC_RETURN_IF_ERROR(post(i));
   uint64_t done = 0;
-  const absl::Time start = absl::Now();
-  const absl::Time measure_from = start + warmup;
-  const absl::Time end = measure_from + time;
+  const absl::Time measure_from = absl::Now() + warmup;
   bool measuring = false;
   absl::Time t0;
   Completion cs[kReadWindow];
@@ -174,16 +172,22 @@ absl::StatusOr<double> MeasureReads(RawLoopback* lb, uint32_t size, int window,
         lb->client_cq->Wait(absl::MakeSpan(cs, kReadWindow), absl::Seconds(1));
     if (!n.ok()) return n.status();
     const absl::Time now = absl::Now();
-    if (!measuring && now >= measure_from) {
-      measuring = true;
-      t0 = now;
-      done = 0;
-    }
     for (int k = 0; k < *n; ++k) {
       if (!cs[k].ok()) return cs[k].ToStatus();
-      ++done;
     }
-    if (measuring && now >= end) {
+    if (!measuring) {
+      // The interval starts at this stamp: these completions came before
+      // it, so they are not counted. It ends `time` after it, not at a
+      // fixed end, so a thread descheduled past that end (a loaded host)
+      // still measures a whole interval instead of dividing by ~0.
+      if (now >= measure_from) {
+        measuring = true;
+        t0 = now;
+      }
+    } else {
+      done += static_cast<uint64_t>(*n);
+    }
+    if (measuring && done > 0 && now - t0 >= time) {
       // Drain the rest of the window before returning.
       int outstanding = window - *n;
       while (outstanding > 0) {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -143,7 +144,10 @@ TEST(CalibratorTest, ShortCalibrationOverShm) {
   EXPECT_FALSE(pr.host().empty());
   EXPECT_GT(lines, 10);
   ASSERT_EQ(pr.read_curve_size(), 11);  // 8 .. 8192, powers of two.
-  for (const SizePoint& pt : pr.read_curve()) EXPECT_GT(pt.ops_per_sec(), 0);
+  for (const SizePoint& pt : pr.read_curve()) {
+    EXPECT_GT(pt.ops_per_sec(), 0);
+    EXPECT_TRUE(std::isfinite(pt.ops_per_sec())) << pt.size();
+  }
   // Monotonic-ish: large READs (2-8 KiB) move more bytes/s than 8 B ones
   // (256-1024x the size). Each point is measured for 30 ms, which one stall
   // of a loaded 2-core host can fill (a CI run saw the 8 KiB point at 42 K
@@ -187,6 +191,32 @@ TEST(CalibratorTest, ShortCalibrationOverShm) {
   absl::StatusOr<Profile> q = Profile::Parse(p->ToText(), "shm");
   ASSERT_TRUE(q.ok()) << q.status();
   EXPECT_EQ(q->ToText(), p->ToText());
+}
+
+// A point shorter than one completion wait: the measured interval must
+// still hold completions and take time. A CI run on a loaded host had the
+// 8 and 16 B points at "inf" READs/s: the thread woke past the point's
+// end, and the interval began and ended at that one stamp.
+TEST(CalibratorTest, PointsShorterThanAWaitAreStillFinite) {
+  CalibratorOptions o;
+  o.provider = "shm";
+  o.short_mode = true;
+  o.point_time = absl::Nanoseconds(1);
+  o.warmup = absl::Nanoseconds(1);
+  o.read_sizes = {8, 64};
+  o.mode_server_times_ns = {0};
+  o.table_server_times_ns = {0};
+  o.listen_address = absl::StrCat("/tmp/rfrpc-calibrator-short.", ::getpid());
+  absl::StatusOr<Profile> p = Calibrate(o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const TunerProfile& pr = p->proto();
+  ASSERT_EQ(pr.read_curve_size(), 2);
+  for (const SizePoint& pt : pr.read_curve()) {
+    EXPECT_GT(pt.ops_per_sec(), 0) << pt.size();
+    EXPECT_TRUE(std::isfinite(pt.ops_per_sec())) << pt.size();
+  }
+  EXPECT_TRUE(std::isfinite(pr.read_rtt_ns()));
+  EXPECT_GT(pr.read_rtt_ns(), 0);
 }
 
 }  // namespace

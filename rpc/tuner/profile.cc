@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -116,11 +117,13 @@ absl::StatusOr<Profile> Profile::FromProto(TunerProfile proto,
         return absl::InvalidArgumentError(absl::StrCat(
             "I(R,F) point with R=", pt.retries(), " outside [1, N=", n, "]"));
       }
-      if (pt.fetch_size() < kMinFetchSize || !(pt.ops_per_sec() > 0)) {
+      // Infinite ops (a measurement divided by ~0) would win every choice.
+      if (pt.fetch_size() < kMinFetchSize || !(pt.ops_per_sec() > 0) ||
+          !std::isfinite(pt.ops_per_sec())) {
         return absl::InvalidArgumentError(absl::StrCat(
             "I(R,F) point R=", pt.retries(), " F=", pt.fetch_size(),
             " has ops_per_sec ", pt.ops_per_sec(),
-            " (need F >= ", kMinFetchSize, " and ops > 0)"));
+            " (need F >= ", kMinFetchSize, " and finite ops > 0)"));
       }
       if (!rows[pt.retries() - 1].emplace(pt.fetch_size(), pt.ops_per_sec())
                .second) {

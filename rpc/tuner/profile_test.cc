@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -141,6 +142,11 @@ TEST(ProfileTest, SemanticErrorsAreInvalidArgument) {
   EXPECT_THAT(s.message(), HasSubstr("no point for R=4"));
   bad = MakeSyntheticProto(Spec());
   bad.mutable_throughput(0)->mutable_points(0)->set_ops_per_sec(-1);
+  EXPECT_EQ(Profile::FromProto(bad, "").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  bad = MakeSyntheticProto(Spec());
+  bad.mutable_throughput(0)->mutable_points(0)->set_ops_per_sec(
+      std::numeric_limits<double>::infinity());
   EXPECT_EQ(Profile::FromProto(bad, "").status().code(),
             absl::StatusCode::kInvalidArgument);
   bad = MakeSyntheticProto(Spec());
