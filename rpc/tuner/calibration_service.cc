@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/time/clock.h"
+#include "rpc/wire_format.h"
 
 namespace rfrpc {
 namespace tuner {
@@ -45,8 +46,11 @@ absl::Status CalibrationService::Fetch(ServerContext* ctx,
     while (absl::GetCurrentTimeNanos() < until) {
     }
   }
-  constexpr size_t kHeader = 16;  // wire::kHeaderBytes.
-  const size_t want = req->result_bytes() > kHeader ? req->result_bytes() - kHeader : 0;
+  // The result as fetched: header, payload rounded up to 8 bytes, tail
+  // (wire::FramedBytes). The largest payload whose framing fits.
+  constexpr size_t kFraming = wire::kHeaderBytes + wire::kTailBytes;
+  const size_t bytes = req->result_bytes();
+  const size_t want = bytes > kFraming ? (bytes - kFraming) & ~size_t{7} : 0;
   const size_t n = CalibrationPayloadFor(want);
   if (n > 0) resp->set_payload(std::string(n, static_cast<char>(req->id())));
   return absl::OkStatus();

@@ -1,9 +1,10 @@
 // Copyright 2026 The rfrpc Authors.
 //
 // CalibrationService: the service the R/F calibrator calls. Fetch returns a
-// result of CalibrationRequest::result_bytes bytes (16-byte response header
-// included, so the result is exactly what F must cover) after spinning
-// delay_ns, which stands for the server processing time P.
+// result of CalibrationRequest::result_bytes bytes as the client fetches it
+// (16-byte response header and 8-byte tail included: what F must cover;
+// exact for multiples of 8 from 24 up, at most that otherwise) after
+// spinning delay_ns, which stands for the server processing time P.
 //
 // Run it in-process (Calibrate does when no address is given) or in a server
 // of its own (`rfrpc_tune serve`) to calibrate across hosts.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <memory>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "rpc/server.h"
@@ -99,6 +100,31 @@ class OnlineChannelTest : public ::testing::Test {
   CalibrationService service_;
   std::unique_ptr<Server> server_;
 };
+
+// A calibration result of B bytes is B bytes as fetched, tail included: the
+// size the observer sees, and one READ of F = B covers it. (It was B + 8:
+// every point of a calibrated I(R, F) grid took two READs a call.)
+TEST_F(OnlineChannelTest, CalibrationResultsAreTheirBytesAsFetched) {
+  std::vector<uint32_t> seen;
+  for (uint32_t bytes : {32u, 64u, 128u, 256u, 1000u, 3000u, 8192u}) {
+    ChannelOptions co;
+    co.provider = "shm";
+    co.mode = RpcMode::kRemoteFetch;
+    co.fetch.retries = 100;
+    co.fetch.size = bytes;
+    co.on_result = [&seen](uint32_t b, absl::Duration) { seen.push_back(b); };
+    absl::StatusOr<std::unique_ptr<Channel>> ch =
+        Channel::Create(server_->address(), co);
+    ASSERT_TRUE(ch.ok()) << ch.status();
+    seen.clear();
+    Calls(ch->get(), bytes, 20);
+    ASSERT_EQ(seen.size(), 20u) << bytes;
+    for (uint32_t b : seen) EXPECT_EQ(b, bytes);
+    // No call needed a READ for the rest of its result.
+    const ChannelStats st = (*ch)->stats();
+    EXPECT_EQ(st.rdma_reads, st.fetches) << bytes;
+  }
+}
 
 TEST_F(OnlineChannelTest, ConvergesWhenResultSizeChangesAndDoesNotFlap) {
   absl::StatusOr<std::unique_ptr<OnlineTuner>> tuner =
