@@ -92,7 +92,17 @@ std::string IncludeGuard(absl::string_view proto_file) {
                         ? absl::ascii_toupper(static_cast<unsigned char>(c))
                         : '_');
   }
-  absl::StrAppend(&guard, "_RFRPC_H_");
+  // A path may start with a digit ("2fa.proto"): not an identifier.
+  if (guard.empty() || absl::ascii_isdigit(static_cast<unsigned char>(guard[0]))) {
+    guard.insert(0, "RFRPC_");
+  }
+  // Paths that differ only in case or in the characters above that became
+  // '_' ("a_b.proto", "a-b.proto", "a/b.proto") must not share a guard: one
+  // header would vanish where both are included. The path's FNV-1a hash.
+  absl::StrAppend(&guard, "_RFRPC_H_",
+                  absl::AsciiStrToUpper(absl::StrCat(absl::Hex(
+                      Fnv1a32MethodId(proto_file), absl::kZeroPad8))),
+                  "_");
   return guard;
 }
 
@@ -110,6 +120,10 @@ std::string FormatComment(absl::string_view comment, int indent) {
     absl::StrAppend(&out, pad, "//");
     if (!line.empty()) {
       absl::StrAppend(&out, line.front() == ' ' ? "" : " ", line);
+      // A backslash ending a line splices the next line into the comment
+      // (the next comment line: -Wcomment; the code after the last one:
+      // it vanishes). Something after it ends the comment line instead.
+      if (line.back() == '\\') out.append(" //");
     }
     out.push_back('\n');
   }

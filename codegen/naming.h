@@ -50,8 +50,8 @@ std::string ServiceClassName(absl::string_view service_name);
 // "::a::b" for package "a.b"; "" for no package.
 std::string PackageToNamespace(absl::string_view package);
 
-// Include guard for the header generated from `proto_file`:
-// "proto/echo.proto" -> "PROTO_ECHO_RFRPC_H_".
+// Include guard for the header generated from `proto_file`, unique to
+// the path: "proto/echo.proto" -> "PROTO_ECHO_RFRPC_H_<8 hex digits>_".
 std::string IncludeGuard(absl::string_view proto_file);
 
 // Turns protoc's comment text (lines without their comment markers) into

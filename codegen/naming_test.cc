@@ -2,11 +2,17 @@
 
 #include "codegen/naming.h"
 
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace rfrpc {
 namespace codegen {
 namespace {
+
+using ::testing::MatchesRegex;
 
 TEST(MethodIdentifierTest, OrdinaryNamesAreKept) {
   EXPECT_EQ(MethodIdentifier("Echo"), "Echo");
@@ -45,9 +51,26 @@ TEST(PackageToNamespaceTest, DotsBecomeScopes) {
 }
 
 TEST(IncludeGuardTest, FromPath) {
-  EXPECT_EQ(IncludeGuard("proto/echo.proto"), "PROTO_ECHO_RFRPC_H_");
-  EXPECT_EQ(IncludeGuard("a-b/c.d.proto"), "A_B_C_D_RFRPC_H_");
-  EXPECT_EQ(IncludeGuard("top.proto"), "TOP_RFRPC_H_");
+  EXPECT_THAT(IncludeGuard("proto/echo.proto"),
+              MatchesRegex("PROTO_ECHO_RFRPC_H_[0-9A-F]{8}_"));
+  EXPECT_THAT(IncludeGuard("a-b/c.d.proto"),
+              MatchesRegex("A_B_C_D_RFRPC_H_[0-9A-F]{8}_"));
+  EXPECT_THAT(IncludeGuard("top.proto"),
+              MatchesRegex("TOP_RFRPC_H_[0-9A-F]{8}_"));
+}
+
+// A guard is an identifier, and two paths never share one.
+TEST(IncludeGuardTest, ValidAndDistinct) {
+  EXPECT_THAT(IncludeGuard("2fa.proto"),
+              MatchesRegex("RFRPC_2FA_RFRPC_H_[0-9A-F]{8}_"));
+  const std::vector<std::string> guards = {
+      IncludeGuard("a_b.proto"), IncludeGuard("a-b.proto"),
+      IncludeGuard("a/b.proto"), IncludeGuard("A_b.proto")};
+  for (size_t i = 0; i < guards.size(); ++i) {
+    for (size_t j = i + 1; j < guards.size(); ++j) {
+      EXPECT_NE(guards[i], guards[j]) << i << " " << j;
+    }
+  }
 }
 
 TEST(FormatCommentTest, PrefixesAndIndents) {
@@ -56,6 +79,14 @@ TEST(FormatCommentTest, PrefixesAndIndents) {
   EXPECT_EQ(FormatComment(" First.\n\n Third.  \n", 4),
             "    // First.\n    //\n    // Third.\n");
   EXPECT_EQ(FormatComment("No space\n", 0), "// No space\n");
+}
+
+// A comment line ending in a backslash would splice the next source line
+// into the comment (the class after a service comment vanished).
+TEST(FormatCommentTest, NoLineEndsInABackslash) {
+  EXPECT_EQ(FormatComment(" ends in \\\n", 0), "// ends in \\ //\n");
+  EXPECT_EQ(FormatComment(" C:\\dir\\ \n next\n", 2),
+            "  // C:\\dir\\ //\n  // next\n");
 }
 
 TEST(Fnv1a32MethodIdTest, KnownValues) {
