@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -19,9 +20,11 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "benchmarks/bench_util.h"
+#include "flags/provider_flag.h"
 #include "flags/flagfile_check.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
+#include "transport/transport.h"
 
 
 namespace rfrpc {
@@ -96,6 +99,13 @@ void Init(int* argc, char*** argv) {
   if (absl::Status s = tools::CheckFlagfiles((*argv)[0]); !s.ok()) {
     std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
     std::exit(2);
+  }
+  // Figures name the provider they ran on: "auto" is the one it opens.
+  if (FLAGS_provider == "auto") {
+    absl::StatusOr<std::unique_ptr<transport::Provider>> p =
+        transport::Provider::Open(FLAGS_provider, {});
+    if (!p.ok()) Exit("--provider=auto", p.status());
+    FLAGS_provider = (*p)->name();
   }
 }
 

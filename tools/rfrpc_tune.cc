@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -36,6 +37,7 @@
 #include "rpc/tuner/calibrator.h"
 #include "rpc/tuner/profile.h"
 #include "rpc/tuner/selector.h"
+#include "transport/transport.h"
 
 DEFINE_bool(short, false, "calibrate: quick settings (< 30 s, for smoke runs).");
 DEFINE_string(out, "", "calibrate: where to write the profile.");
@@ -109,6 +111,16 @@ int RunCalibrate() {
   return 0;
 }
 
+// A profile names the provider it was made on, never "auto": "auto" is
+// the provider it opens on this host (as calibrate records it).
+absl::StatusOr<std::string> ResolvedProvider(const std::string& name) {
+  if (name != "auto") return name;
+  absl::StatusOr<std::unique_ptr<transport::Provider>> p =
+      transport::Provider::Open(name, {});
+  if (!p.ok()) return p.status();
+  return (*p)->name();
+}
+
 int RunSelect() {
   if (FLAGS_profile.empty()) {
     return Fail(absl::InvalidArgumentError("select needs --profile=FILE"));
@@ -127,8 +139,13 @@ int RunSelect() {
         absl::StrCat("--provider=", FLAGS_provider,
                      ": not a provider (shm, verbs or auto)")));
   }
-  absl::StatusOr<Profile> p = Profile::Load(
-      FLAGS_profile, FLAGS_check_provider ? FLAGS_provider : std::string());
+  std::string provider;
+  if (FLAGS_check_provider) {
+    absl::StatusOr<std::string> resolved = ResolvedProvider(FLAGS_provider);
+    if (!resolved.ok()) return Fail(resolved.status());
+    provider = *resolved;
+  }
+  absl::StatusOr<Profile> p = Profile::Load(FLAGS_profile, provider);
   if (!p.ok()) return Fail(p.status());
   std::string text = FLAGS_sizes;
   if (!FLAGS_sizes_file.empty()) {

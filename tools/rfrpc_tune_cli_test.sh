@@ -39,6 +39,25 @@ expect "select names a missing profile" 1 "cannot open profile /nonexistent" \
 expect "select names an unknown --provider as such" 1 \
   "--provider=foo: not a provider" \
   select --profile=/nonexistent --provider=foo --sizes=32
+# A profile made on shm (by hand: one I(R, F) point); --provider=auto is
+# the provider it opens on this host (shm: no RDMA device), so it is taken.
+cat >"${TEST_TMPDIR:-/tmp}/tune_mini.prof" <<'PROFILE'
+format_version: 1
+provider: "shm"
+low_size: 32
+high_size: 32
+fetch_step: 64
+max_retries: 1
+throughput {
+  server_time_ns: 0
+  points { retries: 1 fetch_size: 32 ops_per_sec: 1000000 }
+}
+PROFILE
+expect "select --provider=auto takes the profile of the provider auto opens" 0 \
+  "" select --profile="${TEST_TMPDIR:-/tmp}/tune_mini.prof" --sizes=16 --provider=auto
+# verbs is linked: no device is the error, not an unknown provider.
+expect "calibrate on verbs without a device says so" 1 "no RDMA device found" \
+  calibrate --out="${TEST_TMPDIR:-/tmp}/tune_verbs.prof" --provider=verbs
 printf -- '--totally_bogus=1\n' >"${TEST_TMPDIR:-/tmp}/tune_bad.flags"
 expect "an unknown flag in a --flagfile" 2 "unknown flag --totally_bogus" \
   --flagfile="${TEST_TMPDIR:-/tmp}/tune_bad.flags" select --sizes=32
