@@ -879,6 +879,15 @@ int Main() {
             "--sync_idle_in_flight=", FLAGS_sync_idle_in_flight,
             ": must be <= ", kMaxInFlight, " (< 0: the library default)")));
   }
+  // The call pool is sized for --max_batch: a larger fixed N is refused,
+  // not cut to it (its row would print the N asked for, run another).
+  for (int n : bench::ParseInts("--batch_sizes", FLAGS_batch_sizes)) {
+    if (n > FLAGS_max_batch) {
+      bench::Exit("flags", absl::InvalidArgumentError(absl::StrCat(
+                               "--batch_sizes: ", n, " is above --max_batch=",
+                               FLAGS_max_batch, "; raise --max_batch")));
+    }
+  }
   // Each thread keeps --pipeline batches of up to --max_batch calls in
   // flight on its channel.
   if (int64_t{FLAGS_pipeline} * FLAGS_max_batch > kMaxInFlight) {
@@ -1025,7 +1034,7 @@ int Main() {
       Config c;
       c.mode = mode;
       c.batch = BatchMode::kFixed;
-      c.batch_size = std::min(n, FLAGS_max_batch);
+      c.batch_size = n;  // <= --max_batch (checked above).
       Point p = RunBest(server->address(), c);
       Print(c, p);
       fixed[m][c.batch_size] = p;

@@ -429,7 +429,8 @@ class ChannelImpl final : public Channel,
     st.publishes_delayed = counters_.publishes_delayed.load();
     st.calls_queued = counters_.calls_queued.load();
     st.send_queue_waits = counters_.send_queue_waits.load();
-    st.batch_size = counters_.batch_size.load();
+    // Fixed and adaptive modes' N, not only the sizer's (0 unbatched).
+    st.batch_size = batch_size();
     st.sizer_k = counters_.sizer_k.load();
     st.sizer_adjustments = counters_.sizer_adjustments.load();
     st.fetched_call_fetches = counters_.fetched_call_fetches.load();
