@@ -315,6 +315,19 @@ LowHigh DeriveLowHigh(const std::vector<SizePoint>& curve,
   return lh;
 }
 
+namespace {
+
+// Whether rf still beats server-reply by more than `threshold` at the
+// largest P of `curve` (ascending in P): then P* is only that P.
+bool PaysOffThroughout(
+    const google::protobuf::RepeatedPtrField<ModePoint>& curve,
+    double threshold) {
+  return !curve.empty() && curve.rbegin()->rf_ops_per_sec() >
+                               (1 + threshold) * curve.rbegin()->sr_ops_per_sec();
+}
+
+}  // namespace
+
 Payoff DerivePayoff(const std::vector<ModePoint>& curve, double threshold,
                     double read_rtt_ns, int max_retries_cap) {
   Payoff p;
@@ -454,8 +467,13 @@ absl::StatusOr<Profile> Calibrate(const CalibratorOptions& o) {
       o.payoff_threshold, proto.read_rtt_ns(), s.cap);
   proto.set_payoff_server_time_ns(payoff.server_time_ns);
   proto.set_max_retries(static_cast<uint32_t>(payoff.max_retries));
-  Progress(o, absl::StrFormat("[c] done: rf pays off below P*=%u ns -> N=%d",
-                              payoff.server_time_ns, payoff.max_retries));
+  Progress(o, absl::StrFormat(
+                  "[c] done: rf pays off below P*=%u ns%s -> N=%d",
+                  payoff.server_time_ns,
+                  PaysOffThroughout(proto.mode_curve(), o.payoff_threshold)
+                      ? " (and above: the largest P measured)"
+                      : "",
+                  payoff.max_retries));
 
   // (b) I(R, F) in hybrid mode.
   {
@@ -529,12 +547,24 @@ std::string FormatProfile(const Profile& profile) {
     }
     out += "\n";
   }
+  // P* is where rf stops beating server-reply by more than the threshold,
+  // or, where it never stops (DerivePayoff), the largest P measured.
+  const bool pays_throughout =
+      PaysOffThroughout(p.mode_curve(), p.payoff_threshold());
+  const std::string payoff =
+      pays_throughout
+          ? absl::StrFormat("rf beats server_reply by more than %.0f%% up to "
+                            "the largest P measured, P*=%u ns",
+                            100 * p.payoff_threshold(),
+                            p.payoff_server_time_ns())
+          : absl::StrFormat("rf within %.0f%% of server_reply from P*=%u ns",
+                            100 * p.payoff_threshold(),
+                            p.payoff_server_time_ns());
   absl::StrAppendFormat(
       &out,
-      "chosen: L=%u H=%u N=%u (rf within %.0f%% of server_reply from P*=%u "
-      "ns; one READ %.0f ns); %zu candidate F (step %u) x N\n",
-      p.low_size(), p.high_size(), p.max_retries(),
-      100 * p.payoff_threshold(), p.payoff_server_time_ns(), p.read_rtt_ns(),
+      "chosen: L=%u H=%u N=%u (%s; one READ %.0f ns); %zu candidate F (step "
+      "%u) x N\n",
+      p.low_size(), p.high_size(), p.max_retries(), payoff, p.read_rtt_ns(),
       profile.candidate_fetch_sizes().size(), p.fetch_step());
   return out;
 }

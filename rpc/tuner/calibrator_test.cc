@@ -13,10 +13,13 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "rpc/tuner/test_profiles.h"
 
 namespace rfrpc {
 namespace tuner {
 namespace {
+
+using ::testing::HasSubstr;
 
 std::vector<SizePoint> Curve(
     const std::vector<std::pair<uint32_t, double>>& pts) {
@@ -95,6 +98,30 @@ TEST(DerivePayoffTest, PaperShapedCurve) {
                                 0.10, 1400, 16);
   EXPECT_EQ(p.server_time_ns, 7000u);
   EXPECT_EQ(p.max_retries, 5);
+}
+
+// The summary line says what P* is: where rf stops paying off, or, if it
+// never does, only the largest P measured (it said "within 10% from
+// P*=12000 ns" where rf was 2.1x server-reply there).
+TEST(FormatProfileTest, SaysWhetherRfPaysOffThroughout) {
+  SyntheticSpec spec;
+  spec.ops = [](int, uint32_t, uint32_t) { return 1e6; };
+  TunerProfile proto = MakeSyntheticProto(spec);
+  proto.set_payoff_threshold(0.10);
+  proto.set_payoff_server_time_ns(12000);
+  for (const auto& m : Modes({{0, 5e6, 2e6}, {12000, 2.1e6, 1e6}})) {
+    *proto.add_mode_curve() = m;
+  }
+  absl::StatusOr<Profile> throughout = Profile::FromProto(proto, "");
+  ASSERT_TRUE(throughout.ok()) << throughout.status();
+  EXPECT_THAT(FormatProfile(*throughout),
+              HasSubstr("rf beats server_reply by more than 10% up to the "
+                        "largest P measured, P*=12000 ns"));
+  proto.mutable_mode_curve(1)->set_rf_ops_per_sec(1.05e6);
+  absl::StatusOr<Profile> crosses = Profile::FromProto(proto, "");
+  ASSERT_TRUE(crosses.ok()) << crosses.status();
+  EXPECT_THAT(FormatProfile(*crosses),
+              HasSubstr("rf within 10% of server_reply from P*=12000 ns"));
 }
 
 TEST(DerivePayoffTest, Extremes) {
