@@ -156,5 +156,21 @@ absl::Status RecvFrame(int fd, google::protobuf::MessageLite* msg,
   return absl::OkStatus();
 }
 
+void DescriptorReserve::Take() {
+  spare_ = ScopedFd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+}
+
+bool DescriptorReserve::Shed(int listen_fd,
+                             absl::FunctionRef<void(int sock)> refuse) {
+  spare_.reset();
+  ScopedFd sock(::accept4(listen_fd, nullptr, nullptr,
+                          SOCK_CLOEXEC | SOCK_NONBLOCK));
+  const bool shed = sock.valid();
+  if (shed) refuse(sock.get());
+  sock.reset();
+  Take();
+  return shed;
+}
+
 }  // namespace transport
 }  // namespace rfrpc

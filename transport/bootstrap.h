@@ -19,9 +19,12 @@
 #ifndef RFRPC_TRANSPORT_BOOTSTRAP_H_
 #define RFRPC_TRANSPORT_BOOTSTRAP_H_
 
+#include <errno.h>
+
 #include <cstdint>
 #include <string>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "google/protobuf/message_lite.h"
@@ -87,6 +90,33 @@ class ScopedFd {
 
  private:
   int fd_ = -1;
+};
+
+// A descriptor a listener keeps in reserve for when its process is out of
+// them. accept4 then fails with EMFILE or ENFILE and leaves the peer in the
+// backlog, where poll reports the listening socket readable at once, again
+// and again: the listener spins and the peer times out without a reason.
+// Shed frees the reserve, accepts one waiting peer with it, hands the
+// socket to `refuse` (which tells the peer why), closes it and takes the
+// reserve back.
+//
+// Thread-compatible: one per listener, used by its accepting thread.
+class DescriptorReserve {
+ public:
+  DescriptorReserve() { Take(); }
+
+  // Whether `err` (an accept4 errno) is running out of descriptors.
+  static bool OutOfDescriptors(int err) { return err == EMFILE || err == ENFILE; }
+
+  // Returns false if no peer could be accepted even so (another thread took
+  // the freed descriptor, or none waits): the caller backs off before it
+  // polls again.
+  bool Shed(int listen_fd, absl::FunctionRef<void(int sock)> refuse);
+
+ private:
+  void Take();
+
+  ScopedFd spare_;
 };
 
 }  // namespace transport

@@ -4,6 +4,8 @@
 // the suite cannot require of every provider.
 
 #include <stddef.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -352,6 +354,65 @@ TEST(ShmProviderTest, HalfOpenHandshakesAreCapped) {
   t.join();
   ASSERT_TRUE(server.ok()) << server.status();
   ASSERT_TRUE(client.ok()) << client.status();
+}
+
+// A listener whose process is out of descriptors still answers. accept4
+// fails with EMFILE and leaves the peer in the backlog, which poll reports
+// readable at once, forever: the acceptor spun and the peer timed out with
+// no reason given. It takes the peer with its reserve and says why.
+TEST(ShmProviderTest, AListenerOutOfDescriptorsSaysSo) {
+  auto p = *Provider::Open("shm", {});
+  auto l = *p->Listen("");
+  const std::string address = l->address();
+  ASSERT_FALSE(address.empty());
+  // The peer's socket exists before the table fills: connecting to a Unix
+  // socket then takes no descriptor on this side.
+  ScopedFd peer(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  ASSERT_TRUE(peer.valid());
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  socklen_t len = sizeof(sa);
+  if (address[0] == '@') {
+    std::memcpy(sa.sun_path + 1, address.data() + 1, address.size() - 1);
+    len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) +
+                                 address.size());
+  } else {
+    std::memcpy(sa.sun_path, address.data(), address.size());
+  }
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &old), 0);
+  std::vector<ScopedFd> filler;
+  {
+    // A low limit just above the descriptors open now, then fill it.
+    ScopedFd probe(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    ASSERT_TRUE(probe.valid());
+    rlimit low = old;
+    low.rlim_cur = static_cast<rlim_t>(probe.get()) + 8;
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  }
+  for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) {
+    filler.emplace_back(fd);
+  }
+  const int open_errno = errno;
+  const int connected =
+      ::connect(peer.get(), reinterpret_cast<sockaddr*>(&sa), len);
+  const int connect_errno = errno;
+  HelloReply reply;
+  const absl::Status got = RecvFrame(peer.get(), &reply, absl::Seconds(5));
+  filler.clear();
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &old), 0);
+  EXPECT_EQ(open_errno, EMFILE);
+  ASSERT_EQ(connected, 0) << std::strerror(connect_errno);
+  ASSERT_TRUE(got.ok()) << got;
+  EXPECT_EQ(reply.status_code(),
+            static_cast<int>(absl::StatusCode::kResourceExhausted));
+  EXPECT_THAT(reply.error_message(),
+              ::testing::HasSubstr("out of file descriptors"));
+  // With descriptors back, the next peer gets through.
+  ScopedFd next = UnixConnect(address);
+  ASSERT_TRUE(next.valid());
+  ScopedFd again = UnixConnect(address);
+  ASSERT_TRUE(again.valid());
 }
 
 // memfd mappings in this process (/proc/self/maps).

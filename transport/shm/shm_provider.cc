@@ -32,6 +32,7 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 #include "base/errno_text.h"
 #include "base/status_macros.h"
 #include "glog/logging.h"
@@ -588,7 +589,10 @@ class ShmListener final : public Listener {
       for (;;) {
         ScopedFd sock(::accept4(fd_.get(), nullptr, nullptr,
                                 SOCK_CLOEXEC | SOCK_NONBLOCK));
-        if (!sock.valid()) break;
+        if (!sock.valid()) {
+          if (DescriptorReserve::OutOfDescriptors(errno)) ShedOne(errno);
+          break;
+        }
         mu_.lock();
         if (shutdown_) {
           mu_.unlock();
@@ -616,6 +620,22 @@ class ShmListener final : public Listener {
                          }));
         mu_.unlock();
       }
+    }
+  }
+
+  // The process is out of descriptors (`err`): the peer waiting in the
+  // backlog is told so and closed, with the reserve (DescriptorReserve).
+  void ShedOne(int err) {
+    const absl::Status why = absl::ResourceExhaustedError(absl::StrCat(
+        "shm listener ", addr_.display, " is out of file descriptors (accept: ",
+        ErrnoDetail(err), "); raise its RLIMIT_NOFILE (ulimit -n) or close "
+        "connections"));
+    LOG_EVERY_N(WARNING, 1000) << why.message() << " (" << google::COUNTER
+                               << " peers refused so)";
+    if (!reserve_.Shed(fd_.get(),
+                       [&](int sock) { SendErrorReply(sock, why); })) {
+      // Nothing accepted: do not poll a backlog that stays readable at once.
+      absl::SleepFor(absl::Milliseconds(10));
     }
   }
 
@@ -684,6 +704,7 @@ class ShmListener final : public Listener {
   const ScopedFd fd_;
   const ScopedFd stop_;
   const UnixAddress addr_;
+  DescriptorReserve reserve_;  // Only the acceptor uses it.
   std::thread acceptor_;
 
   std::mutex mu_;

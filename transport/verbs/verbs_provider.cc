@@ -41,6 +41,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "glog/logging.h"
 #include "base/status_macros.h"
 #include "transport/auth_token.h"
@@ -559,7 +560,10 @@ class VerbsListener final : public Listener {
       socklen_t len = sizeof(ss);
       ScopedFd fd(::accept4(listen_fd_.get(), reinterpret_cast<sockaddr*>(&ss),
                             &len, SOCK_NONBLOCK | SOCK_CLOEXEC));
-      if (!fd.valid()) return;  // EAGAIN or a transient error.
+      if (!fd.valid()) {
+        if (DescriptorReserve::OutOfDescriptors(errno)) ShedOne(errno);
+        return;  // EAGAIN or a transient error.
+      }
       const std::string peer = SockaddrText(ss);
       if (pending_.size() >= kMaxHalfOpen) {
         LOG(WARNING) << "verbs listener " << address_ << ": " << kMaxHalfOpen
@@ -574,6 +578,22 @@ class VerbsListener final : public Listener {
       ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof(lowat));
       pending_.push_back(
           Pending{std::move(fd), absl::Now() + kHalfOpenTimeout, peer});
+    }
+  }
+
+  // The process is out of descriptors (`err`): the peer waiting in the
+  // backlog is told so and closed, with the reserve (DescriptorReserve).
+  void ShedOne(int err) {
+    const absl::Status why = absl::ResourceExhaustedError(absl::StrCat(
+        "verbs listener ", address_, " is out of file descriptors (accept: ",
+        ErrnoDetail(err), "); raise its RLIMIT_NOFILE (ulimit -n) or close "
+        "connections"));
+    LOG_EVERY_N(WARNING, 1000) << why.message() << " (" << google::COUNTER
+                               << " peers refused so)";
+    if (!reserve_.Shed(listen_fd_.get(),
+                       [&](int sock) { SendRefusal(sock, why); })) {
+      // Nothing accepted: do not poll a backlog that stays readable at once.
+      absl::SleepFor(absl::Milliseconds(10));
     }
   }
 
@@ -633,6 +653,7 @@ class VerbsListener final : public Listener {
   const std::string address_;
   std::atomic<bool> shutdown_{false};
   std::vector<Pending> pending_;  // Next()'s thread only.
+  DescriptorReserve reserve_;     // Next()'s thread only.
 };
 
 absl::StatusOr<ScopedFd> TcpConnect(const std::string& address,
