@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -125,7 +126,8 @@ int RunSelect() {
   if (FLAGS_profile.empty()) {
     return Fail(absl::InvalidArgumentError("select needs --profile=FILE"));
   }
-  if (!(FLAGS_server_time_ns >= 0) || FLAGS_rows < 1 ||
+  if (!(FLAGS_server_time_ns >= 0) || !std::isfinite(FLAGS_server_time_ns) ||
+      FLAGS_rows < 1 ||
       !(FLAGS_tie_tolerance >= 0 && FLAGS_tie_tolerance < 1)) {
     return Fail(absl::InvalidArgumentError(absl::StrCat(
         "select needs --server_time_ns >= 0 (got ", FLAGS_server_time_ns,

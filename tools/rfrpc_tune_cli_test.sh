@@ -32,6 +32,8 @@ expect "calibrate refuses a directory as --out at once" 1 "is a directory" \
   calibrate --out="${TEST_TMPDIR:-/tmp}/tune_out_dir"
 expect "select checks --server_time_ns" 1 "server_time_ns >= 0 (got -5)" \
   select --profile=unused --server_time_ns=-5 --sizes=32
+expect "select refuses an infinite --server_time_ns" 1 "server_time_ns >= 0 (got inf)" \
+  select --profile=unused --server_time_ns=inf --sizes=32
 expect "select checks --rows" 1 "rows >= 1 (got 0)" \
   select --profile=unused --rows=0 --sizes=32
 expect "select names a missing profile" 1 "cannot open profile /nonexistent" \

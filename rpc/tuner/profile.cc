@@ -2,6 +2,8 @@
 
 #include "rpc/tuner/profile.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -169,8 +171,18 @@ absl::StatusOr<Profile> Profile::Load(const std::string& path,
     return absl::NotFoundError(
         absl::StrCat("cannot open profile ", path, ": ", std::strerror(errno)));
   }
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("profile ", path, " is a directory"));
+  }
   std::stringstream ss;
   ss << in.rdbuf();
+  if (ss.str().empty()) {
+    // Else it reads as a profile of format_version 0.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "profile ", path, " is empty; write one with `rfrpc_tune calibrate`"));
+  }
   absl::StatusOr<Profile> p = Parse(ss.str(), expected_provider);
   if (!p.ok()) {
     return absl::Status(p.status().code(),

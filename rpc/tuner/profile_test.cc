@@ -176,6 +176,20 @@ TEST(ProfileTest, TooManyCandidatesIsInvalidArgument) {
   EXPECT_TRUE(Profile::FromProto(wide, "").ok());
 }
 
+// Neither reads as a profile of format_version 0.
+TEST(ProfileTest, EmptyFileOrDirectoryIsInvalidArgument) {
+  const std::string empty = TempPath("empty.prof");
+  { std::ofstream out(empty, std::ios::trunc); }
+  absl::Status s = Profile::Load(empty, "").status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("is empty"));
+  const std::string dir = TempPath("a_dir");
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+  s = Profile::Load(dir, "").status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("is a directory"));
+}
+
 TEST(ProfileTest, MissingFileIsNotFound) {
   EXPECT_EQ(Profile::Load("/nonexistent/profile.txt", "shm").status().code(),
             absl::StatusCode::kNotFound);
