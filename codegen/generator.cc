@@ -80,12 +80,61 @@ bool BuildModel(const FileDescriptor* file, std::vector<Service>* services,
                 std::string* error) {
   const std::string ns = PackageToNamespace(file->package());
   absl::flat_hash_map<uint32_t, std::string> ids;  // id -> full name.
+  if (file->service_count() > 0 && file->options().cc_generic_services()) {
+    *error = absl::StrCat(
+        file->name(),
+        ": option cc_generic_services = true makes protoc's C++ generator "
+        "define a class for each service too, which rfrpc's classes of the "
+        "same names collide with; leave it false (the default)");
+    return false;
+  }
+  // C++ class name -> service that generated it ("Stub" becomes "Stub_").
+  absl::flat_hash_map<std::string, std::string> classes;
   for (int s = 0; s < file->service_count(); ++s) {
     const ServiceDescriptor* sd = file->service(s);
     Service service;
     service.descriptor = sd;
     service.class_name = ServiceClassName(sd->name());
     service.qualified_name = absl::StrCat(ns, "::", service.class_name);
+    const std::string where =
+        absl::StrCat(file->name(), ": service ", sd->full_name());
+    auto [cls, fresh] = classes.emplace(service.class_name, sd->name());
+    if (!fresh) {
+      *error = absl::StrCat(where, ": generated C++ class ",
+                            service.class_name,
+                            " collides with the one generated for service ",
+                            cls->second, "; rename one of them");
+      return false;
+    }
+    // A renamed class may take a name protoc gave something else in the
+    // package (protoc checks only the proto names).
+    if (service.class_name != sd->name()) {
+      const std::string symbol = file->package().empty()
+                                     ? service.class_name
+                                     : absl::StrCat(file->package(), ".",
+                                                    service.class_name);
+      const auto* pool = file->pool();
+      if (pool->FindMessageTypeByName(symbol) != nullptr ||
+          pool->FindEnumTypeByName(symbol) != nullptr ||
+          pool->FindEnumValueByName(symbol) != nullptr ||
+          pool->FindServiceByName(symbol) != nullptr) {
+        *error = absl::StrCat(where, ": generated C++ class ",
+                              service.class_name, " collides with ", symbol,
+                              " of the package; rename one of them");
+        return false;
+      }
+    }
+    // Without a package the class is at global scope, where the namespaces
+    // the generated code names are.
+    if (file->package().empty() &&
+        (service.class_name == "rfrpc" || service.class_name == "absl" ||
+         service.class_name == "std" || service.class_name == "google")) {
+      *error = absl::StrCat(where, ": with no package its class ",
+                            service.class_name, " would clash with namespace ::",
+                            service.class_name,
+                            "; add a package or rename the service");
+      return false;
+    }
     // C++ member name -> rpc that generated it, to catch collisions such as
     // rpcs `Get` and `GetAsync`.
     absl::flat_hash_map<std::string, std::string> members;

@@ -67,6 +67,36 @@ TEST_F(PluginErrorTest, CollidingMethodIdsAreRejected) {
                         "them"));
 }
 
+// Each of these compiled to C++ that g++ refused (redefinition, redeclared
+// as a different kind of entity); now the plugin says why.
+TEST_F(PluginErrorTest, ARenamedServiceClassTakingATakenNameIsRejected) {
+  ProtocResult r = RunRfrpcPlugin(
+      {"codegen/testdata/errors/class_collision.proto"}, "", out_dir_);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.stderr_text,
+              HasSubstr("codegen/testdata/errors/class_collision.proto: "
+                        "service pkg.Stub: generated C++ class Stub_ collides "
+                        "with pkg.Stub_ of the package; rename one of them"));
+}
+
+TEST_F(PluginErrorTest, AServiceNamedLikeANamespaceWithoutPackageIsRejected) {
+  ProtocResult r = RunRfrpcPlugin(
+      {"codegen/testdata/errors/global_namespace.proto"}, "", out_dir_);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.stderr_text,
+              HasSubstr("service rfrpc: with no package its class rfrpc would "
+                        "clash with namespace ::rfrpc"));
+}
+
+TEST_F(PluginErrorTest, GenericServicesAreRejected) {
+  ProtocResult r = RunRfrpcPlugin(
+      {"codegen/testdata/errors/generic_services.proto"}, "", out_dir_);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.stderr_text,
+              HasSubstr("option cc_generic_services = true makes protoc's C++ "
+                        "generator define a class for each service too"));
+}
+
 TEST_F(PluginErrorTest, UnknownParameterIsRejected) {
   ProtocResult r =
       RunRfrpcPlugin({"proto/echo.proto"}, "no_such_option=1", out_dir_);
