@@ -462,10 +462,11 @@ Point Run(const std::string& address, const Config& cfg) {
   if (cfg.batch == BatchMode::kAuto && !FLAGS_sizer_trace_csv.empty()) {
     trace = std::fopen(FLAGS_sizer_trace_csv.c_str(), "a");
     if (trace == nullptr) {
-      bench::Exit("--sizer_trace_csv",
-                  absl::PermissionDeniedError(
-                      absl::StrCat("cannot open ", FLAGS_sizer_trace_csv, ": ",
-                                   std::strerror(errno))));
+      bench::Exit(
+          "--sizer_trace_csv",
+          absl::Status(absl::ErrnoToStatusCode(errno),
+                       absl::StrCat("cannot open ", FLAGS_sizer_trace_csv, ": ",
+                                    std::strerror(errno))));
     }
   }
   const absl::Time t_origin = absl::Now();
@@ -954,10 +955,11 @@ int Main() {
     // Appended to at each auto point: find out now, not after the run.
     FILE* f = std::fopen(FLAGS_sizer_trace_csv.c_str(), "a");
     if (f == nullptr) {
-      bench::Exit("--sizer_trace_csv",
-                  absl::PermissionDeniedError(
-                      absl::StrCat("cannot open ", FLAGS_sizer_trace_csv, ": ",
-                                   std::strerror(errno))));
+      bench::Exit(
+          "--sizer_trace_csv",
+          absl::Status(absl::ErrnoToStatusCode(errno),
+                       absl::StrCat("cannot open ", FLAGS_sizer_trace_csv, ": ",
+                                    std::strerror(errno))));
     }
     std::fclose(f);
   }

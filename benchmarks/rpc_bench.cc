@@ -423,9 +423,10 @@ int Main() {
     // Appended to after each point: find out now, not after the run.
     FILE* f = std::fopen(FLAGS_cdf_csv.c_str(), "a");
     if (f == nullptr) {
-      bench::Exit("--cdf_csv", absl::PermissionDeniedError(absl::StrCat(
-                                   "cannot open ", FLAGS_cdf_csv, ": ",
-                                   std::strerror(errno))));
+      bench::Exit("--cdf_csv",
+                  absl::Status(absl::ErrnoToStatusCode(errno),
+                               absl::StrCat("cannot open ", FLAGS_cdf_csv, ": ",
+                                            std::strerror(errno))));
     }
     std::fclose(f);
   }
@@ -485,8 +486,10 @@ int Main() {
         if (!FLAGS_cdf_csv.empty()) {
           FILE* f = std::fopen(FLAGS_cdf_csv.c_str(), "a");
           if (f == nullptr) {
-            bench::Exit("--cdf_csv", absl::PermissionDeniedError(absl::StrCat(
-                                         "cannot open ", FLAGS_cdf_csv)));
+            bench::Exit("--cdf_csv",
+                        absl::Status(absl::ErrnoToStatusCode(errno),
+                                     absl::StrCat("cannot open ", FLAGS_cdf_csv,
+                                                  ": ", std::strerror(errno))));
           }
           bench::WriteCdf(f, m + "/" + std::to_string(size) + "/" + std::to_string(us),
                           p.sorted_us);

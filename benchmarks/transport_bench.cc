@@ -74,8 +74,9 @@ class CsvOut {
     if (path.empty()) return;
     f_ = std::fopen(path.c_str(), "w");
     if (f_ == nullptr) {
-      std::fprintf(stderr, "cannot write %s\n", path.c_str());
-      std::exit(1);
+      bench::Exit("csv", absl::Status(absl::ErrnoToStatusCode(errno),
+                                      absl::StrCat("cannot write ", path, ": ",
+                                                   std::strerror(errno))));
     }
     std::fprintf(f_, "%s\n", header);
   }
@@ -580,6 +581,20 @@ int main(int argc, char** argv) {
                                       "--sections: unknown section \"", part,
                                       "\" (lat, rtt, fig1)")));
     }
+  }
+  // The CSV files are written as their sections run: find out now that one
+  // cannot be, not after the sections before it.
+  for (const std::string* path :
+       {&FLAGS_lat_csv, &FLAGS_rtt_csv, &FLAGS_fig1_csv}) {
+    if (path->empty()) continue;
+    FILE* f = std::fopen(path->c_str(), "a");
+    if (f == nullptr) {
+      rfrpc::bench::Exit("csv",
+                         absl::Status(absl::ErrnoToStatusCode(errno),
+                                      absl::StrCat("cannot write ", *path, ": ",
+                                                   std::strerror(errno))));
+    }
+    std::fclose(f);
   }
   using namespace rfrpc::transport;  // NOLINT: a benchmark's main.
   const std::vector<uint32_t> sizes = ParseSizes();
