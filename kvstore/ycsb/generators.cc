@@ -2,6 +2,7 @@
 
 #include "kvstore/ycsb/generators.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -204,12 +205,20 @@ int64_t ScrambledZipfian::Next(Rng& rng) {
   return min_ + FnvHash64(gen_.Next(rng)) % itemcount_;
 }
 
+// Zipfian over the Last() keys below the latest, as Java YCSB's.
 SkewedLatest::SkewedLatest(const Counter* basis)
-    : basis_(basis), zipfian_(0, basis->Last() - 1) {}
+    : basis_(basis), made_for_(basis->Last()) {
+  if (made_for_ >= 1) zipfian_.emplace(0, made_for_ - 1);
+}
 
 int64_t SkewedLatest::Next(Rng& rng) {
   const int64_t max = basis_->Last();
-  return max - zipfian_.Next(rng, max);
+  if (max <= 0) return max;  // One key (or none yet): the latest.
+  if (!zipfian_.has_value() || max > 2 * made_for_) {
+    made_for_ = max;
+    zipfian_.emplace(0, max - 1);
+  }
+  return max - zipfian_->Next(rng, max);
 }
 
 Hotspot::Hotspot(int64_t lb, int64_t ub, double hot_set_fraction,

@@ -40,6 +40,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -220,15 +221,20 @@ class ScrambledZipfian final : public NumberGenerator {
 
 // Favors the most recently inserted items: basis->Last() - Zipfian(Last()).
 // Not thread-safe (one per thread); `basis` must outlive it.
+// With one record (Last() == 0) it draws that one; the Zipfian is made
+// again whenever the keys have more than doubled since it was made (its
+// draws go past the item count when it has grown far beyond the count it
+// was made for, e.g. from one record).
 class SkewedLatest final : public NumberGenerator {
  public:
-  // REQUIRES: basis->Last() >= 1.
+  // REQUIRES: basis->Last() >= 0.
   explicit SkewedLatest(const Counter* basis);
   int64_t Next(Rng& rng) override;
 
  private:
   const Counter* basis_;
-  Zipfian zipfian_;
+  int64_t made_for_;  // The item count the Zipfian was made for.
+  std::optional<Zipfian> zipfian_;
 };
 
 // `hot_opn_fraction` of draws are uniform over the first

@@ -284,6 +284,21 @@ TEST(SkewedLatestTest, FavorsRecentItems) {
   EXPECT_GT(recent, samples / 4);
 }
 
+// workloadd with recordcount=1 aborted: Zipfian(0, -1).
+TEST(SkewedLatestTest, OneRecordAndThenMore) {
+  Rng rng(5);
+  Counter basis(0);
+  basis.Next();  // Last() == 0: one record.
+  SkewedLatest latest(&basis);
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(latest.Next(rng), 0);
+  for (int i = 0; i < 10; ++i) basis.Next();  // Inserts: Last() == 10.
+  for (int i = 0; i < 1000; ++i) {
+    const int64_t v = latest.Next(rng);
+    ASSERT_GE(v, 0);
+    ASSERT_LE(v, 10);
+  }
+}
+
 TEST(HotspotTest, HotFractionOfOperationsHitsHotSet) {
   Rng rng(2);
   Hotspot h(0, 999, 0.2, 0.8);
