@@ -11,6 +11,8 @@
 #   3. SIGTERM: each server exits 0, logs "stopped", leaves no process.
 #   4. (shm) A server SIGKILLed under a run: ycsb stops within seconds, says
 #      the database is unreachable and exits 1.
+#   5. (shm) A server whose stderr pipe closed serves and stops with exit 0
+#      (it died of SIGPIPE at its next log line).
 #
 # Provider and addresses come from the environment so the Soft-RoCE VM runs
 # the same script over verbs (tools/kvstore_vm_test.sh):
@@ -234,5 +236,27 @@ if [ "$PROVIDER" = shm ]; then
     fail "died: ycsb did not say the database is unreachable"
   [ "$took" -lt 30 ] || fail "ycsb took ${took} s to stop after its server died"
   echo "ok: ycsb stopped ${took} s after its server died, exit 1"
+
+  # 5. The reader of its stderr takes one byte and goes.
+  timeout -k 30 120 "$SERVER" --provider=shm --address= --workers=1 \
+    --kv_memory_mb=16 --address_file="$TMP/s5.addr" --rfrpc_idle_spin_rounds=200 \
+    >"$TMP/s5.out" 2> >(head -c 1 >/dev/null) &
+  S5=$!
+  PIDS+=($S5)
+  for _ in $(seq 1 300); do
+    [ -s "$TMP/s5.addr" ] && break
+    kill -0 "$S5" 2>/dev/null || fail "s5 exited at start"
+    sleep 0.1
+  done
+  [ -s "$TMP/s5.addr" ] || fail "s5 did not come up"
+  sleep 0.5
+  ycsb load5 -load -db jakiro -P "$W/workloadc" -p jakiro.servers="$(cat "$TMP/s5.addr")" \
+    -threads 1
+  check_ok "$TMP/load5.out" INSERT
+  kill -TERM "$S5"
+  rc=0
+  wait "$S5" || rc=$?
+  [ "$rc" = 0 ] || fail "s5 (stderr pipe closed) exited $rc after SIGTERM (141: SIGPIPE)"
+  echo "ok: a server whose stderr pipe closed served and stopped with exit 0"
 fi
 echo "PASS"

@@ -236,6 +236,9 @@ int main(int argc, char** argv) {
   sigaddset(&stop, SIGINT);
   sigaddset(&stop, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  // A closed stderr (`kvstore_server ... 2>&1 | grep -m1 listening`) must
+  // not kill the server at its next log line: writes fail with EPIPE.
+  signal(SIGPIPE, SIG_IGN);
 
   FLAGS_logtostderr = true;
   gflags::SetUsageMessage(
