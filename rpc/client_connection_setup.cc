@@ -17,6 +17,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "base/mutex.h"
 #include "base/status_macros.h"
 #include "glog/logging.h"
@@ -226,8 +227,38 @@ absl::StatusOr<std::unique_ptr<ClientConnection>> ClientConnection::Connect(
   setup.max_inline = options.max_inline;
   c->sq_admit_ = SendQueueAdmit(slots);
   setup.auth_token = options.auth_token;
-  setup.handshake_timeout = options.connect_timeout;
-  RFRPC_ASSIGN_OR_RETURN(c->conn_, provider->Connect(address, setup));
+  // A refusal the listener marks as passing (its handshakes at their cap,
+  // out of descriptors; shm: its backlog full), as when hundreds of clients
+  // connect at once, is tried again with a jittered back-off until the
+  // connect timeout, not returned at once.
+  const absl::Time give_up = absl::Now() + options.connect_timeout;
+  absl::Duration backoff = absl::Milliseconds(1);
+  absl::BitGen jitter;
+  for (int attempt = 1;; ++attempt) {
+    setup.handshake_timeout = give_up - absl::Now();
+    absl::StatusOr<std::unique_ptr<transport::Connection>> conn =
+        provider->Connect(address, setup);
+    if (conn.ok()) {
+      c->conn_ = std::move(*conn);
+      break;
+    }
+    const absl::Duration pause = backoff * absl::Uniform(jitter, 0.5, 1.5);
+    if (!transport::IsRetryLater(conn.status()) ||
+        absl::Now() + pause >= give_up) {
+      // A fresh status: the retry mark is not for the caller.
+      if (attempt == 1) {
+        return absl::Status(conn.status().code(), conn.status().message());
+      }
+      return absl::Status(
+          conn.status().code(),
+          absl::StrCat(conn.status().message(), " (", attempt, " attempts in ",
+                       absl::FormatDuration(options.connect_timeout -
+                                            (give_up - absl::Now())),
+                       ")"));
+    }
+    absl::SleepFor(pause);
+    backoff = std::min(2 * backoff, absl::Milliseconds(50));
+  }
   c->inline_completions_ = c->conn_->SetInlineCompletions(&c->inline_comps_);
   c->inline_max_ = std::min(options.max_inline, c->conn_->max_inline());
 

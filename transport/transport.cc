@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
@@ -133,6 +134,19 @@ absl::StatusOr<std::unique_ptr<Provider>> Provider::Open(
                      absl::StrJoin(known, ", "), ", auto)"));
   }
   return wanted(options);
+}
+
+namespace {
+constexpr char kRetryLaterUrl[] = "type.rfrpc/transport.RetryLater";
+}  // namespace
+
+absl::Status MarkRetryLater(absl::Status status) {
+  if (!status.ok()) status.SetPayload(kRetryLaterUrl, absl::Cord("1"));
+  return status;
+}
+
+bool IsRetryLater(const absl::Status& status) {
+  return !status.ok() && status.GetPayload(kRetryLaterUrl).has_value();
 }
 
 std::string AddressHost(const std::string& address) {

@@ -554,6 +554,13 @@ class Provider {
       const std::string& address, const ConnectionSetup& setup) = 0;
 };
 
+// A Connect error that may pass if tried again soon: the listener's
+// handshakes were at their cap, its process out of descriptors, or (shm)
+// its backlog full. Providers mark such errors; Channel's connect retries
+// them, with back-off, until its connect timeout.
+absl::Status MarkRetryLater(absl::Status status);
+bool IsRetryLater(const absl::Status& status);
+
 // The host part of a "host:port" address ("10.0.0.1:7000" -> "10.0.0.1",
 // "[fe80::1]:0" -> "fe80::1"); "" for an address without one (an shm socket
 // path). For ProviderOptions::address_hint.

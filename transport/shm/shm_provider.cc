@@ -354,10 +354,12 @@ ConnectionInfo InfoFromHello(const Hello& hello, std::string peer_name) {
   return info;
 }
 
-void SendErrorReply(int sock, const absl::Status& status) {
+void SendErrorReply(int sock, const absl::Status& status,
+                    bool retry_later = false) {
   HelloReply reply;
   reply.set_status_code(static_cast<int32_t>(status.code()));
   reply.set_error_message(std::string(status.message()));
+  reply.set_retry_later(retry_later);
   // Best effort: the peer may be gone or not speak our framing at all.
   (void)SendFrame(sock, reply, kReplyTimeout);
 }
@@ -505,7 +507,7 @@ class ShmListener final : public Listener {
       return err == EADDRINUSE ? absl::AlreadyExistsError(msg)
                                : absl::InvalidArgumentError(msg);
     }
-    if (::listen(fd.get(), 128) != 0) {
+    if (::listen(fd.get(), SOMAXCONN) != 0) {
       return absl::InternalError(ErrnoText("listen"));
     }
     ScopedFd stop(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
@@ -602,13 +604,17 @@ class ShmListener final : public Listener {
           const int pending = half_open_;
           mu_.unlock();
           const std::string who = PeerNameOf(sock.get());
-          LOG(WARNING) << "shm listener " << addr_.display << ": refusing "
-                       << who << ": " << pending
-                       << " handshakes already pending";
+          // Connectors retry these (HelloReply::retry_later): a storm of
+          // them logs one line in 100, not one each.
+          LOG_EVERY_N(WARNING, 100)
+              << "shm listener " << addr_.display << ": refusing " << who
+              << ": " << pending << " handshakes already pending ("
+              << google::COUNTER << " refused so)";
           SendErrorReply(sock.get(),
                          absl::ResourceExhaustedError(absl::StrCat(
                              "shm listener ", addr_.display, " has ", pending,
-                             " handshakes pending; retry later")));
+                             " handshakes pending; retry later")),
+                         /*retry_later=*/true);
           continue;
         }
         ++half_open_;
@@ -632,8 +638,9 @@ class ShmListener final : public Listener {
         "connections"));
     LOG_EVERY_N(WARNING, 1000) << why.message() << " (" << google::COUNTER
                                << " peers refused so)";
-    if (!reserve_.Shed(fd_.get(),
-                       [&](int sock) { SendErrorReply(sock, why); })) {
+    if (!reserve_.Shed(fd_.get(), [&](int sock) {
+          SendErrorReply(sock, why, /*retry_later=*/true);
+        })) {
       // Nothing accepted: do not poll a backlog that stays readable at once.
       absl::SleepFor(absl::Milliseconds(10));
     }
@@ -776,8 +783,11 @@ class ShmProvider final : public Provider {
     if (!sock.valid()) return absl::InternalError(ErrnoText("socket"));
     if (::connect(sock.get(), reinterpret_cast<const sockaddr*>(&addr.sa),
                   addr.len) != 0) {
-      return absl::UnavailableError(absl::StrCat(
-          "shm connect to \"", addr.display, "\": ", strerror(errno)));
+      const int err = errno;
+      absl::Status s = absl::UnavailableError(absl::StrCat(
+          "shm connect to \"", addr.display, "\": ", ErrnoString(err)));
+      // EAGAIN: the listener's backlog is full (a storm of connects).
+      return err == EAGAIN ? MarkRetryLater(std::move(s)) : s;
     }
     auto prefix = [&](const absl::Status& s) {
       return absl::Status(s.code(), absl::StrCat("shm handshake with \"",
@@ -787,13 +797,23 @@ class ShmProvider final : public Provider {
     absl::Status s = SendFrame(sock.get(), hello, deadline - absl::Now());
     if (s.ok()) s = SendFds(sock.get(), fds, deadline);
     HelloReply reply;
-    if (s.ok()) s = RecvFrame(sock.get(), &reply, deadline - absl::Now());
+    if (s.ok()) {
+      s = RecvFrame(sock.get(), &reply, deadline - absl::Now());
+    } else if (!RecvFrame(sock.get(), &reply, absl::Milliseconds(100)).ok() ||
+               reply.status_code() == 0) {
+      return prefix(s);
+    } else {
+      // A listener that refuses at once (handshakes at their cap) may close
+      // before the hello is all sent: its reply is what counts.
+      s = absl::OkStatus();
+    }
     if (!s.ok()) return prefix(s);
     if (reply.status_code() != 0) {
-      return absl::Status(
+      absl::Status refused(
           static_cast<absl::StatusCode>(reply.status_code()),
           absl::StrCat("shm listener at \"", addr.display,
                        "\" refused the connection: ", reply.error_message()));
+      return reply.retry_later() ? MarkRetryLater(std::move(refused)) : refused;
     }
     const Hello& theirs = reply.hello();
     if (theirs.provider() != kProviderName) {

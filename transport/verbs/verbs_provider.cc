@@ -129,18 +129,20 @@ void SetNoDelay(int fd) {
 }
 
 // Sends a refusal (best effort, short timeout) on a bootstrap socket.
-void SendRefusal(int fd, const absl::Status& status) {
+void SendRefusal(int fd, const absl::Status& status, bool retry_later = false) {
   HelloReply reply;
   reply.set_status_code(static_cast<int>(status.code()));
   reply.set_error_message(std::string(status.message()));
+  reply.set_retry_later(retry_later);
   absl::Status s = SendFrame(fd, reply, absl::Milliseconds(200));
   if (!s.ok()) VLOG(1) << "verbs: refusal not delivered: " << s;
 }
 
 absl::Status StatusFromReply(const HelloReply& reply, const std::string& who) {
-  return absl::Status(static_cast<absl::StatusCode>(reply.status_code()),
-                      absl::StrCat(who, " refused the verbs connection: ",
-                                   reply.error_message()));
+  absl::Status s(static_cast<absl::StatusCode>(reply.status_code()),
+                 absl::StrCat(who, " refused the verbs connection: ",
+                              reply.error_message()));
+  return reply.retry_later() ? MarkRetryLater(std::move(s)) : s;
 }
 
 // Checks a peer's Hello for what this provider needs.
@@ -449,7 +451,7 @@ class VerbsListener final : public Listener {
     int one = 1;
     ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (::bind(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0 ||
-        ::listen(fd.get(), 128) != 0) {
+        ::listen(fd.get(), SOMAXCONN) != 0) {
       return absl::UnavailableError(absl::StrCat(
           "verbs listen on \"", address, "\": ", ErrnoDetail(errno)));
     }
@@ -566,10 +568,14 @@ class VerbsListener final : public Listener {
       }
       const std::string peer = SockaddrText(ss);
       if (pending_.size() >= kMaxHalfOpen) {
-        LOG(WARNING) << "verbs listener " << address_ << ": " << kMaxHalfOpen
-                     << " handshakes in progress; refusing " << peer;
-        SendRefusal(fd.get(), absl::ResourceExhaustedError(
-                                  "too many handshakes in progress"));
+        LOG_EVERY_N(WARNING, 100)
+            << "verbs listener " << address_ << ": " << kMaxHalfOpen
+            << " handshakes in progress; refusing " << peer << " ("
+            << google::COUNTER << " refused so)";
+        SendRefusal(fd.get(),
+                    absl::ResourceExhaustedError(
+                        "too many handshakes in progress; retry later"),
+                    /*retry_later=*/true);
         continue;
       }
       SetNoDelay(fd.get());
@@ -590,8 +596,9 @@ class VerbsListener final : public Listener {
         "connections"));
     LOG_EVERY_N(WARNING, 1000) << why.message() << " (" << google::COUNTER
                                << " peers refused so)";
-    if (!reserve_.Shed(listen_fd_.get(),
-                       [&](int sock) { SendRefusal(sock, why); })) {
+    if (!reserve_.Shed(listen_fd_.get(), [&](int sock) {
+          SendRefusal(sock, why, /*retry_later=*/true);
+        })) {
       // Nothing accepted: do not poll a backlog that stays readable at once.
       absl::SleepFor(absl::Milliseconds(10));
     }
