@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "civetweb.h"
 #include "prometheus/exposer.h"
 
 namespace rfrpc {
@@ -39,6 +40,14 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
   }
   if (absl::Status s = CheckHost(host); !s.ok()) return s;
   const std::string bind = absl::StrCat(host, ":", port);
+  // Debian's civetweb is built without IPv6: it fails with "null context
+  // when constructing CivetServer", which names no reason.
+  if (host.front() == '[' && mg_check_feature(8) == 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot serve metrics on ", bind,
+        ": this build's civetweb has no IPv6 support; use an IPv4 address "
+        "(0.0.0.0, 127.0.0.1)"));
+  }
   std::unique_ptr<prometheus::Exposer> exposer;
   // civetweb reports a failed listen by throwing.
   try {
