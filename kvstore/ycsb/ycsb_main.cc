@@ -145,9 +145,37 @@ absl::Status ParseYcsbArgs(const std::vector<std::string>& args,
           absl::StrCat("unknown argument \"", a, "\""));
     }
   }
-  if (!cl->phase_given) {
-    return absl::InvalidArgumentError("give -load (load phase) or -t (run)");
+  // Without -load or -t the phase may come from dotransactions (Main).
+  return absl::OkStatus();
+}
+
+// The phase: -load or -t, else the dotransactions property (as Java YCSB,
+// whose flags set that property). A property that contradicts the flag, or
+// is no boolean, is an error rather than ignored.
+absl::Status ResolvePhase(const Properties& props, CommandLine* cl) {
+  const Properties::Entry* e = props.Find("dotransactions");
+  if (e == nullptr) {
+    if (cl->phase_given) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        "give -load (load phase) or -t (run), or dotransactions=false|true");
   }
+  bool transactions;
+  if (e->value == "true") {
+    transactions = true;
+  } else if (e->value == "false") {
+    transactions = false;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dotransactions=", e->value, " (", e->origin,
+        "): expected true or false"));
+  }
+  if (cl->phase_given && transactions == cl->load) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dotransactions=", e->value, " (", e->origin, ") contradicts ",
+        cl->load ? "-load" : "-t"));
+  }
+  cl->phase_given = true;
+  cl->load = !transactions;
   return absl::OkStatus();
 }
 
@@ -212,6 +240,10 @@ int Main(int argc, char** argv) {
   }
   if (!FLAGS_rfrpc_profile.empty() && props.Find("jakiro.profile") == nullptr) {
     props.Set("jakiro.profile", FLAGS_rfrpc_profile, "--rfrpc_profile");
+  }
+  if (absl::Status s = ResolvePhase(props, &cl); !s.ok()) {
+    std::cerr << "ycsb: " << s.message() << "\n\n" << kUsage;
+    return 2;
   }
   if (FLAGS_print_properties) {
     for (const auto& [key, entry] : props.entries()) {

@@ -48,6 +48,21 @@ set +e
 set -e
 [ "$rc" = 2 ] || fail "missing phase exited $rc"
 grep -q 'give -load (load phase) or -t (run)' "$ERR" || fail "no phase message"
+# dotransactions gives the phase without -load/-t (as Java YCSB); it was
+# accepted and ignored. A contradiction or a non-boolean is an error.
+"$YCSB" -db basic -P "$W/workloadc" -p recordcount=20 -p dotransactions=false \
+  >"$OUT" 2>"$ERR" || fail "dotransactions=false exited $?"
+grep -q '^\[INSERT\], Operations, 20$' "$OUT" || fail "dotransactions=false did not load"
+set +e
+"$YCSB" -load -db basic -P "$W/workloadc" -p dotransactions=true >"$OUT" 2>"$ERR"; rc=$?
+set -e
+[ "$rc" = 2 ] || fail "dotransactions=true with -load exited $rc"
+grep -q 'dotransactions=true (-p) contradicts -load' "$ERR" || fail "no contradiction message"
+set +e
+"$YCSB" -db basic -P "$W/workloadc" -p dotransactions=yes >"$OUT" 2>"$ERR"; rc=$?
+set -e
+[ "$rc" = 2 ] || fail "dotransactions=yes exited $rc"
+grep -q 'dotransactions=yes (-p): expected true or false' "$ERR" || fail "no boolean message"
 set +e
 "$YCSB" -t -db nosuchdb -P "$W/workloada" >"$OUT" 2>"$ERR"; rc=$?
 set -e
