@@ -55,6 +55,16 @@ absl::Status BadProperty(const Properties::Entry& e, absl::string_view key,
 
 absl::StatusOr<MemcachedOptions> MemcachedOptions::FromProperties(
     const Properties& p) {
+  static constexpr absl::string_view kKnown[] = {
+      "memcached.hosts",
+      "memcached.binary",
+      "memcached.timeout_ms",
+      "memcached.expiration",
+  };
+  if (absl::Status s = CheckDriverProperties(p, "memcached.", kKnown);
+      !s.ok()) {
+    return s;
+  }
   MemcachedOptions o;
   if (const Properties::Entry* e = p.Find("memcached.hosts")) {
     o.hosts = std::string(absl::StripAsciiWhitespace(e->value));

@@ -20,7 +20,22 @@ namespace rfrpc {
 namespace ycsb {
 namespace {
 
+using ::testing::HasSubstr;
+
 using ::testing::UnorderedElementsAre;
+
+// A typo in one of the driver's properties is an error naming it (it was
+// ignored: the setting stayed at its default). No server needed.
+TEST(MemcachedOptionsTest, UnknownDriverPropertyIsAnError) {
+  Properties p;
+  p.Set("memcached.hsts", "1", "-p");
+  absl::StatusOr<MemcachedOptions> o = MemcachedOptions::FromProperties(p);
+  ASSERT_FALSE(o.ok());
+  EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(o.status().message()),
+              HasSubstr("-p: unknown property \"memcached.hsts\""));
+  EXPECT_THAT(std::string(o.status().message()), HasSubstr("memcached.hosts"));
+}
 
 class MemcachedDbTest : public ::testing::Test {
  protected:

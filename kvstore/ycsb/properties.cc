@@ -4,6 +4,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <string>
@@ -451,6 +452,21 @@ absl::Status ReadExponential(SpecReader& r, WorkloadSpec* s) {
 }
 
 }  // namespace
+
+absl::Status CheckDriverProperties(const Properties& props,
+                                   absl::string_view prefix,
+                                   absl::Span<const absl::string_view> known) {
+  for (const auto& [key, entry] : props.entries()) {
+    if (!absl::StartsWith(key, prefix)) continue;
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    absl::string_view driver = prefix;
+    driver.remove_suffix(1);  // The dot.
+    return absl::InvalidArgumentError(absl::StrCat(
+        entry.origin, ": unknown property \"", key, "\" of the ", driver,
+        " driver (it has: ", absl::StrJoin(known, ", "), ")"));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<WorkloadSpec> ParseWorkloadSpec(
     const Properties& props, absl::Span<const std::string> driver_names,

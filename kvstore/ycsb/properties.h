@@ -116,6 +116,13 @@ enum class Distribution {
 
 absl::string_view DistributionName(Distribution d);
 
+// INVALID_ARGUMENT naming the first property of `props` under `prefix`
+// ("redis.") that is not in `known`: a driver's typo ("redis.prot") is an
+// error, as it is for jakiro.*, not a setting silently left at its default.
+absl::Status CheckDriverProperties(const Properties& props,
+                                   absl::string_view prefix,
+                                   absl::Span<const absl::string_view> known);
+
 // The core-workload properties, typed. Field names follow the property names;
 // defaults are Java YCSB's (CoreWorkload and Client).
 struct WorkloadSpec {

@@ -42,6 +42,15 @@ absl::Status ReplyError(const redisReply* r, absl::string_view what) {
 }  // namespace
 
 absl::StatusOr<RedisOptions> RedisOptions::FromProperties(const Properties& p) {
+  static constexpr absl::string_view kKnown[] = {
+      "redis.host",
+      "redis.port",
+      "redis.password",
+      "redis.timeout_ms",
+  };
+  if (absl::Status s = CheckDriverProperties(p, "redis.", kKnown); !s.ok()) {
+    return s;
+  }
   RedisOptions o;
   if (const Properties::Entry* e = p.Find("redis.host")) {
     o.host = std::string(absl::StripAsciiWhitespace(e->value));

@@ -18,8 +18,23 @@ namespace rfrpc {
 namespace ycsb {
 namespace {
 
+using ::testing::HasSubstr;
+
 using ::testing::ElementsAre;
 using ::testing::UnorderedElementsAre;
+
+// A typo in one of the driver's properties is an error naming it (it was
+// ignored: the setting stayed at its default). No server needed.
+TEST(RedisOptionsTest, UnknownDriverPropertyIsAnError) {
+  Properties p;
+  p.Set("redis.prot", "1", "-p");
+  absl::StatusOr<RedisOptions> o = RedisOptions::FromProperties(p);
+  ASSERT_FALSE(o.ok());
+  EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(o.status().message()),
+              HasSubstr("-p: unknown property \"redis.prot\""));
+  EXPECT_THAT(std::string(o.status().message()), HasSubstr("redis.port"));
+}
 
 class RedisDbTest : public ::testing::Test {
  protected:
