@@ -66,6 +66,10 @@ absl::Status WriteAddressFile(const std::string& path,
   const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
   {
     std::ofstream out(tmp, std::ios::trunc);
+    if (!out.is_open()) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot write ", tmp, ": ", std::strerror(errno)));
+    }
     out << address << "\n";
     out.close();
     if (!out) {
@@ -82,8 +86,10 @@ absl::Status WriteAddressFile(const std::string& path,
 }
 
 int Main() {
-  if (FLAGS_workers < 1) {
-    LOG(ERROR) << "--workers must be >= 1";
+  // The server's own bound (ValidateServerOptions), checked before the
+  // store builds a partition per worker and weighs their memory.
+  if (FLAGS_workers < 1 || FLAGS_workers > 1024) {
+    LOG(ERROR) << "--workers=" << FLAGS_workers << ": must be in [1, 1024]";
     return 2;
   }
   // Also keeps MiB to bytes and the message size from wrapping.

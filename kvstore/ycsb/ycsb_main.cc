@@ -337,8 +337,12 @@ int Main(int argc, char** argv) {
     std::cerr << "ycsb: " << e << "\n";
   }
   if (result->integrity_failures > 0) {
+    // A read that failed (the server gone) is not verified either: the
+    // message must not call it wrong data.
     std::cerr << "ycsb: DATA INTEGRITY FAILURE: " << result->integrity_failures
-              << " read(s) returned wrong or missing data (see [VERIFY])\n";
+              << " read(s) not verified OK (see [VERIFY]: UNEXPECTED_STATE is "
+                 "wrong data; ERROR a read that failed or found nothing, see "
+                 "the [READ] returns)\n";
   }
   if (result->timed_out) {
     std::cerr << "ycsb: stopped at maxexecutiontime=" << spec->maxexecutiontime
