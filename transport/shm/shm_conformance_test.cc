@@ -238,6 +238,19 @@ TEST(ShmProviderTest, AdaptivePollingSpinsBeforeBlocking) {
   EXPECT_EQ(st.wakeups, 0u);
 }
 
+// An IP host:port given to shm (a verbs address) is refused, not made a
+// socket file named "127.0.0.1:0" under the socket directory.
+TEST(ShmProviderTest, AnIpHostPortIsRefused) {
+  auto p = *Provider::Open("shm", {});
+  for (const char* address : {"127.0.0.1:0", "[::1]:7000", "10.0.0.1:7001"}) {
+    const absl::Status st = p->Listen(address).status();
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << address;
+    EXPECT_THAT(std::string(st.message()),
+                ::testing::HasSubstr("is an IP host:port"))
+        << address;
+  }
+}
+
 TEST(ShmProviderTest, ListenerAddressForms) {
   auto p = *Provider::Open("shm", {});
   auto abstract = p->Listen("@rfrpc-shm-test-" + std::to_string(::getpid()));

@@ -6,6 +6,7 @@
 
 #include "transport/shm/shm_provider.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
 #include <stddef.h>
@@ -91,6 +92,18 @@ absl::StatusOr<UnixAddress> ResolveAddress(const std::string& address,
   }
   std::string path = address;
   if (path.find('/') == std::string::npos) {
+    // An IP host:port is a verbs address; taken as a name it became a
+    // socket file such as /tmp/127.0.0.1:0.
+    const std::string host = AddressHost(address);
+    unsigned char ip[sizeof(in6_addr)];
+    if (!host.empty() && (inet_pton(AF_INET, host.c_str(), ip) == 1 ||
+                          inet_pton(AF_INET6, host.c_str(), ip) == 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "shm address \"", address,
+          "\" is an IP host:port; shm listens on Unix sockets (a path, a name "
+          "under the socket directory, or @name); host:port is for "
+          "--provider=verbs"));
+    }
     path = absl::StrCat(DefaultSocketDir(options), "/", address);
   }
   if (path.size() + 1 > sizeof(a.sa.sun_path)) {
