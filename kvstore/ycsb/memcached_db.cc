@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "kvstore/ycsb/basic_db.h"
 #include "kvstore/ycsb/record_codec.h"
 
@@ -20,8 +21,22 @@ namespace {
 absl::Status FromMemcached(memcached_st* memc, memcached_return_t rc,
                            absl::string_view what) {
   if (memcached_success(rc)) return absl::OkStatus();
-  const std::string message =
+  std::string message =
       absl::StrCat("memcached ", what, ": ", memcached_strerror(memc, rc));
+  // For a failed multi-server call the code says only "SOME ERRORS WERE
+  // REPORTED"; the last error says which and why.
+  const char* last_error = memcached_last_error_message(memc);
+  absl::string_view last = last_error != nullptr ? last_error : "";
+  // "(0x7f01b0000b70) CONNECTION FAILURE,  host: h:p -> ./src/...:40": the
+  // error's address and libmemcached's source line are noise here.
+  if (absl::ConsumePrefix(&last, "(0x")) {
+    const size_t close = last.find(") ");
+    last = close == absl::string_view::npos ? last : last.substr(close + 2);
+  }
+  last = last.substr(0, last.find(" -> "));
+  if (!last.empty() && last != memcached_strerror(memc, rc)) {
+    absl::StrAppend(&message, " (", last, ")");
+  }
   switch (rc) {
     case MEMCACHED_NOTFOUND:
       return absl::NotFoundError(message);

@@ -104,6 +104,10 @@ TEST_F(MemcachedDbTest, InitFailsWithoutServer) {
   MemcachedDb db(options);
   absl::Status s = db.Init();
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  // Which server and why, not only "SOME ERRORS WERE REPORTED".
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr(absl::StrCat("CONNECTION FAILURE,  host: 127.0.0.1:",
+                                     port)));
 }
 
 TEST_F(MemcachedDbTest, LoadAndRunWithDataIntegrity) {
