@@ -40,6 +40,15 @@ std::string FreshAddress() {
   return a != nullptr ? a : "";
 }
 
+// An in-process server at a fresh address, quick to sleep when idle.
+ServerOptions FaultTestServerOptions() {
+  ServerOptions so;
+  so.provider = Provider();
+  so.address = FreshAddress();
+  so.idle_spin_rounds = 100;
+  return so;
+}
+
 TEST(RpcFaultTest, KilledServerGivesUnavailableBeforeDeadlineAndRestartReconnects) {
   std::string address = FreshAddress();
   auto server = std::make_unique<PeerProcess>("server", address);
@@ -92,12 +101,8 @@ TEST(RpcFaultTest, KilledServerGivesUnavailableBeforeDeadlineAndRestartReconnect
 TEST(RpcFaultTest, ConnectWaitsOutAListenerAtItsHandshakeCap) {
   if (Provider() != "shm")
     GTEST_SKIP() << "the cap is filled over Unix sockets";
-  ServerOptions so;
-  so.provider = Provider();
-  so.address = FreshAddress();
-  so.idle_spin_rounds = 100;
   TestService service;  // Outlives the server.
-  Server server(so);
+  Server server(FaultTestServerOptions());
   ASSERT_TRUE(server.RegisterService(&service).ok());
   ASSERT_TRUE(server.Start().ok());
   const std::string address = server.address();
@@ -139,12 +144,8 @@ TEST(RpcFaultTest, ConnectWaitsOutAListenerAtItsHandshakeCap) {
 }
 
 TEST(RpcFaultTest, KilledClientIsReclaimedAndOthersUnaffected) {
-  ServerOptions so;
-  so.provider = Provider();
-  so.address = FreshAddress();
-  so.idle_spin_rounds = 100;
   TestService service;  // Outlives the server.
-  Server server(so);
+  Server server(FaultTestServerOptions());
   ASSERT_TRUE(server.RegisterService(&service).ok());
   ASSERT_TRUE(server.Start().ok());
 

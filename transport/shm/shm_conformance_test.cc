@@ -307,18 +307,23 @@ TEST(ShmProviderTest, AnAddressInUseSaysWhatIsThere) {
   ::unlink(stale.c_str());
 }
 
+// The sockaddr of a listener's address (a path or "@name"); its length.
+socklen_t UnixSockaddr(const std::string& address, sockaddr_un* sa) {
+  *sa = sockaddr_un{};
+  sa->sun_family = AF_UNIX;
+  if (address[0] == '@') {
+    std::memcpy(sa->sun_path + 1, address.data() + 1, address.size() - 1);
+    return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) +
+                                  address.size());
+  }
+  std::memcpy(sa->sun_path, address.data(), address.size());
+  return sizeof(*sa);
+}
+
 ScopedFd UnixConnect(const std::string& address) {
   ScopedFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_un sa{};
-  sa.sun_family = AF_UNIX;
-  socklen_t len = sizeof(sa);
-  if (address[0] == '@') {
-    std::memcpy(sa.sun_path + 1, address.data() + 1, address.size() - 1);
-    len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) +
-                                 address.size());
-  } else {
-    std::memcpy(sa.sun_path, address.data(), address.size());
-  }
+  sockaddr_un sa;
+  const socklen_t len = UnixSockaddr(address, &sa);
   if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), len) != 0) {
     return ScopedFd();
   }
@@ -382,16 +387,8 @@ TEST(ShmProviderTest, AListenerOutOfDescriptorsSaysSo) {
   // socket then takes no descriptor on this side.
   ScopedFd peer(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   ASSERT_TRUE(peer.valid());
-  sockaddr_un sa{};
-  sa.sun_family = AF_UNIX;
-  socklen_t len = sizeof(sa);
-  if (address[0] == '@') {
-    std::memcpy(sa.sun_path + 1, address.data() + 1, address.size() - 1);
-    len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) +
-                                 address.size());
-  } else {
-    std::memcpy(sa.sun_path, address.data(), address.size());
-  }
+  sockaddr_un sa;
+  const socklen_t len = UnixSockaddr(address, &sa);
   rlimit old{};
   ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &old), 0);
   std::vector<ScopedFd> filler;
