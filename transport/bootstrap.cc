@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 
 namespace rfrpc {
 namespace transport {
@@ -160,7 +161,7 @@ void DescriptorReserve::Take() {
   spare_ = ScopedFd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
 }
 
-bool DescriptorReserve::Shed(int listen_fd,
+void DescriptorReserve::Shed(int listen_fd,
                              absl::FunctionRef<void(int sock)> refuse) {
   spare_.reset();
   ScopedFd sock(::accept4(listen_fd, nullptr, nullptr,
@@ -169,7 +170,7 @@ bool DescriptorReserve::Shed(int listen_fd,
   if (shed) refuse(sock.get());
   sock.reset();
   Take();
-  return shed;
+  if (!shed) absl::SleepFor(absl::Milliseconds(10));
 }
 
 }  // namespace transport

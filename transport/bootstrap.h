@@ -108,10 +108,10 @@ class DescriptorReserve {
   // Whether `err` (an accept4 errno) is running out of descriptors.
   static bool OutOfDescriptors(int err) { return err == EMFILE || err == ENFILE; }
 
-  // Returns false if no peer could be accepted even so (another thread took
-  // the freed descriptor, or none waits): the caller backs off before it
-  // polls again.
-  bool Shed(int listen_fd, absl::FunctionRef<void(int sock)> refuse);
+  // If no peer could be accepted even so (another thread took the freed
+  // descriptor, or none waits), sleeps 10 ms: the backlog stays readable
+  // at once, and polling it again would spin.
+  void Shed(int listen_fd, absl::FunctionRef<void(int sock)> refuse);
 
  private:
   void Take();

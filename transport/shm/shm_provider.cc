@@ -651,12 +651,9 @@ class ShmListener final : public Listener {
         "connections"));
     LOG_EVERY_N(WARNING, 1000) << why.message() << " (" << google::COUNTER
                                << " peers refused so)";
-    if (!reserve_.Shed(fd_.get(), [&](int sock) {
-          SendErrorReply(sock, why, /*retry_later=*/true);
-        })) {
-      // Nothing accepted: do not poll a backlog that stays readable at once.
-      absl::SleepFor(absl::Milliseconds(10));
-    }
+    reserve_.Shed(fd_.get(), [&](int sock) {
+      SendErrorReply(sock, why, /*retry_later=*/true);
+    });
   }
 
   void Reap() {
@@ -809,18 +806,14 @@ class ShmProvider final : public Provider {
     };
     absl::Status s = SendFrame(sock.get(), hello, deadline - absl::Now());
     if (s.ok()) s = SendFds(sock.get(), fds, deadline);
+    // A listener that refuses at once (handshakes at their cap) may close
+    // before the hello is all sent: then its refusal is what counts.
     HelloReply reply;
-    if (s.ok()) {
-      s = RecvFrame(sock.get(), &reply, deadline - absl::Now());
-    } else if (!RecvFrame(sock.get(), &reply, absl::Milliseconds(100)).ok() ||
-               reply.status_code() == 0) {
-      return prefix(s);
-    } else {
-      // A listener that refuses at once (handshakes at their cap) may close
-      // before the hello is all sent: its reply is what counts.
-      s = absl::OkStatus();
-    }
-    if (!s.ok()) return prefix(s);
+    const absl::Status got =
+        RecvFrame(sock.get(), &reply,
+                  s.ok() ? deadline - absl::Now() : absl::Milliseconds(100));
+    if (!got.ok()) return prefix(s.ok() ? got : s);
+    if (!s.ok() && reply.status_code() == 0) return prefix(s);
     if (reply.status_code() != 0) {
       absl::Status refused(
           static_cast<absl::StatusCode>(reply.status_code()),

@@ -596,12 +596,9 @@ class VerbsListener final : public Listener {
         "connections"));
     LOG_EVERY_N(WARNING, 1000) << why.message() << " (" << google::COUNTER
                                << " peers refused so)";
-    if (!reserve_.Shed(listen_fd_.get(), [&](int sock) {
-          SendRefusal(sock, why, /*retry_later=*/true);
-        })) {
-      // Nothing accepted: do not poll a backlog that stays readable at once.
-      absl::SleepFor(absl::Milliseconds(10));
-    }
+    reserve_.Shed(listen_fd_.get(), [&](int sock) {
+      SendRefusal(sock, why, /*retry_later=*/true);
+    });
   }
 
   // Advances one half-open handshake without blocking. Returns true when the
