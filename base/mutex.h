@@ -68,9 +68,12 @@ class ABSL_LOCKABLE Mutex {
   std::mutex mu_;
 };
 
+// Holds `mu` for its scope. Any lock with Lock() and Unlock() (Mutex,
+// FutexMutex): `MutexLock lock(&mu);` deduces which.
+template <typename M = Mutex>
 class ABSL_SCOPED_LOCKABLE MutexLock {
  public:
-  explicit MutexLock(Mutex* mu) ABSL_EXCLUSIVE_LOCK_FUNCTION(mu) : mu_(mu) {
+  explicit MutexLock(M* mu) ABSL_EXCLUSIVE_LOCK_FUNCTION(mu) : mu_(mu) {
     mu_->Lock();
   }
   ~MutexLock() ABSL_UNLOCK_FUNCTION() { mu_->Unlock(); }
@@ -78,7 +81,7 @@ class ABSL_SCOPED_LOCKABLE MutexLock {
   MutexLock& operator=(const MutexLock&) = delete;
 
  private:
-  Mutex* const mu_;
+  M* const mu_;
 };
 
 class ABSL_LOCKABLE SharedMutex {
