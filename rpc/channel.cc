@@ -174,8 +174,8 @@ class ChannelImpl final : public Channel,
     }
     // Fail what is still outstanding so no callback is lost.
     std::vector<PendingCall*> finished;
-    for (auto& slot : conns_) {
-      std::shared_ptr<ClientConnection> c = Get(slot.get());
+    for (size_t i = 0, n = NumSlots(); i < n; ++i) {
+      std::shared_ptr<ClientConnection> c = Get(SlotAt(i));
       if (c) c->Abort(absl::CancelledError("channel destroyed"), &finished);
     }
     RunCallbacks(nullptr, &finished);
@@ -184,9 +184,10 @@ class ChannelImpl final : public Channel,
     // First: until then a snapshot (rpc/stats.h) may read the connections.
     internal::RetireChannel(this);
     // The connections go while counters_, which their destructors fold
-    // their counts into, still exists (conns_ is declared before it).
+    // their counts into, still exists (owned_slots_ is declared before it).
     driver_conns_.clear();
-    conns_.clear();
+    MutexLock lock(&grow_mu_);
+    owned_slots_.clear();
   }
 
   absl::Status Init() {
@@ -194,23 +195,28 @@ class ChannelImpl final : public Channel,
     if (po.address_hint.empty()) po.address_hint = transport::AddressHost(address_);
     RFRPC_ASSIGN_OR_RETURN(provider_, transport::Provider::Open(options_.provider, po));
     int count = options_.connections;
-    std::vector<int> workers;
+    std::vector<std::unique_ptr<ConnSlot>> slots;
     if (count <= 0) {
       // One per server worker: the first connection tells how many.
       RFRPC_ASSIGN_OR_RETURN(auto first, Open(0));
       const int n = first->server_workers();
-      conns_.push_back(std::make_unique<ConnSlot>(std::move(first), 0));
+      slots.push_back(std::make_unique<ConnSlot>(std::move(first), 0));
       for (int w = 1; w < n; ++w) {
         RFRPC_ASSIGN_OR_RETURN(auto c, Open(w));
-        conns_.push_back(std::make_unique<ConnSlot>(std::move(c), w));
+        slots.push_back(std::make_unique<ConnSlot>(std::move(c), w));
       }
     } else {
       for (int i = 0; i < count; ++i) {
         RFRPC_ASSIGN_OR_RETURN(auto c, Open(-1));
-        conns_.push_back(std::make_unique<ConnSlot>(std::move(c), -1));
+        slots.push_back(std::make_unique<ConnSlot>(std::move(c), -1));
       }
     }
-    server_workers_ = Get(conns_[0].get())->server_workers();
+    server_workers_.store(Get(slots[0].get())->server_workers(),
+                          std::memory_order_relaxed);
+    {
+      MutexLock lock(&grow_mu_);
+      AppendSlotsLocked(std::move(slots));
+    }
     internal::RegisterChannel(this, address_);
     return absl::OkStatus();
   }
@@ -226,7 +232,7 @@ class ChannelImpl final : public Channel,
     }
     const bool cold = StartsCold(call.start_ns);
     const size_t i = Pick(ctx);
-    SlotUse use(conns_[i].get());
+    SlotUse use(SlotAt(i));
     ClientConnection* conn = use.conn();
     // Held only when this call reconnects (Route): the connection it gets
     // may be replaced again before the call ends.
@@ -308,7 +314,7 @@ class ChannelImpl final : public Channel,
     {
       // Gone before async_entries_ drops (the channel may go then). No
       // callback runs in here.
-      SlotUse use(conns_[i].get());
+      SlotUse use(SlotAt(i));
       if (!use.conn()->failed()) {
         s = StartOrEnqueue(use.conn(), call, request);
         started = true;
@@ -345,8 +351,8 @@ class ChannelImpl final : public Channel,
   bool Poll() override {
     std::vector<PendingCall*> finished;
     bool progressed = false;
-    for (const auto& slot : conns_) {
-      std::shared_ptr<ClientConnection> c = Get(slot.get());
+    for (size_t i = 0, n = NumSlots(); i < n; ++i) {
+      std::shared_ptr<ClientConnection> c = Get(SlotAt(i));
       if (!c || !c->NeedsDriver()) continue;
       progressed |= c->Progress(&finished);
       RunCallbacks(c.get(), &finished);
@@ -354,11 +360,13 @@ class ChannelImpl final : public Channel,
     return progressed;
   }
 
-  int server_workers() const override { return server_workers_; }
-  int connections() const override { return static_cast<int>(conns_.size()); }
+  int server_workers() const override {
+    return server_workers_.load(std::memory_order_relaxed);
+  }
+  int connections() const override { return static_cast<int>(NumSlots()); }
   RpcMode connection_mode(int i) const override {
-    if (i < 0 || static_cast<size_t>(i) >= conns_.size()) return options_.mode;
-    std::shared_ptr<ClientConnection> c = Get(conns_[i].get());
+    if (i < 0 || static_cast<size_t>(i) >= NumSlots()) return options_.mode;
+    std::shared_ptr<ClientConnection> c = Get(SlotAt(i));
     return c ? c->mode() : options_.mode;
   }
 
@@ -375,8 +383,8 @@ class ChannelImpl final : public Channel,
     fetch_params_.store(Pack(retries, fetch_size));
     // A connection that Route installs meanwhile takes them there (it reads
     // them again under its slot's lock, which this takes next).
-    for (const auto& slot : conns_) {
-      std::shared_ptr<ClientConnection> c = Get(slot.get());
+    for (size_t i = 0, n = NumSlots(); i < n; ++i) {
+      std::shared_ptr<ClientConnection> c = Get(SlotAt(i));
       if (c) c->SetFetchParams(retries, fetch_size);
     }
     return absl::OkStatus();
@@ -446,7 +454,8 @@ class ChannelImpl final : public Channel,
       st.work = counters_.closed_work;
     }
     int n = 0;
-    for (const auto& slot : conns_) {
+    for (size_t i = 0, slots = NumSlots(); i < slots; ++i) {
+      const ConnSlot* slot = SlotAt(i);
       // Replaced connections not yet freed still hold their counts (their
       // destructors fold them into counters_).
       std::vector<std::shared_ptr<ClientConnection>> retired;
@@ -555,6 +564,66 @@ class ChannelImpl final : public Channel,
     return conn;
   }
 
+  size_t NumSlots() const { return num_slots_.load(std::memory_order_acquire); }
+  // REQUIRES: i < a NumSlots() read before.
+  ConnSlot* SlotAt(size_t i) const {
+    return slots_.load(std::memory_order_acquire)[i];
+  }
+
+  // Publishes `more` after the slots there are (see num_slots_).
+  void AppendSlotsLocked(std::vector<std::unique_ptr<ConnSlot>> more)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(grow_mu_) {
+    const size_t old_n = owned_slots_.size();
+    auto array = std::make_unique<ConnSlot*[]>(old_n + more.size());
+    for (size_t i = 0; i < old_n; ++i) array[i] = owned_slots_[i].get();
+    for (auto& slot : more) {
+      array[owned_slots_.size()] = slot.get();
+      owned_slots_.push_back(std::move(slot));
+    }
+    slots_.store(array.get(), std::memory_order_release);
+    num_slots_.store(owned_slots_.size(), std::memory_order_release);
+    slot_arrays_.push_back(std::move(array));
+  }
+
+  // A per-worker channel whose reconnect found the server with `workers`
+  // workers (it may have restarted with another --workers): the count
+  // callers route by (server_workers()) follows, and connections to the
+  // new workers are opened. With fewer workers, the slots of the workers
+  // that are gone stay (a reconnect lands on a worker the server picks) and
+  // callers routing by server_workers() no longer use them.
+  void FollowServerWorkers(int workers) {
+    if (workers <= 0) return;
+    MutexLock lock(&grow_mu_);
+    const int had = static_cast<int>(owned_slots_.size());
+    std::vector<std::unique_ptr<ConnSlot>> more;
+    for (int w = had; w < workers; ++w) {
+      absl::StatusOr<std::unique_ptr<ClientConnection>> c = Open(w);
+      if (!c.ok()) {
+        // Callers keep routing by the count the channel can serve; the next
+        // reconnect tries again.
+        LOG(WARNING) << "rfrpc channel to " << address_ << ": the server now has "
+                     << workers << " workers, but connecting to worker " << w
+                     << " failed: " << c.status();
+        break;
+      }
+      more.push_back(std::make_unique<ConnSlot>(std::move(*c), w));
+    }
+    const int reached = had + static_cast<int>(more.size());
+    if (!more.empty()) {
+      LOG(INFO) << "rfrpc channel to " << address_ << ": the server has "
+                << workers << " workers now (had " << had
+                << " connections); connected to workers " << had << ".."
+                << reached - 1;
+      AppendSlotsLocked(std::move(more));
+    }
+    const int previous = server_workers_.exchange(
+        std::min(workers, reached), std::memory_order_relaxed);
+    if (previous != workers && workers < had) {
+      LOG(INFO) << "rfrpc channel to " << address_ << ": the server has "
+                << workers << " workers now (had " << previous << ")";
+    }
+  }
+
   static std::shared_ptr<ClientConnection> Get(const ConnSlot* slot) {
     MutexLock lock(&slot->mu);
     return slot->conn;
@@ -640,9 +709,10 @@ class ChannelImpl final : public Channel,
   // Picks the call's connection, reconnecting a failed one if it is time.
   // The connection a call goes to: its shard's, else round robin.
   size_t Pick(ClientContext* ctx) {
-    if (conns_.size() == 1) return 0;  // No shared atomic add a call.
-    if (ctx != nullptr && ctx->has_shard()) return ctx->shard() % conns_.size();
-    return next_.fetch_add(1, std::memory_order_relaxed) % conns_.size();
+    const size_t n = NumSlots();
+    if (n == 1) return 0;  // No shared atomic add a call.
+    if (ctx != nullptr && ctx->has_shard()) return ctx->shard() % n;
+    return next_.fetch_add(1, std::memory_order_relaxed) % n;
   }
 
   // Starts `call` on `conn`, or queues it there if every slot is busy.
@@ -662,9 +732,10 @@ class ChannelImpl final : public Channel,
   // with `aborted`, are left there for the caller to run.
   absl::Status Route(size_t i, std::shared_ptr<ClientConnection>* out,
                      std::vector<PendingCall*>* aborted = nullptr) {
-    ConnSlot* slot = conns_[i].get();
+    ConnSlot* slot = SlotAt(i);
     std::shared_ptr<ClientConnection> old;
     absl::Status result;
+    int workers_now = 0;  // The reconnected server's worker count.
     {
       MutexLock lock(&slot->mu);
       if (!slot->conn->failed()) {
@@ -698,7 +769,9 @@ class ChannelImpl final : public Channel,
       slot->conn->SetFetchParams(Retries(params), FetchSize(params));
       *out = slot->conn;
       result = s;
+      workers_now = slot->conn->server_workers();
     }
+    if (options_.connections <= 0) FollowServerWorkers(workers_now);
     generation_.fetch_add(1, std::memory_order_acq_rel);
     // Whatever the old connection still had fails with its status.
     if (aborted != nullptr) {
@@ -793,9 +866,10 @@ class ChannelImpl final : public Channel,
   // The connections as of now. Keeps each alive while the copy lives.
   std::vector<std::shared_ptr<ClientConnection>> Snapshot() const {
     std::vector<std::shared_ptr<ClientConnection>> conns;
-    conns.reserve(conns_.size());
-    for (const auto& slot : conns_) {
-      std::shared_ptr<ClientConnection> c = Get(slot.get());
+    const size_t n = NumSlots();
+    conns.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      std::shared_ptr<ClientConnection> c = Get(SlotAt(i));
       if (c) conns.push_back(std::move(c));
     }
     return conns;
@@ -936,7 +1010,15 @@ class ChannelImpl final : public Channel,
   // channels finds each cold).
   const bool busy_wait_;              // options_.busy_wait.
   const int64_t default_timeout_ns_;  // INT64_MAX: none.
-  std::vector<std::unique_ptr<ConnSlot>> conns_;
+  // The connection slots a call picks from, read without a lock: the count
+  // and an array of that many slots (or more). A per-worker channel grows
+  // them when a reconnect finds the server with more workers
+  // (FollowServerWorkers): the longer array is stored first, then the
+  // count, so a reader that sees the new count sees the new array; one that
+  // sees the old count reads a prefix both arrays share. Arrays and slots
+  // live as long as the channel (owned_slots_, slot_arrays_).
+  std::atomic<size_t> num_slots_{0};
+  std::atomic<ConnSlot* const*> slots_{nullptr};
   // Per-method counts, kept per calling thread.
   internal::ClientMethodCounters call_counters_;
   // Prefetch hints (StartsCold): the connections' (PublishHotLines) and
@@ -948,8 +1030,16 @@ class ChannelImpl final : public Channel,
   const std::string address_;
   const ChannelOptions options_;
   std::unique_ptr<transport::Provider> provider_;
+  // Every slot and slot array ever published, appended under grow_mu_.
+  // Before counters_: the connections' destructors fold their counts into
+  // it (the destructor clears owned_slots_ first anyway).
+  Mutex grow_mu_;
+  std::vector<std::unique_ptr<ConnSlot>> owned_slots_ ABSL_GUARDED_BY(grow_mu_);
+  std::vector<std::unique_ptr<ConnSlot*[]>> slot_arrays_
+      ABSL_GUARDED_BY(grow_mu_);
   internal::ChannelCounters counters_;
-  int server_workers_ = 1;
+  // The server's worker count, as the last (re)connect learned it.
+  std::atomic<int> server_workers_{1};
   std::atomic<uint64_t> next_{0};
   // The runtime R and F, held once (SetFetchParams; new connections take
   // them from here), in one word so that no reader sees one's old value

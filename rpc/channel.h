@@ -91,7 +91,15 @@ class Channel {
       uint32_t method_id, const google::protobuf::MessageLite& request,
       google::protobuf::MessageLite* response, ClientContext* ctx);
 
-  // Server worker count learned at connect, and connections opened.
+  // Server worker count, as the last connect or reconnect learned it, and
+  // connections opened. A channel with one connection per worker
+  // (ChannelOptions::connections <= 0) follows a server that comes back at
+  // its address with another worker count: with more, it connects to the
+  // new workers when the first of its connections reconnects; with fewer,
+  // server_workers() drops (a connection to a worker that is gone
+  // reconnects to one the server picks, and nothing routes to it). Callers
+  // that route by worker (ClientContext::set_shard) should read it per
+  // call.
   virtual int server_workers() const = 0;
   virtual int connections() const = 0;
   // The mode connection `connection` (in [0, connections())) currently uses

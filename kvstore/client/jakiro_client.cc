@@ -121,7 +121,6 @@ absl::StatusOr<std::unique_ptr<JakiroClient>> JakiroClient::Connect(
                                        channel.status().message()));
     }
     ServerConn conn;
-    conn.workers = std::max(1, (*channel)->server_workers());
     conn.channel = std::move(*channel);
     conn.stub = std::make_unique<rfrpc::kv::Jakiro::Stub>(conn.channel.get());
     if (tuner != nullptr) {
@@ -155,15 +154,23 @@ int JakiroClient::ServerOf(absl::string_view key) const {
 }
 
 int JakiroClient::WorkerOf(absl::string_view key) const {
-  return static_cast<int>(
-      PartitionOfHash(KeyHash(key), servers_[ServerOf(key)].workers));
+  return static_cast<int>(PartitionOfHash(
+      KeyHash(key), std::max(1, workers(ServerOf(key)))));
 }
 
 JakiroClient::ServerConn& JakiroClient::Route(absl::string_view key,
-                                              ClientContext* ctx) {
+                                              ClientContext* ctx,
+                                              int* workers) {
   ServerConn& s = servers_[ServerOf(key)];
-  ctx->set_shard(PartitionOfHash(KeyHash(key), s.workers));
+  *workers = std::max(1, s.channel->server_workers());
+  ctx->set_shard(PartitionOfHash(KeyHash(key), *workers));
   return s;
+}
+
+bool JakiroClient::Misrouted(const ServerConn& s, int workers,
+                             const absl::Status& st) {
+  return st.code() == absl::StatusCode::kFailedPrecondition &&
+         std::max(1, s.channel->server_workers()) != workers;
 }
 
 absl::Status JakiroClient::Get(absl::string_view key, std::string* value) {
@@ -171,30 +178,59 @@ absl::Status JakiroClient::Get(absl::string_view key, std::string* value) {
       reused;
   MessageLease<rfrpc::kv::GetRequest, rfrpc::kv::GetResponse> m(&reused);
   m.request().set_key(key.data(), key.size());
-  ClientContext ctx;
-  absl::Status s =
-      Route(key, &ctx).stub->Get(&ctx, m.request(), &m.response());
+  absl::Status s;
+  for (;;) {
+    ClientContext ctx;
+    int workers;
+    ServerConn& server = Route(key, &ctx, &workers);
+    s = server.stub->Get(&ctx, m.request(), &m.response());
+    if (!Misrouted(server, workers, s)) break;
+  }
   // Swapped, not moved: the response keeps the caller's old buffer for the
   // next call to parse into.
   if (s.ok()) value->swap(*m.response().mutable_value());
   return s;
 }
 
+// An async call's messages and context, kept until its callback, which may
+// send the request again (Misrouted): each send gets a fresh context.
+struct JakiroClient::GetCall {
+  rfrpc::kv::GetRequest req;
+  rfrpc::kv::GetResponse resp;
+  std::optional<ClientContext> ctx;
+  int workers = 1;  // The worker count the last send was routed by.
+};
+
+struct JakiroClient::PutCall {
+  rfrpc::kv::PutRequest req;
+  rfrpc::kv::PutResponse resp;
+  std::optional<ClientContext> ctx;
+  int workers = 1;
+};
+
 void JakiroClient::GetAsync(absl::string_view key, std::string* value,
                             std::function<void(absl::Status)> done) {
-  struct Call {
-    rfrpc::kv::GetResponse resp;
-    ClientContext ctx;
-  };
-  auto call = std::make_shared<Call>();
-  rfrpc::kv::GetRequest req;
-  req.set_key(key.data(), key.size());
-  ServerConn& s = Route(key, &call->ctx);
-  s.stub->GetAsync(&call->ctx, req, &call->resp,
-                   [call, value, done = std::move(done)](absl::Status st) {
-                     if (st.ok()) *value = std::move(*call->resp.mutable_value());
-                     done(st);
-                   });
+  auto call = std::make_shared<GetCall>();
+  call->req.set_key(key.data(), key.size());
+  SendGet(std::move(call), value, std::move(done));
+}
+
+void JakiroClient::SendGet(std::shared_ptr<GetCall> call, std::string* value,
+                           std::function<void(absl::Status)> done) {
+  GetCall* c = call.get();
+  c->ctx.emplace();
+  ServerConn& s = Route(c->req.key(), &*c->ctx, &c->workers);
+  s.stub->GetAsync(
+      &*c->ctx, c->req, &c->resp,
+      [this, &s, call = std::move(call), value,
+       done = std::move(done)](absl::Status st) mutable {
+        if (Misrouted(s, call->workers, st)) {
+          SendGet(std::move(call), value, std::move(done));
+          return;
+        }
+        if (st.ok()) *value = std::move(*call->resp.mutable_value());
+        done(st);
+      });
 }
 
 absl::Status JakiroClient::Put(absl::string_view key, absl::string_view value) {
@@ -203,24 +239,36 @@ absl::Status JakiroClient::Put(absl::string_view key, absl::string_view value) {
   MessageLease<rfrpc::kv::PutRequest, rfrpc::kv::PutResponse> m(&reused);
   m.request().set_key(key.data(), key.size());
   m.request().set_value(value.data(), value.size());
-  ClientContext ctx;
-  return Route(key, &ctx).stub->Put(&ctx, m.request(), &m.response());
+  for (;;) {
+    ClientContext ctx;
+    int workers;
+    ServerConn& server = Route(key, &ctx, &workers);
+    absl::Status s = server.stub->Put(&ctx, m.request(), &m.response());
+    if (!Misrouted(server, workers, s)) return s;
+  }
 }
 
 void JakiroClient::PutAsync(absl::string_view key, absl::string_view value,
                             std::function<void(absl::Status)> done) {
-  struct Call {
-    rfrpc::kv::PutResponse resp;
-    ClientContext ctx;
-  };
-  auto call = std::make_shared<Call>();
-  rfrpc::kv::PutRequest req;
-  req.set_key(key.data(), key.size());
-  req.set_value(value.data(), value.size());
-  ServerConn& s = Route(key, &call->ctx);
+  auto call = std::make_shared<PutCall>();
+  call->req.set_key(key.data(), key.size());
+  call->req.set_value(value.data(), value.size());
+  SendPut(std::move(call), std::move(done));
+}
+
+void JakiroClient::SendPut(std::shared_ptr<PutCall> call,
+                           std::function<void(absl::Status)> done) {
+  PutCall* c = call.get();
+  c->ctx.emplace();
+  ServerConn& s = Route(c->req.key(), &*c->ctx, &c->workers);
   // The request is serialized before PutAsync returns (Channel::CallAsync).
-  s.stub->PutAsync(&call->ctx, req, &call->resp,
-                   [call, done = std::move(done)](absl::Status st) {
+  s.stub->PutAsync(&*c->ctx, c->req, &c->resp,
+                   [this, &s, call = std::move(call),
+                    done = std::move(done)](absl::Status st) mutable {
+                     if (Misrouted(s, call->workers, st)) {
+                       SendPut(std::move(call), std::move(done));
+                       return;
+                     }
                      done(std::move(st));
                    });
 }
@@ -229,8 +277,13 @@ absl::Status JakiroClient::Delete(absl::string_view key) {
   rfrpc::kv::DeleteRequest req;
   req.set_key(key.data(), key.size());
   rfrpc::kv::DeleteResponse resp;
-  ClientContext ctx;
-  return Route(key, &ctx).stub->Delete(&ctx, req, &resp);
+  for (;;) {
+    ClientContext ctx;
+    int workers;
+    ServerConn& server = Route(key, &ctx, &workers);
+    absl::Status s = server.stub->Delete(&ctx, req, &resp);
+    if (!Misrouted(server, workers, s)) return s;
+  }
 }
 
 bool JakiroClient::Poll() {

@@ -135,8 +135,12 @@ class JakiroClient {
   int WorkerOf(absl::string_view key) const;
 
   int num_servers() const { return static_cast<int>(servers_.size()); }
-  // Worker count of server i, learned at connect.
-  int workers(int server) const { return servers_[server].workers; }
+  // Worker count of server i, as its channel last learned it (a server
+  // that comes back with another --workers is followed: calls route by the
+  // new count from then on, and a call the change misrouted is retried).
+  int workers(int server) const {
+    return servers_[server].channel->server_workers();
+  }
   // Counters of server i's channel.
   ChannelStats stats(int server) const;
   // Server i's channel (R and F in force, worker count, ...).
@@ -155,13 +159,27 @@ class JakiroClient {
   struct ServerConn {
     std::unique_ptr<Channel> channel;
     std::unique_ptr<rfrpc::kv::Jakiro::Stub> stub;
-    int workers = 1;
   };
 
   explicit JakiroClient(const JakiroClientOptions& options);
 
-  // The server of `key` and a context routed to the owning worker.
-  ServerConn& Route(absl::string_view key, ClientContext* ctx);
+  // The server of `key` and a context routed to the owning worker, by the
+  // worker count its channel knows now (into `*workers`).
+  ServerConn& Route(absl::string_view key, ClientContext* ctx, int* workers);
+  // Whether a call routed for `workers` workers that ended with `st` went to
+  // a worker that does not own its key because the server's worker count
+  // changed since (FAILED_PRECONDITION and the channel knows another count
+  // now): it is safe to send again, since the server rejected it unserved.
+  static bool Misrouted(const ServerConn& s, int workers, const absl::Status& st);
+
+  // An async Get's or Put's messages and context (jakiro_client.cc), and
+  // the sends that route it (again, after a misroute).
+  struct GetCall;
+  struct PutCall;
+  void SendGet(std::shared_ptr<GetCall> call, std::string* value,
+               std::function<void(absl::Status)> done);
+  void SendPut(std::shared_ptr<PutCall> call,
+               std::function<void(absl::Status)> done);
 
   const JakiroClientOptions options_;
   std::vector<ServerConn> servers_;

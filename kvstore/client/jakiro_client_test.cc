@@ -5,7 +5,9 @@
 
 #include "kvstore/client/jakiro_client.h"
 
+#include <atomic>
 #include <cstdlib>
+#include <functional>
 #include <future>
 #include <memory>
 #include <set>
@@ -13,9 +15,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "kvstore/server/jakiro_service.h"
 #include "kvstore/server/message_limits.h"
+#include "kvstore/store/key_hash.h"
 #include "rpc/server.h"
 #include "rpc/tuner/profile.h"
 #include "rpc/tuner/test_profiles.h"
@@ -26,7 +30,8 @@ namespace {
 
 // One Jakiro server with its own store.
 struct TestServer {
-  explicit TestServer(int workers, size_t max_value_bytes = 4096) {
+  explicit TestServer(int workers, size_t max_value_bytes = 4096,
+                      std::string address = "") {
     JakiroServiceOptions o;
     o.workers = workers;
     o.memory_bytes_per_partition = size_t{4} << 20;
@@ -36,6 +41,7 @@ struct TestServer {
     service = std::move(*s);
     ServerOptions so;
     so.workers = workers;
+    so.address = std::move(address);
     so.idle_spin_rounds = 100;
     server = std::make_unique<Server>(so);
     EXPECT_TRUE(server->RegisterService(service.get()).ok());
@@ -109,6 +115,149 @@ TEST(JakiroClientTest, RoutesEveryKeyToItsOwningWorker) {
     EXPECT_GT(server.service->partition_stats(w).items, 60u) << w;
   }
   EXPECT_EQ(server.service->TotalStats().items, 300u);
+}
+
+// Puts `key` until the call gets through a server restart: calls in the
+// gap fail UNAVAILABLE (or time out, CANCELLED when their connection is
+// torn down), never FAILED_PRECONDITION, which a misrouted key gets.
+absl::Status ThroughRestart(const std::function<absl::Status()>& op) {
+  const absl::Time give_up = absl::Now() + absl::Seconds(20);
+  for (;;) {
+    absl::Status s = op();
+    if (s.ok() || s.code() == absl::StatusCode::kFailedPrecondition ||
+        absl::Now() > give_up) {
+      return s;
+    }
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+}
+
+// A client of `address` whose calls give up after 1 s (not 5): a call sent
+// to a server that is gone fails soon.
+std::unique_ptr<JakiroClient> ConnectWithShortTimeout(const std::string& address) {
+  JakiroClientOptions o;
+  o.servers = {address};
+  o.max_value_bytes = 4096;
+  o.channel.default_timeout = absl::Seconds(1);
+  absl::StatusOr<std::unique_ptr<JakiroClient>> c = JakiroClient::Connect(o);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return c.ok() ? std::move(*c) : nullptr;
+}
+
+absl::Status PutThroughRestart(JakiroClient* client, const std::string& key,
+                               const std::string& value) {
+  return ThroughRestart([&] { return client->Put(key, value); });
+}
+
+// A server restarted at the same address with another --workers: the
+// client follows it (connects to the new workers, routes by the new count)
+// instead of sending the keys of the moved partitions to workers that do
+// not own them. Before, every such key failed FAILED_PRECONDITION until
+// the client was restarted.
+TEST(JakiroClientTest, FollowsAServerRestartedWithAnotherWorkerCount) {
+  auto server = std::make_unique<TestServer>(1);
+  const std::string address = server->server->address();
+  std::unique_ptr<JakiroClient> c = ConnectWithShortTimeout(address);
+  ASSERT_NE(c, nullptr);
+  JakiroClient& client = *c;
+  ASSERT_EQ(client.workers(0), 1);
+  ASSERT_TRUE(client.Put("before", "1").ok());
+
+  for (int workers : {3, 2, 1}) {
+    SCOPED_TRACE(absl::StrCat("restarted with ", workers, " workers"));
+    server.reset();
+    server = std::make_unique<TestServer>(workers, 4096, address);
+    ASSERT_EQ(server->server->address(), address);
+    // The first call, sync, for a key of the new count's last worker: it is
+    // routed by the old count (its connection reconnects only as it goes),
+    // reaches worker 0, and is retried, not failed.
+    std::string first_key;
+    for (int i = 0;; ++i) {
+      first_key = absl::StrCat("first", i);
+      if (static_cast<int>(PartitionOfHash(KeyHash(first_key), workers)) ==
+          workers - 1) {
+        break;
+      }
+    }
+    absl::Status first = PutThroughRestart(&client, first_key, "f");
+    ASSERT_TRUE(first.ok()) << first;
+    absl::Status deleted =
+        ThroughRestart([&] { return client.Delete(first_key); });
+    ASSERT_TRUE(deleted.ok()) << deleted;
+    EXPECT_EQ(client.workers(0), workers);
+    EXPECT_EQ(client.channel(0).server_workers(), workers);
+    EXPECT_GE(client.channel(0).connections(), workers);
+    int per_worker[3] = {0, 0, 0};
+    // Each connection's first call after the restart may still fail
+    // UNAVAILABLE (sent before its connection saw the old server go); none
+    // fails FAILED_PRECONDITION.
+    for (int i = 0; i < 200; ++i) {
+      const std::string key = absl::StrCat("user", i);
+      absl::Status s = PutThroughRestart(&client, key, absl::StrCat("v", i));
+      ASSERT_TRUE(s.ok()) << key << ": " << s;
+      ++per_worker[client.WorkerOf(key)];
+    }
+    for (int w = 0; w < workers; ++w) EXPECT_GT(per_worker[w], 0) << w;
+    // Sync and async reads of every key, each answered by its owner.
+    std::atomic<int> async_ok{0}, async_failed{0};
+    std::vector<std::string> values(200);
+    for (int i = 0; i < 200; ++i) {
+      const std::string key = absl::StrCat("user", i);
+      std::string v;
+      absl::Status s = client.Get(key, &v);
+      ASSERT_TRUE(s.ok()) << key << ": " << s;
+      EXPECT_EQ(v, absl::StrCat("v", i));
+      client.GetAsync(key, &values[i], [&](absl::Status st) {
+        (st.ok() ? async_ok : async_failed).fetch_add(1);
+      });
+    }
+    const absl::Time give_up = absl::Now() + absl::Seconds(10);
+    while (async_ok.load() + async_failed.load() < 200 && absl::Now() < give_up) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    EXPECT_EQ(async_ok.load(), 200);
+    EXPECT_EQ(async_failed.load(), 0);
+    for (int i = 0; i < 200; ++i) EXPECT_EQ(values[i], absl::StrCat("v", i));
+    EXPECT_EQ(server->service->TotalStats().items, 200u);
+    for (int w = 0; w < workers; ++w) {
+      EXPECT_EQ(server->service->partition_stats(w).items,
+                static_cast<uint64_t>(per_worker[w]))
+          << w;
+    }
+  }
+}
+
+// An async call routed by the old worker count, sent after the restart:
+// its callback sees the retried call's result, not FAILED_PRECONDITION.
+TEST(JakiroClientTest, AnAsyncCallMisroutedByARestartIsRetried) {
+  auto server = std::make_unique<TestServer>(1);
+  const std::string address = server->server->address();
+  std::unique_ptr<JakiroClient> c = ConnectWithShortTimeout(address);
+  ASSERT_NE(c, nullptr);
+  JakiroClient& client = *c;
+  server.reset();
+  server = std::make_unique<TestServer>(2, 4096, address);
+  // A key of worker 1 of 2, put asynchronously until the channel is back.
+  std::string key;
+  for (int i = 0;; ++i) {
+    key = absl::StrCat("async", i);
+    if (PartitionOfHash(KeyHash(key), 2) == 1) break;
+  }
+  const absl::Time give_up = absl::Now() + absl::Seconds(20);
+  absl::Status last;
+  do {
+    std::atomic<bool> done{false};
+    client.PutAsync(key, "a", [&](absl::Status st) {
+      last = st;
+      done.store(true);
+    });
+    while (!done.load()) absl::SleepFor(absl::Microseconds(100));
+    if (last.ok()) break;
+    ASSERT_NE(last.code(), absl::StatusCode::kFailedPrecondition) << last;
+    absl::SleepFor(absl::Milliseconds(10));
+  } while (absl::Now() < give_up);
+  ASSERT_TRUE(last.ok()) << last;
+  EXPECT_EQ(server->service->partition_stats(1).items, 1u);
 }
 
 TEST(JakiroClientTest, StatusesEndToEnd) {
