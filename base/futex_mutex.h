@@ -54,6 +54,11 @@ class ABSL_LOCKABLE FutexMutex {
                                          std::memory_order_relaxed);
   }
 
+  // Whether a locker may be asleep waiting for it (tests).
+  bool HasSleepersForTesting() const {
+    return word_.load(std::memory_order_relaxed) == kSleepers;
+  }
+
   void Unlock() ABSL_UNLOCK_FUNCTION() {
     if (ABSL_PREDICT_FALSE(word_.exchange(kFree, std::memory_order_release) ==
                            kSleepers)) {

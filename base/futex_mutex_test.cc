@@ -49,8 +49,14 @@ TEST(FutexMutexTest, UnlockWakesASleepingLocker) {
     got.store(true);
     mu.Unlock();
   });
-  // Long past the spin (a few us): the waiter is asleep in the kernel.
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Past its spin the waiter marks the word and sleeps in the kernel.
+  const auto marked_by = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!mu.HasSleepersForTesting() &&
+         std::chrono::steady_clock::now() < marked_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(mu.HasSleepersForTesting()) << "the locker never went to sleep";
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_FALSE(got.load());
   mu.Unlock();
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);

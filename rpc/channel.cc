@@ -212,7 +212,7 @@ class ChannelImpl final : public Channel,
       }
     }
     server_workers_.store(Get(slots[0].get())->server_workers(),
-                          std::memory_order_relaxed);
+                          std::memory_order_release);
     {
       MutexLock lock(&grow_mu_);
       AppendSlotsLocked(std::move(slots));
@@ -361,7 +361,7 @@ class ChannelImpl final : public Channel,
   }
 
   int server_workers() const override {
-    return server_workers_.load(std::memory_order_relaxed);
+    return server_workers_.load(std::memory_order_acquire);
   }
   int connections() const override { return static_cast<int>(NumSlots()); }
   RpcMode connection_mode(int i) const override {
@@ -583,6 +583,8 @@ class ChannelImpl final : public Channel,
     slots_.store(array.get(), std::memory_order_release);
     num_slots_.store(owned_slots_.size(), std::memory_order_release);
     slot_arrays_.push_back(std::move(array));
+    // The progress thread's snapshot of the connections is old.
+    generation_.fetch_add(1, std::memory_order_acq_rel);
   }
 
   // A per-worker channel whose reconnect found the server with `workers`
@@ -616,8 +618,10 @@ class ChannelImpl final : public Channel,
                 << reached - 1;
       AppendSlotsLocked(std::move(more));
     }
+    // Release: a caller that reads the new count (acquire) finds the slots
+    // it may pick.
     const int previous = server_workers_.exchange(
-        std::min(workers, reached), std::memory_order_relaxed);
+        std::min(workers, reached), std::memory_order_acq_rel);
     if (previous != workers && workers < had) {
       LOG(INFO) << "rfrpc channel to " << address_ << ": the server has "
                 << workers << " workers now (had " << previous << ")";
@@ -735,7 +739,6 @@ class ChannelImpl final : public Channel,
     ConnSlot* slot = SlotAt(i);
     std::shared_ptr<ClientConnection> old;
     absl::Status result;
-    int workers_now = 0;  // The reconnected server's worker count.
     {
       MutexLock lock(&slot->mu);
       if (!slot->conn->failed()) {
@@ -757,6 +760,13 @@ class ChannelImpl final : public Channel,
             ") and reconnecting failed: ", fresh.status().message()));
       }
       LOG(INFO) << "rfrpc channel reconnected to " << address_;
+      // The count first, and the new workers' connections: a call that
+      // finds this slot's new connection then routes by it (or, routed
+      // just before, sees it changed: JakiroClient retries such a call).
+      // Lock order: a slot's mu, then grow_mu_.
+      if (options_.connections <= 0) {
+        FollowServerWorkers((*fresh)->server_workers());
+      }
       old = std::move(slot->conn);
       slot->conn = std::move(*fresh);
       slot->live.store(slot->conn.get(), std::memory_order_seq_cst);
@@ -769,9 +779,7 @@ class ChannelImpl final : public Channel,
       slot->conn->SetFetchParams(Retries(params), FetchSize(params));
       *out = slot->conn;
       result = s;
-      workers_now = slot->conn->server_workers();
     }
-    if (options_.connections <= 0) FollowServerWorkers(workers_now);
     generation_.fetch_add(1, std::memory_order_acq_rel);
     // Whatever the old connection still had fails with its status.
     if (aborted != nullptr) {

@@ -141,7 +141,11 @@ absl::StatusOr<std::unique_ptr<JakiroClient>> JakiroClient::Connect(
 JakiroClient::JakiroClient(const JakiroClientOptions& options)
     : options_(options) {}
 
-JakiroClient::~JakiroClient() = default;
+JakiroClient::~JakiroClient() {
+  // Calls still in flight are aborted as their channels go; their
+  // callbacks must not send them again.
+  closing_.store(true, std::memory_order_release);
+}
 
 int JakiroClient::ServerOf(absl::string_view key) const {
   if (servers_.size() == 1) return 0;
@@ -168,9 +172,10 @@ JakiroClient::ServerConn& JakiroClient::Route(absl::string_view key,
 }
 
 bool JakiroClient::Misrouted(const ServerConn& s, int workers,
-                             const absl::Status& st) {
+                             const absl::Status& st) const {
   return st.code() == absl::StatusCode::kFailedPrecondition &&
-         std::max(1, s.channel->server_workers()) != workers;
+         std::max(1, s.channel->server_workers()) != workers &&
+         !closing_.load(std::memory_order_acquire);
 }
 
 absl::Status JakiroClient::Get(absl::string_view key, std::string* value) {

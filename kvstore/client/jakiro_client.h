@@ -32,6 +32,7 @@
 #ifndef RFRPC_KVSTORE_CLIENT_JAKIRO_CLIENT_H_
 #define RFRPC_KVSTORE_CLIENT_JAKIRO_CLIENT_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -170,7 +171,9 @@ class JakiroClient {
   // a worker that does not own its key because the server's worker count
   // changed since (FAILED_PRECONDITION and the channel knows another count
   // now): it is safe to send again, since the server rejected it unserved.
-  static bool Misrouted(const ServerConn& s, int workers, const absl::Status& st);
+  // False once the client is being destroyed: a callback then sends
+  // nothing more through channels on their way out.
+  bool Misrouted(const ServerConn& s, int workers, const absl::Status& st) const;
 
   // An async Get's or Put's messages and context (jakiro_client.cc), and
   // the sends that route it (again, after a misroute).
@@ -182,6 +185,8 @@ class JakiroClient {
                std::function<void(absl::Status)> done);
 
   const JakiroClientOptions options_;
+  // Set by the destructor (see Misrouted).
+  std::atomic<bool> closing_{false};
   std::vector<ServerConn> servers_;
   // One per server when options_.profile is set. Declared after servers_:
   // destroyed (stopping their timers) before the channels they tune.

@@ -12,6 +12,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -198,26 +199,31 @@ TEST(JakiroClientTest, FollowsAServerRestartedWithAnotherWorkerCount) {
       ++per_worker[client.WorkerOf(key)];
     }
     for (int w = 0; w < workers; ++w) EXPECT_GT(per_worker[w], 0) << w;
-    // Sync and async reads of every key, each answered by its owner.
-    std::atomic<int> async_ok{0}, async_failed{0};
-    std::vector<std::string> values(200);
+    // Sync and async reads of every key, each answered by its owner. The
+    // async calls' state is shared with their callbacks, which may outlive
+    // a failed assertion here.
+    struct Reads {
+      std::atomic<int> ok{0}, failed{0};
+      std::vector<std::string> values = std::vector<std::string>(200);
+    };
+    auto reads = std::make_shared<Reads>();
     for (int i = 0; i < 200; ++i) {
       const std::string key = absl::StrCat("user", i);
       std::string v;
-      absl::Status s = client.Get(key, &v);
+      absl::Status s = ThroughRestart([&] { return client.Get(key, &v); });
       ASSERT_TRUE(s.ok()) << key << ": " << s;
       EXPECT_EQ(v, absl::StrCat("v", i));
-      client.GetAsync(key, &values[i], [&](absl::Status st) {
-        (st.ok() ? async_ok : async_failed).fetch_add(1);
+      client.GetAsync(key, &reads->values[i], [reads](absl::Status st) {
+        (st.ok() ? reads->ok : reads->failed).fetch_add(1);
       });
     }
-    const absl::Time give_up = absl::Now() + absl::Seconds(10);
-    while (async_ok.load() + async_failed.load() < 200 && absl::Now() < give_up) {
+    const absl::Time give_up = absl::Now() + absl::Seconds(20);
+    while (reads->ok.load() + reads->failed.load() < 200 &&
+           absl::Now() < give_up) {
       absl::SleepFor(absl::Milliseconds(1));
     }
-    EXPECT_EQ(async_ok.load(), 200);
-    EXPECT_EQ(async_failed.load(), 0);
-    for (int i = 0; i < 200; ++i) EXPECT_EQ(values[i], absl::StrCat("v", i));
+    ASSERT_EQ(reads->ok.load(), 200);
+    for (int i = 0; i < 200; ++i) EXPECT_EQ(reads->values[i], absl::StrCat("v", i));
     EXPECT_EQ(server->service->TotalStats().items, 200u);
     for (int w = 0; w < workers; ++w) {
       EXPECT_EQ(server->service->partition_stats(w).items,
@@ -225,6 +231,42 @@ TEST(JakiroClientTest, FollowsAServerRestartedWithAnotherWorkerCount) {
           << w;
     }
   }
+}
+
+// Several threads calling across a restart to more workers: while one
+// reconnects and connects to the new workers, the others wait for it or
+// see the new count; none is answered FAILED_PRECONDITION.
+TEST(JakiroClientTest, ConcurrentCallersFollowARestartToMoreWorkers) {
+  auto server = std::make_unique<TestServer>(1);
+  const std::string address = server->server->address();
+  std::unique_ptr<JakiroClient> c = ConnectWithShortTimeout(address);
+  ASSERT_NE(c, nullptr);
+  ASSERT_TRUE(c->Put("before", "1").ok());
+  server.reset();
+  server = std::make_unique<TestServer>(3, 4096, address);
+  constexpr int kThreads = 4, kKeys = 100;
+  std::atomic<int> ok{0};
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kKeys; ++i) {
+        const std::string key = absl::StrCat("t", t, "k", i);
+        absl::Status s = PutThroughRestart(c.get(), key, "v");
+        if (s.ok()) {
+          ok.fetch_add(1);
+        } else if (errors[t].empty()) {
+          errors[t] = absl::StrCat(key, ": ", s.ToString());
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(errors[t], "") << t;
+  EXPECT_EQ(ok.load(), kThreads * kKeys);
+  EXPECT_EQ(c->workers(0), 3);
+  EXPECT_EQ(server->service->TotalStats().items,
+            static_cast<uint64_t>(kThreads * kKeys));
 }
 
 // An async call routed by the old worker count, sent after the restart:
