@@ -28,7 +28,9 @@ if [ -n "${CI:-}" ]; then FLAGS+=(--config=ci); fi
 # from several threads, the shm provider's liveness monitor, the YCSB client
 # threads (start barrier, shared store, measurements, the insert counter), the
 # tuner's calibration server, the in-process server fuzzer, and metrics
-# (per-thread counters read by scrapes, the /metrics endpoint's threads).
+# (per-thread counters read by scrapes, the /metrics endpoint's threads), and
+# a channel growing its connections under concurrent callers (Jakiro's
+# client across a server restart with more workers).
 TSAN_TESTS=(
   //tests:rpc_e2e_test
   //tests:rpc_e2e_timed_test
@@ -49,6 +51,7 @@ TSAN_TESTS=(
   //tests:rpc_metrics_test
   //tests:rpc_async_test
   //examples/kv_cache:cache_test
+  //kvstore/client:jakiro_client_test
 )
 
 configs=("$@")

@@ -224,6 +224,8 @@ TEST(JakiroClientTest, FollowsAServerRestartedWithAnotherWorkerCount) {
     }
     ASSERT_EQ(reads->ok.load(), 200);
     for (int i = 0; i < 200; ++i) EXPECT_EQ(reads->values[i], absl::StrCat("v", i));
+    // The partitions are the workers' own: read once they have stopped.
+    server->server->Shutdown();
     EXPECT_EQ(server->service->TotalStats().items, 200u);
     for (int w = 0; w < workers; ++w) {
       EXPECT_EQ(server->service->partition_stats(w).items,
@@ -265,6 +267,7 @@ TEST(JakiroClientTest, ConcurrentCallersFollowARestartToMoreWorkers) {
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(errors[t], "") << t;
   EXPECT_EQ(ok.load(), kThreads * kKeys);
   EXPECT_EQ(c->workers(0), 3);
+  server->server->Shutdown();
   EXPECT_EQ(server->service->TotalStats().items,
             static_cast<uint64_t>(kThreads * kKeys));
 }
@@ -299,6 +302,7 @@ TEST(JakiroClientTest, AnAsyncCallMisroutedByARestartIsRetried) {
     absl::SleepFor(absl::Milliseconds(10));
   } while (absl::Now() < give_up);
   ASSERT_TRUE(last.ok()) << last;
+  server->server->Shutdown();
   EXPECT_EQ(server->service->partition_stats(1).items, 1u);
 }
 
