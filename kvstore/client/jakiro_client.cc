@@ -73,8 +73,8 @@ absl::StatusOr<std::unique_ptr<JakiroClient>> JakiroClient::Connect(
   std::unique_ptr<JakiroClient> client(new JakiroClient(options));
   ChannelOptions co = options.channel;
   co.connections = 0;
-  const uint32_t message_bytes = static_cast<uint32_t>(
-      JakiroMaxMessageBytes(options.max_value_bytes));
+  const uint32_t message_bytes =
+      static_cast<uint32_t>(JakiroMaxMessageBytes(options.max_value_bytes));
   // Raised to fit the largest value, and said so when the caller asked
   // for less.
   for (const std::string& raised :
@@ -87,7 +87,8 @@ absl::StatusOr<std::unique_ptr<JakiroClient>> JakiroClient::Connect(
   if (!options.profile.empty()) {
     const std::string provider =
         options.channel.provider == "auto" ? "" : options.channel.provider;
-    absl::StatusOr<tuner::Profile> p = tuner::Profile::Load(options.profile, provider);
+    absl::StatusOr<tuner::Profile> p =
+        tuner::Profile::Load(options.profile, provider);
     if (!p.ok()) {
       return absl::Status(p.status().code(),
                           absl::StrCat("R/F profile ", options.profile, ": ",
@@ -150,23 +151,25 @@ JakiroClient::~JakiroClient() {
 int JakiroClient::ServerOf(absl::string_view key) const {
   if (servers_.size() == 1) return 0;
   const uint64_t h = XxHash64(key.data(), key.size(), kRingSeed);
-  auto it = std::lower_bound(
-      ring_.begin(), ring_.end(), h,
-      [](const std::pair<uint64_t, int>& p, uint64_t v) { return p.first < v; });
+  auto it = std::lower_bound(ring_.begin(), ring_.end(), h,
+                             [](const std::pair<uint64_t, int>& p, uint64_t v) {
+                               return p.first < v;
+                             });
   if (it == ring_.end()) it = ring_.begin();  // The ring wraps around.
   return it->second;
 }
 
 int JakiroClient::WorkerOf(absl::string_view key) const {
-  return static_cast<int>(PartitionOfHash(
-      KeyHash(key), std::max(1, workers(ServerOf(key)))));
+  return static_cast<int>(
+      PartitionOfHash(KeyHash(key), workers(ServerOf(key))));
 }
 
 JakiroClient::ServerConn& JakiroClient::Route(absl::string_view key,
                                               ClientContext* ctx,
                                               int* workers) {
   ServerConn& s = servers_[ServerOf(key)];
-  *workers = std::max(1, s.channel->server_workers());
+  // At least 1: the handshake refuses a server that says fewer.
+  *workers = s.channel->server_workers();
   ctx->set_shard(PartitionOfHash(KeyHash(key), *workers));
   return s;
 }
@@ -174,8 +177,51 @@ JakiroClient::ServerConn& JakiroClient::Route(absl::string_view key,
 bool JakiroClient::Misrouted(const ServerConn& s, int workers,
                              const absl::Status& st) const {
   return st.code() == absl::StatusCode::kFailedPrecondition &&
-         std::max(1, s.channel->server_workers()) != workers &&
+         s.channel->server_workers() != workers &&
          !closing_.load(std::memory_order_acquire);
+}
+
+template <typename Call>
+absl::Status JakiroClient::CallRouted(absl::string_view key, Call call) {
+  for (;;) {
+    ClientContext ctx;
+    int workers;
+    ServerConn& server = Route(key, &ctx, &workers);
+    absl::Status s = call(*server.stub, &ctx);
+    if (!Misrouted(server, workers, s)) return s;
+  }
+}
+
+// An async call's messages and context, kept until its callback, which may
+// send the request again (Misrouted): each send gets a fresh context.
+template <typename Request, typename Response>
+struct JakiroClient::AsyncCall {
+  Request req;
+  Response resp;
+  std::optional<ClientContext> ctx;
+  int workers = 1;  // The worker count the last send was routed by.
+  // Runs once, with the final status (resp filled in when it is OK).
+  std::function<void(absl::Status)> done;
+};
+
+template <typename Request, typename Response>
+void JakiroClient::SendRouted(
+    std::shared_ptr<AsyncCall<Request, Response>> call,
+    AsyncMethod<Request, Response> method) {
+  AsyncCall<Request, Response>* c = call.get();
+  c->ctx.emplace();
+  ServerConn& s = Route(c->req.key(), &*c->ctx, &c->workers);
+  // The request is serialized before the stub returns (Channel::CallAsync),
+  // so a resend may reuse it.
+  ((*s.stub).*method)(
+      &*c->ctx, c->req, &c->resp,
+      [this, &s, method, call = std::move(call)](absl::Status st) mutable {
+        if (Misrouted(s, call->workers, st)) {
+          SendRouted(std::move(call), method);
+          return;
+        }
+        call->done(std::move(st));
+      });
 }
 
 absl::Status JakiroClient::Get(absl::string_view key, std::string* value) {
@@ -183,59 +229,28 @@ absl::Status JakiroClient::Get(absl::string_view key, std::string* value) {
       reused;
   MessageLease<rfrpc::kv::GetRequest, rfrpc::kv::GetResponse> m(&reused);
   m.request().set_key(key.data(), key.size());
-  absl::Status s;
-  for (;;) {
-    ClientContext ctx;
-    int workers;
-    ServerConn& server = Route(key, &ctx, &workers);
-    s = server.stub->Get(&ctx, m.request(), &m.response());
-    if (!Misrouted(server, workers, s)) break;
-  }
+  const absl::Status s =
+      CallRouted(key, [&](rfrpc::kv::Jakiro::Stub& stub, ClientContext* ctx) {
+        return stub.Get(ctx, m.request(), &m.response());
+      });
   // Swapped, not moved: the response keeps the caller's old buffer for the
   // next call to parse into.
   if (s.ok()) value->swap(*m.response().mutable_value());
   return s;
 }
 
-// An async call's messages and context, kept until its callback, which may
-// send the request again (Misrouted): each send gets a fresh context.
-struct JakiroClient::GetCall {
-  rfrpc::kv::GetRequest req;
-  rfrpc::kv::GetResponse resp;
-  std::optional<ClientContext> ctx;
-  int workers = 1;  // The worker count the last send was routed by.
-};
-
-struct JakiroClient::PutCall {
-  rfrpc::kv::PutRequest req;
-  rfrpc::kv::PutResponse resp;
-  std::optional<ClientContext> ctx;
-  int workers = 1;
-};
-
 void JakiroClient::GetAsync(absl::string_view key, std::string* value,
                             std::function<void(absl::Status)> done) {
-  auto call = std::make_shared<GetCall>();
+  using Call = AsyncCall<rfrpc::kv::GetRequest, rfrpc::kv::GetResponse>;
+  auto call = std::make_shared<Call>();
   call->req.set_key(key.data(), key.size());
-  SendGet(std::move(call), value, std::move(done));
-}
-
-void JakiroClient::SendGet(std::shared_ptr<GetCall> call, std::string* value,
-                           std::function<void(absl::Status)> done) {
-  GetCall* c = call.get();
-  c->ctx.emplace();
-  ServerConn& s = Route(c->req.key(), &*c->ctx, &c->workers);
-  s.stub->GetAsync(
-      &*c->ctx, c->req, &c->resp,
-      [this, &s, call = std::move(call), value,
-       done = std::move(done)](absl::Status st) mutable {
-        if (Misrouted(s, call->workers, st)) {
-          SendGet(std::move(call), value, std::move(done));
-          return;
-        }
-        if (st.ok()) *value = std::move(*call->resp.mutable_value());
-        done(st);
-      });
+  // The callback that runs `done` holds `call`, so `c` outlives it.
+  Call* c = call.get();
+  call->done = [c, value, done = std::move(done)](absl::Status st) {
+    if (st.ok()) *value = std::move(*c->resp.mutable_value());
+    done(std::move(st));
+  };
+  SendRouted(std::move(call), &rfrpc::kv::Jakiro::Stub::GetAsync);
 }
 
 absl::Status JakiroClient::Put(absl::string_view key, absl::string_view value) {
@@ -244,51 +259,30 @@ absl::Status JakiroClient::Put(absl::string_view key, absl::string_view value) {
   MessageLease<rfrpc::kv::PutRequest, rfrpc::kv::PutResponse> m(&reused);
   m.request().set_key(key.data(), key.size());
   m.request().set_value(value.data(), value.size());
-  for (;;) {
-    ClientContext ctx;
-    int workers;
-    ServerConn& server = Route(key, &ctx, &workers);
-    absl::Status s = server.stub->Put(&ctx, m.request(), &m.response());
-    if (!Misrouted(server, workers, s)) return s;
-  }
+  return CallRouted(key,
+                    [&](rfrpc::kv::Jakiro::Stub& stub, ClientContext* ctx) {
+                      return stub.Put(ctx, m.request(), &m.response());
+                    });
 }
 
 void JakiroClient::PutAsync(absl::string_view key, absl::string_view value,
                             std::function<void(absl::Status)> done) {
-  auto call = std::make_shared<PutCall>();
+  auto call = std::make_shared<
+      AsyncCall<rfrpc::kv::PutRequest, rfrpc::kv::PutResponse>>();
   call->req.set_key(key.data(), key.size());
   call->req.set_value(value.data(), value.size());
-  SendPut(std::move(call), std::move(done));
-}
-
-void JakiroClient::SendPut(std::shared_ptr<PutCall> call,
-                           std::function<void(absl::Status)> done) {
-  PutCall* c = call.get();
-  c->ctx.emplace();
-  ServerConn& s = Route(c->req.key(), &*c->ctx, &c->workers);
-  // The request is serialized before PutAsync returns (Channel::CallAsync).
-  s.stub->PutAsync(&*c->ctx, c->req, &c->resp,
-                   [this, &s, call = std::move(call),
-                    done = std::move(done)](absl::Status st) mutable {
-                     if (Misrouted(s, call->workers, st)) {
-                       SendPut(std::move(call), std::move(done));
-                       return;
-                     }
-                     done(std::move(st));
-                   });
+  call->done = std::move(done);
+  SendRouted(std::move(call), &rfrpc::kv::Jakiro::Stub::PutAsync);
 }
 
 absl::Status JakiroClient::Delete(absl::string_view key) {
   rfrpc::kv::DeleteRequest req;
   req.set_key(key.data(), key.size());
   rfrpc::kv::DeleteResponse resp;
-  for (;;) {
-    ClientContext ctx;
-    int workers;
-    ServerConn& server = Route(key, &ctx, &workers);
-    absl::Status s = server.stub->Delete(&ctx, req, &resp);
-    if (!Misrouted(server, workers, s)) return s;
-  }
+  return CallRouted(key,
+                    [&](rfrpc::kv::Jakiro::Stub& stub, ClientContext* ctx) {
+                      return stub.Delete(ctx, req, &resp);
+                    });
 }
 
 bool JakiroClient::Poll() {

@@ -45,9 +45,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "proto/kvstore.rfrpc.h"
-#include "rpc/tuner/online.h"
 #include "rpc/channel.h"
 #include "rpc/options.h"
+#include "rpc/tuner/online.h"
 
 namespace rfrpc {
 namespace kvstore {
@@ -173,16 +173,26 @@ class JakiroClient {
   // now): it is safe to send again, since the server rejected it unserved.
   // False once the client is being destroyed: a callback then sends
   // nothing more through channels on their way out.
-  bool Misrouted(const ServerConn& s, int workers, const absl::Status& st) const;
+  bool Misrouted(const ServerConn& s, int workers,
+                 const absl::Status& st) const;
 
-  // An async Get's or Put's messages and context (jakiro_client.cc), and
-  // the sends that route it (again, after a misroute).
-  struct GetCall;
-  struct PutCall;
-  void SendGet(std::shared_ptr<GetCall> call, std::string* value,
-               std::function<void(absl::Status)> done);
-  void SendPut(std::shared_ptr<PutCall> call,
-               std::function<void(absl::Status)> done);
+  // Makes `call(stub, ctx)` with ctx routed by `key`, again while the
+  // result is Misrouted; returns the last status.
+  template <typename Call>
+  absl::Status CallRouted(absl::string_view key, Call call);
+
+  // An async call's messages, context and final callback
+  // (jakiro_client.cc), and the send that routes it, again after a
+  // misroute, through the stub's `method`.
+  template <typename Request, typename Response>
+  struct AsyncCall;
+  template <typename Request, typename Response>
+  using AsyncMethod = void (rfrpc::kv::Jakiro::Stub::*)(
+      ClientContext*, const Request&, Response*,
+      std::function<void(absl::Status)>);
+  template <typename Request, typename Response>
+  void SendRouted(std::shared_ptr<AsyncCall<Request, Response>> call,
+                  AsyncMethod<Request, Response> method);
 
   const JakiroClientOptions options_;
   // Set by the destructor (see Misrouted).
