@@ -101,12 +101,10 @@ void Init(int* argc, char*** argv) {
     std::exit(2);
   }
   // Figures name the provider they ran on: "auto" is the one it opens.
-  if (FLAGS_provider == "auto") {
-    absl::StatusOr<std::unique_ptr<transport::Provider>> p =
-        transport::Provider::Open(FLAGS_provider, {});
-    if (!p.ok()) Exit("--provider=auto", p.status());
-    FLAGS_provider = (*p)->name();
-  }
+  absl::StatusOr<std::string> provider =
+      transport::Provider::ResolveName(FLAGS_provider);
+  if (!provider.ok()) Exit("--provider=" + FLAGS_provider, provider.status());
+  FLAGS_provider = *provider;
 }
 
 void RejectFlagsItSets(std::initializer_list<OwnFlag> flags) {

@@ -3,7 +3,7 @@
 #   1. one VM: tests/kvstore_e2e_test.sh with RFRPC_TEST_PROVIDER=verbs, servers
 #      listening on the guest's eth0 address 10.11.0.1 (load + run with
 #      dataintegrity in rf / server_reply / hybrid and batched, scan, two
-#      servers, SIGTERM);
+#      servers, SIGTERM, a restart with another --workers under a run);
 #   2. two VMs (tools/softroce_2vm.sh): kvstore_server in the server VM
 #      (10.11.0.1:7000), ycsb load + run with a small recordcount and
 #      dataintegrity in the client VM (10.11.0.2).
@@ -58,7 +58,7 @@ if [ "$PART" = all ] || [ "$PART" = 1vm ]; then
   RFRPC_TEST_PROVIDER=verbs RFRPC_TEST_ADDRESS=10.11.0.1:0 \
     RFRPC_TEST_ADDRESS2=10.11.0.1:0 RFRPC_TEST_BIN="$BIN" \
     RFRPC_TEST_WORKLOADS=kvstore/workloads RFRPC_TEST_RECORDS=400 \
-    RFRPC_TEST_OPS=800 \
+    RFRPC_TEST_OPS=800 RFRPC_TEST_RESTART_RUN=40 \
     tools/softroce_vm.sh bash tests/kvstore_e2e_test.sh
   result "1 VM" $?
 fi

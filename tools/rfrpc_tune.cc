@@ -112,16 +112,6 @@ int RunCalibrate() {
   return 0;
 }
 
-// A profile names the provider it was made on, never "auto": "auto" is
-// the provider it opens on this host (as calibrate records it).
-absl::StatusOr<std::string> ResolvedProvider(const std::string& name) {
-  if (name != "auto") return name;
-  absl::StatusOr<std::unique_ptr<transport::Provider>> p =
-      transport::Provider::Open(name, {});
-  if (!p.ok()) return p.status();
-  return (*p)->name();
-}
-
 int RunSelect() {
   if (FLAGS_profile.empty()) {
     return Fail(absl::InvalidArgumentError("select needs --profile=FILE"));
@@ -143,7 +133,9 @@ int RunSelect() {
   }
   std::string provider;
   if (FLAGS_check_provider) {
-    absl::StatusOr<std::string> resolved = ResolvedProvider(FLAGS_provider);
+    // A profile names the provider it was made on, never "auto".
+    absl::StatusOr<std::string> resolved =
+        transport::Provider::ResolveName(FLAGS_provider);
     if (!resolved.ok()) return Fail(resolved.status());
     provider = *resolved;
   }

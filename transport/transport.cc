@@ -136,6 +136,14 @@ absl::StatusOr<std::unique_ptr<Provider>> Provider::Open(
   return wanted(options);
 }
 
+absl::StatusOr<std::string> Provider::ResolveName(
+    const std::string& name, const ProviderOptions& options) {
+  if (name != "auto") return name;
+  absl::StatusOr<std::unique_ptr<Provider>> p = Open(name, options);
+  if (!p.ok()) return p.status();
+  return (*p)->name();
+}
+
 namespace {
 constexpr char kRetryLaterUrl[] = "type.rfrpc/transport.RetryLater";
 }  // namespace

@@ -534,6 +534,11 @@ class Provider {
   // INVALID_ARGUMENT.
   static absl::StatusOr<std::unique_ptr<Provider>> Open(
       const std::string& name, const ProviderOptions& options);
+  // The provider `name` stands for on this host: `name` itself, except that
+  // "auto" is opened (with `options`) to learn which one it picks. For
+  // figures and profiles, which name the provider they ran on.
+  static absl::StatusOr<std::string> ResolveName(
+      const std::string& name, const ProviderOptions& options = {});
 
   virtual std::string name() const = 0;
 

@@ -13,6 +13,7 @@
 #include "glog/logging.h"
 #include "kvstore/server/message_limits.h"
 #include "kvstore/store/key_hash.h"
+#include "transport/transport.h"
 
 namespace rfrpc {
 namespace kvstore {
@@ -85,10 +86,13 @@ absl::StatusOr<std::unique_ptr<JakiroClient>> JakiroClient::Connect(
   }
   std::optional<tuner::Profile> profile;
   if (!options.profile.empty()) {
-    const std::string provider =
-        options.channel.provider == "auto" ? "" : options.channel.provider;
+    // The profile must have been made on the provider the channels use
+    // ("auto": the one it picks on this host).
+    absl::StatusOr<std::string> provider =
+        transport::Provider::ResolveName(options.channel.provider);
+    if (!provider.ok()) return provider.status();
     absl::StatusOr<tuner::Profile> p =
-        tuner::Profile::Load(options.profile, provider);
+        tuner::Profile::Load(options.profile, *provider);
     if (!p.ok()) {
       return absl::Status(p.status().code(),
                           absl::StrCat("R/F profile ", options.profile, ": ",

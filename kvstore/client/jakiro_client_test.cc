@@ -24,6 +24,7 @@
 #include "rpc/server.h"
 #include "rpc/tuner/profile.h"
 #include "rpc/tuner/test_profiles.h"
+#include "transport/transport.h"
 
 namespace rfrpc {
 namespace kvstore {
@@ -510,6 +511,20 @@ TEST(JakiroClientTest, AProfileTunesEveryChannelOnline) {
                   ->Save(path)
                   .ok());
   o.profile = path;
+  c = JakiroClient::Connect(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kFailedPrecondition)
+      << c.status();
+
+  // With provider "auto" the profile is checked against the provider it
+  // picks on this host, not skipped.
+  absl::StatusOr<std::string> picked = transport::Provider::ResolveName("auto");
+  ASSERT_TRUE(picked.ok()) << picked.status();
+  spec.provider = *picked == "shm" ? "verbs" : "shm";
+  ASSERT_TRUE(tuner::Profile::FromProto(tuner::MakeSyntheticProto(spec), "")
+                  ->Save(path)
+                  .ok());
+  o.channel.provider = "auto";
   c = JakiroClient::Connect(o);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), absl::StatusCode::kFailedPrecondition)

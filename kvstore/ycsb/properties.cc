@@ -590,6 +590,8 @@ absl::StatusOr<WorkloadSpec> ParseWorkloadSpec(
   }
   RFRPC_RETURN_IF_ERROR(
       r.NonNegativeInt("maxexecutiontime", &s.maxexecutiontime));
+  RFRPC_RETURN_IF_ERROR(
+      r.IntAtMost("unavailablestop", kMaxUnavailableStop, &s.unavailablestop));
   RFRPC_RETURN_IF_ERROR(r.Bool("dataintegrity", &s.dataintegrity));
   if (s.dataintegrity &&
       s.fieldlengthdistribution != Distribution::kConstant) {

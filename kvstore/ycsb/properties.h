@@ -97,6 +97,9 @@ class Properties {
 inline constexpr int64_t kMaxThreadCount = 4096;
 inline constexpr int64_t kMaxKeyLength = 1024;
 inline constexpr int64_t kMaxZeroPadding = 64;
+// Seconds (about 11.6 days): more is a typo, and in nanoseconds stays far
+// from overflowing.
+inline constexpr int64_t kMaxUnavailableStop = 1'000'000;
 
 // The smallest exponential.percentile. NextKeynum draws until a key falls
 // in the records loaded, about 100 / percentile draws per key: below 1 the
@@ -189,6 +192,11 @@ struct WorkloadSpec {
   int64_t keylength = 0;
   // Seconds after which the run stops; 0 means none. Default: 0.
   int64_t maxexecutiontime = 0;
+  // Extension: a thread whose every operation for this many seconds
+  // returned SERVICE_UNAVAILABLE stops, and the run fails: its database is
+  // unreachable. 0 means never (e.g. across a planned server restart).
+  // Default: 3.
+  int64_t unavailablestop = 3;
   // Values derived from key and field; reads are verified. Requires a constant
   // field length. Default: false.
   bool dataintegrity = false;

@@ -280,6 +280,13 @@ TEST(PropertiesTest, KeyLimitsAreNamed) {
   EXPECT_EQ(SpecError("keylength=1024\nzeropadding=64\n"), "OK");
 }
 
+TEST(PropertiesTest, UnavailableStopIsBounded) {
+  EXPECT_EQ(SpecError("unavailablestop=1000000"), "OK");
+  EXPECT_EQ(SpecError("unavailablestop=1000001"),
+            "w:1: unavailablestop 1000001 is above 1000000");
+  EXPECT_THAT(SpecError("unavailablestop=-1"), HasSubstr("unavailablestop"));
+}
+
 TEST(PropertiesTest, UnknownPropertiesAreReported) {
   Properties p;
   ASSERT_TRUE(p.LoadString("recordcount=10\n"
@@ -355,6 +362,7 @@ TEST(PropertiesTest, ParsesEveryStandardProperty) {
                            "zeropadding=8\n"
                            "keylength=16\n"
                            "maxexecutiontime=30\n"
+                           "unavailablestop=0\n"
                            "dataintegrity=false\n"
                            "threadcount=4\n"
                            "target=1000.5\n"
@@ -392,6 +400,7 @@ TEST(PropertiesTest, ParsesEveryStandardProperty) {
   EXPECT_EQ(s->zeropadding, 8);
   EXPECT_EQ(s->keylength, 16);
   EXPECT_EQ(s->maxexecutiontime, 30);
+  EXPECT_EQ(s->unavailablestop, 0);
   EXPECT_EQ(s->threadcount, 4);
   EXPECT_DOUBLE_EQ(s->target, 1000.5);
   EXPECT_THAT(s->percentiles, ElementsAre(50.0, 99.99));

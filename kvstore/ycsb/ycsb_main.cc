@@ -310,6 +310,7 @@ int Main(int argc, char** argv) {
   options.load = cl.load;
   options.status = cl.status;
   options.factory = *factory;
+  options.unavailable_stop_ns = spec->unavailablestop * int64_t{1'000'000'000};
   absl::StatusOr<RunResult> result = RunClient(*spec, props, options);
   if (*metrics != nullptr) {
     if (absl::Status s = (*metrics)->WriteFile(); !s.ok()) {

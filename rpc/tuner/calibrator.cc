@@ -413,9 +413,10 @@ absl::StatusOr<Profile> Calibrate(const CalibratorOptions& o) {
     proto.set_read_rtt_ns(1e9 / one);
   } else {
     // Record what "auto" resolves to on this host.
-    RFRPC_ASSIGN_OR_RETURN(std::unique_ptr<Provider> p,
-                           Provider::Open(o.provider, o.provider_options));
-    proto.set_provider(p->name());
+    RFRPC_ASSIGN_OR_RETURN(
+        std::string provider,
+        Provider::ResolveName(o.provider, o.provider_options));
+    proto.set_provider(provider);
     proto.set_read_curve_source("rpc");
     RFRPC_ASSIGN_OR_RETURN(std::unique_ptr<Channel> ch,
                            OpenChannel(o, address, RpcMode::kRemoteFetch));
