@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -33,6 +34,7 @@
 #include "absl/time/clock.h"
 #include "benchmarks/bench_util.h"
 #include "benchmarks/echo_grpc/echo.grpc.pb.h"
+#include "flags/flagfile_check.h"
 #include "gflags/gflags.h"
 #include "grpcpp/grpcpp.h"
 
@@ -299,6 +301,10 @@ int Client() {
 }  // namespace rfrpc
 
 int main(int argc, char** argv) {
+  if (absl::Status s = rfrpc::tools::CheckFlagfiles(argc, argv); !s.ok()) {
+    std::fprintf(stderr, "grpc_echo: %s\n", std::string(s.message()).c_str());
+    return 2;
+  }
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   if (FLAGS_role == "server") return rfrpc::Serve();
   if (FLAGS_role == "client") return rfrpc::Client();

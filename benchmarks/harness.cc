@@ -94,12 +94,12 @@ void Init(int* argc, char*** argv) {
       " [--flag=value ...]: an rfrpc benchmark (benchmarks/README.md says "
       "what it measures). --helpshort lists its own flags; --helpmatch=flags/ "
       "the --rfrpc_* channel and server flags."));
-  gflags::ParseCommandLineFlags(argc, argv, true);
-  google::InitGoogleLogging((*argv)[0]);
-  if (absl::Status s = tools::CheckFlagfiles((*argv)[0]); !s.ok()) {
+  if (absl::Status s = tools::CheckFlagfiles(*argc, *argv); !s.ok()) {
     std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
     std::exit(2);
   }
+  gflags::ParseCommandLineFlags(argc, argv, true);
+  google::InitGoogleLogging((*argv)[0]);
   // Figures name the provider they ran on: "auto" is the one it opens.
   absl::StatusOr<std::string> provider =
       transport::Provider::ResolveName(FLAGS_provider);

@@ -3,13 +3,16 @@
 #include "flags/flagfile_check.h"
 
 #include <fnmatch.h>
+#include <sys/stat.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "gflags/gflags.h"
 
@@ -26,11 +29,34 @@ bool Defined(const std::string& name) {
          info.type == "bool";
 }
 
+// The file `path` names, whatever the spelling ("f", "./f", a link).
+std::string Canonical(const std::string& path) {
+  char* real = ::realpath(path.c_str(), nullptr);
+  if (real == nullptr) return path;
+  std::string r(real);
+  std::free(real);
+  return r;
+}
+
+// `chain`: the files that include this one, outermost first.
 absl::Status CheckFile(const std::string& path, absl::string_view program,
-                       int depth) {
-  if (depth > 8) {
+                       std::vector<std::string>* chain) {
+  const std::string self = Canonical(path);
+  for (const std::string& f : *chain) {
+    if (Canonical(f) == self) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--flagfile: ", path, " includes itself (",
+                       absl::StrJoin(*chain, " -> "), " -> ", path, ")"));
+    }
+  }
+  if (chain->size() >= 16) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--flagfile: ", path, ": nested too deep"));
+        absl::StrCat("--flagfile: ", path, ": nested more than 16 files deep"));
+  }
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--flagfile: ", path, " is a directory"));
   }
   std::ifstream in(path);
   if (!in) {
@@ -62,10 +88,10 @@ absl::Status CheckFile(const std::string& path, absl::string_view program,
     if (name == "flagfile" && eq != absl::string_view::npos) {
       for (absl::string_view f :
            absl::StrSplit(flag.substr(eq + 1), ',', absl::SkipEmpty())) {
-        if (absl::Status s = CheckFile(std::string(f), program, depth + 1);
-            !s.ok()) {
-          return s;
-        }
+        chain->push_back(path);
+        absl::Status s = CheckFile(std::string(f), program, chain);
+        chain->pop_back();
+        if (!s.ok()) return s;
       }
       continue;
     }
@@ -81,20 +107,34 @@ absl::Status CheckFile(const std::string& path, absl::string_view program,
 }  // namespace
 
 absl::Status CheckFlagfile(const std::string& path, absl::string_view program) {
-  return CheckFile(path, program, 0);
+  std::vector<std::string> chain;
+  return CheckFile(path, program, &chain);
 }
 
-absl::Status CheckFlagfiles(absl::string_view argv0) {
-  std::string files;
-  if (!gflags::GetCommandLineOption("flagfile", &files) || files.empty()) {
-    return absl::OkStatus();
-  }
+absl::Status CheckFlagfiles(int argc, char** argv) {
+  if (argc < 1) return absl::OkStatus();
+  const absl::string_view argv0 = argv[0];
   const size_t slash = argv0.rfind('/');
   const absl::string_view program =
       slash == absl::string_view::npos ? argv0 : argv0.substr(slash + 1);
-  for (absl::string_view f : absl::StrSplit(files, ',', absl::SkipEmpty())) {
-    if (absl::Status s = CheckFlagfile(std::string(f), program); !s.ok()) {
-      return s;
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (arg == "--") break;  // gflags stops here too.
+    if (!absl::ConsumePrefix(&arg, "--") && !absl::ConsumePrefix(&arg, "-")) {
+      continue;
+    }
+    absl::string_view files;
+    if (absl::ConsumePrefix(&arg, "flagfile=")) {
+      files = arg;
+    } else if (arg == "flagfile" && i + 1 < argc) {
+      files = argv[++i];
+    } else {
+      continue;
+    }
+    for (absl::string_view f : absl::StrSplit(files, ',', absl::SkipEmpty())) {
+      if (absl::Status s = CheckFlagfile(std::string(f), program); !s.ok()) {
+        return s;
+      }
     }
   }
   return absl::OkStatus();

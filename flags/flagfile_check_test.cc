@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "gflags/gflags.h"
 #include "gmock/gmock.h"
@@ -57,6 +58,62 @@ TEST(FlagfileCheckTest, FlagsForOtherProgramsAreSkippedAndNestedFilesRead) {
   const absl::Status s = CheckFlagfile(outer, "prog");
   EXPECT_THAT(std::string(s.message()), HasSubstr("unknown flag --also_bogus"));
   EXPECT_FALSE(CheckFlagfile("/nonexistent/x.flags", "prog").ok());
+}
+
+// gflags itself recurses until the stack overflows (a segmentation fault)
+// on such files; the check must refuse them before it reads them.
+TEST(FlagfileCheckTest, AFileThatIncludesItselfIsAnError) {
+  const std::string self = Write("self.flags", "");
+  Write("self.flags", "--flagfile=" + self + "\n");
+  absl::Status s = CheckFlagfile(self, "prog");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("includes itself"));
+  // Through another file, and under another spelling of the same path.
+  const std::string a = Write("a.flags", "");
+  const std::string b = Write("b.flags", "--flagfile=" + a + "\n");
+  Write("a.flags", "--flagfile_check_test_n=1\n--flagfile=" +
+                       b.substr(0, b.rfind('/')) + "/./b.flags\n");
+  s = CheckFlagfile(a, "prog");
+  EXPECT_THAT(std::string(s.message()), HasSubstr("includes itself"));
+  // The same file twice side by side is no cycle.
+  const std::string leaf = Write("leaf.flags", "--flagfile_check_test_n=2\n");
+  const std::string twice =
+      Write("twice.flags", "--flagfile=" + leaf + "," + leaf + "\n");
+  EXPECT_TRUE(CheckFlagfile(twice, "prog").ok());
+}
+
+TEST(FlagfileCheckTest, ADirectoryIsAnError) {
+  const std::string dir =
+      std::string(getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp");
+  const absl::Status s = CheckFlagfile(dir, "prog");
+  EXPECT_THAT(std::string(s.message()), HasSubstr("is a directory"));
+}
+
+// The files come from the command line, in each form gflags takes, before
+// gflags has parsed it.
+TEST(FlagfileCheckTest, FlagfilesAreFoundOnTheCommandLine) {
+  const std::string bad = Write("cmd_bad.flags", "--totally_bogus=1\n");
+  const std::string good =
+      Write("cmd_good.flags", "--flagfile_check_test_n=1\n");
+  auto check = [](std::vector<std::string> args) {
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    return CheckFlagfiles(static_cast<int>(argv.size()), argv.data());
+  };
+  EXPECT_TRUE(check({"/bin/prog", "--flagfile=" + good}).ok());
+  EXPECT_FALSE(check({"/bin/prog", "--flagfile=" + bad}).ok());
+  EXPECT_FALSE(check({"/bin/prog", "-flagfile=" + bad}).ok());
+  EXPECT_FALSE(check({"/bin/prog", "--flagfile", bad}).ok());
+  EXPECT_FALSE(check({"/bin/prog", "--flagfile=" + good + "," + bad}).ok());
+  // After "--" nothing is a flag.
+  EXPECT_TRUE(check({"/bin/prog", "--", "--flagfile=" + bad}).ok());
+  // Other flags and positional arguments are left alone.
+  EXPECT_TRUE(check({"/bin/prog", "--flagfile_check_test_n=3", "x"}).ok());
+  // The program name comes from argv[0]: flags under "other" are skipped.
+  const std::string other =
+      Write("cmd_other.flags", "other\n--totally_bogus=1\n");
+  EXPECT_TRUE(check({"/bin/prog", "--flagfile=" + other}).ok());
+  EXPECT_FALSE(check({"/bin/other", "--flagfile=" + other}).ok());
 }
 
 }  // namespace

@@ -160,6 +160,15 @@ rc=0
 [ "$rc" = 2 ] || fail "unknown flag in --flagfile: exit $rc, want 2"
 grep -q "bad.flags:2: unknown flag --totally_bogus" "$TMP/flagfile.err" ||
   fail "unknown flag in --flagfile: no error"
+# A flag file that includes itself: exit 2 with the cycle named (gflags alone
+# recursed until a segmentation fault).
+printf -- '--flagfile=%s\n' "$TMP/loop.flags" >"$TMP/loop.flags"
+rc=0
+"$SERVER" --provider="$PROVIDER" --address="$ADDR1" \
+  --flagfile="$TMP/loop.flags" >"$TMP/loop.out" 2>"$TMP/loop.err" || rc=$?
+[ "$rc" = 2 ] || fail "a --flagfile that includes itself: exit $rc, want 2"
+grep -q "loop.flags includes itself" "$TMP/loop.err" ||
+  fail "a --flagfile that includes itself: no error naming it"
 
 # 1. One server, every mode.
 start_server s1 "$ADDR1" 2

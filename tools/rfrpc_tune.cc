@@ -214,12 +214,12 @@ int RunServe() {
 int main(int argc, char** argv) {
   gflags::SetUsageMessage(
       "rfrpc_tune calibrate|select|serve [flags] (see docs/tuner.md)");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
-  google::InitGoogleLogging(argv[0]);
-  if (absl::Status s = rfrpc::tools::CheckFlagfiles(argv[0]); !s.ok()) {
+  if (absl::Status s = rfrpc::tools::CheckFlagfiles(argc, argv); !s.ok()) {
     std::fprintf(stderr, "rfrpc_tune: %s\n", std::string(s.message()).c_str());
     return 2;
   }
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  google::InitGoogleLogging(argv[0]);
   if (argc != 2) {
     gflags::ShowUsageWithFlagsRestrict(argv[0], "rfrpc_tune");
     return 2;

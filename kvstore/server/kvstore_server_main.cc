@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <string>
 
@@ -252,14 +253,14 @@ int main(int argc, char** argv) {
       "--kv_memory_mb=MB [--rfrpc_* knobs]. --helpshort lists its own "
       "flags; --helpmatch=flags/ the --provider and --rfrpc_* server "
       "flags (docs/jakiro.md).");
+  if (absl::Status s = rfrpc::tools::CheckFlagfiles(argc, argv); !s.ok()) {
+    std::cerr << "kvstore_server: " << s.message() << "\n";
+    return 2;
+  }
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
   if (absl::Status s = rfrpc::kvstore::CheckNoPositionalArgs(argc, argv);
       !s.ok()) {
-    LOG(ERROR) << s.message();
-    return 2;
-  }
-  if (absl::Status s = rfrpc::tools::CheckFlagfiles(argv[0]); !s.ok()) {
     LOG(ERROR) << s.message();
     return 2;
   }

@@ -194,12 +194,13 @@ int Main(int argc, char** argv) {
   int gflags_argc = static_cast<int>(gflags_argv.size());
   char** gflags_argv_ptr = gflags_argv.data();
   FLAGS_logtostderr = true;  // Drivers (rfrpc) log warnings through glog.
-  gflags::ParseCommandLineFlags(&gflags_argc, &gflags_argv_ptr, true);
-  google::InitGoogleLogging(argv[0]);
-  if (absl::Status s = tools::CheckFlagfiles(argv[0]); !s.ok()) {
+  if (absl::Status s = tools::CheckFlagfiles(gflags_argc, gflags_argv_ptr);
+      !s.ok()) {
     std::cerr << "ycsb: " << s.message() << "\n";
     return 2;
   }
+  gflags::ParseCommandLineFlags(&gflags_argc, &gflags_argv_ptr, true);
+  google::InitGoogleLogging(argv[0]);
 
   if (FLAGS_list_drivers) {
     std::cout << absl::StrJoin(RegisteredDrivers(), "\n") << "\n";
