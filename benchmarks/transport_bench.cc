@@ -598,19 +598,21 @@ int main(int argc, char** argv) {
   }
   using namespace rfrpc::transport;  // NOLINT: a benchmark's main.
   const std::vector<uint32_t> sizes = ParseSizes();
-  Setup s;
-  Open(&s);
-  std::printf("transport_bench: provider %s, %d iterations per figure%s\n",
-              s.provider->name().c_str(), FLAGS_iters,
-              s.provider->name() == "shm"
-                  ? " (shm: same-host figures, not RDMA)"
-                  : "");
   const std::string sections = "," + FLAGS_sections + ",";
   auto want = [&](const char* part) {
     return sections.find(std::string(",") + part + ",") != std::string::npos;
   };
-  if (want("lat")) LatencyAndRate(&s, sizes);
-  if (want("rtt")) RoundTrip(&s);
+  {
+    Setup s;
+    Open(&s);
+    std::printf("transport_bench: provider %s, %d iterations per figure%s\n",
+                s.provider->name().c_str(), FLAGS_iters,
+                s.provider->name() == "shm"
+                    ? " (shm: same-host figures, not RDMA)"
+                    : "");
+    if (want("lat")) LatencyAndRate(&s, sizes);
+    if (want("rtt")) RoundTrip(&s);
+  }  // Its listener closes: fig1 listens at --listen with its own.
   if (want("fig1")) Fig1(sizes);
   return 0;
 }
