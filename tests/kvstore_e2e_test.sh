@@ -160,6 +160,13 @@ rc=0
 [ "$rc" = 2 ] || fail "unknown flag in --flagfile: exit $rc, want 2"
 grep -q "bad.flags:2: unknown flag --totally_bogus" "$TMP/flagfile.err" ||
   fail "unknown flag in --flagfile: no error"
+# Fewer connections than workers: no Jakiro client could connect.
+rc=0
+"$SERVER" --provider="$PROVIDER" --address="$ADDR1" --workers=2 \
+  --rfrpc_max_connections=1 >"$TMP/maxconn.out" 2>"$TMP/maxconn.err" || rc=$?
+[ "$rc" = 2 ] || fail "--rfrpc_max_connections=1 with --workers=2: exit $rc, want 2"
+grep -q "rfrpc_max_connections=1 is below --workers=2" "$TMP/maxconn.err" ||
+  fail "--rfrpc_max_connections below --workers: no error"
 # A flag file that includes itself: exit 2 with the cycle named (gflags alone
 # recursed until a segmentation fault).
 printf -- '--flagfile=%s\n' "$TMP/loop.flags" >"$TMP/loop.flags"

@@ -123,6 +123,15 @@ int Main() {
   so.provider = FLAGS_provider;
   so.address = FLAGS_address;
   so.workers = FLAGS_workers;
+  // A Jakiro client connects to every worker: fewer connections than
+  // workers would refuse every client.
+  if (so.max_connections < so.workers) {
+    LOG(ERROR) << "--rfrpc_max_connections=" << so.max_connections
+               << " is below --workers=" << so.workers
+               << ": a Jakiro client holds one connection per worker, so no "
+                  "client could connect";
+    return 2;
+  }
   // Requests and responses must carry a key and a value of the maximum size.
   // CheckKvFlags bounded it by kServerMaxMessageBytes: it fits 32 bits.
   const uint32_t message_bytes =
