@@ -78,6 +78,11 @@ DEFINE_int32(rfrpc_batch_size, kDefaults.batching.size,
              "threshold (adaptive).");
 DEFINE_uint32(rfrpc_batch_bytes, kDefaults.batching.bytes,
               "L: a batch is flushed before its payload would exceed this.");
+DEFINE_uint32(rfrpc_batch_result_bytes, kDefaults.batching.result_bytes,
+              "Result bytes a batch keeps room for per call of a method the "
+              "connection has not seen return yet; later calls keep room for "
+              "its largest result. 0: a whole response slot (its first call "
+              "goes alone).");
 DEFINE_int64(rfrpc_batch_timeout_us, Us(kDefaults.batching.timeout),
              "T: a batch is flushed this long after its first request.");
 DEFINE_int32(rfrpc_batch_idle_in_flight, kDefaults.batching.idle_in_flight,

@@ -84,6 +84,7 @@ TEST(ChannelFlagsTest, MapsEveryFlagOntoItsField) {
       {"batch", "adaptive"},
       {"batch_size", "32"},
       {"batch_bytes", "4096"},
+      {"batch_result_bytes", "128"},
       {"batch_timeout_us", "20"},
       {"batch_idle_in_flight", "0"},
       {"batch_sync_combine", "true"},

@@ -13,7 +13,11 @@
 #include <type_traits>
 
 #include "absl/base/attributes.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "base/clock.h"
 #include "base/mutex.h"
 #include "base/status_macros.h"
@@ -476,6 +480,48 @@ absl::Status ClientConnection::StartPlainLocked(
   return absl::OkStatus();
 }
 
+uint32_t ClientConnection::ResultRoom(uint32_t method_id) const {
+  const uint32_t b = wire::ModeBucket(method_id);
+  const size_t bound = ((result_seen_ >> b) & 1) != 0 ? result_bound_[b]
+                       : options_.batching.result_bytes > 0
+                           ? std::min<size_t>(options_.batching.result_bytes,
+                                              layout_.ResponsePayloadCapacity())
+                           : layout_.ResponsePayloadCapacity();
+  return static_cast<uint32_t>(wire::kHeaderBytes + wire::kTailBytes +
+                               wire::EntryBytes(bound));
+}
+
+void ClientConnection::NoteResult(uint32_t method_id, size_t bound) {
+  const uint32_t b = wire::ModeBucket(method_id);
+  const uint64_t bit = uint64_t{1} << b;
+  if ((result_seen_ & bit) == 0 || bound > result_bound_[b]) {
+    result_bound_[b] = static_cast<uint32_t>(
+        std::min(bound, layout_.ResponsePayloadCapacity()));
+    result_seen_ |= bit;
+  }
+}
+
+// The server's words for a result its batch had no room left for
+// (ServerWorker::ResultTooLarge): "response of B bytes exceeds the C bytes
+// left in the connection's response slot ...". The bucket's bound becomes
+// B, or a whole slot if the message says otherwise (a handler's own
+// RESOURCE_EXHAUSTED is left alone, as is a B no slot could hold).
+void ClientConnection::NoteOverflow(uint32_t method_id,
+                                    absl::string_view message) {
+  if (!absl::ConsumePrefix(&message, "response of ") ||
+      !absl::StrContains(message, "bytes left in the connection's response")) {
+    return;
+  }
+  uint64_t bytes = 0;
+  if (!absl::SimpleAtoi(message.substr(0, message.find(' ')), &bytes)) {
+    bytes = layout_.ResponsePayloadCapacity();
+  }
+  // A result no slot could hold fails alone too: it says nothing of the
+  // room the method's other results need.
+  if (bytes > layout_.ResponsePayloadCapacity()) return;
+  NoteResult(method_id, static_cast<size_t>(bytes));
+}
+
 absl::Status ClientConnection::AddToBatchLocked(
     PendingCall* call, const char* serialized,
     const google::protobuf::MessageLite* request, size_t size) {
@@ -493,18 +539,26 @@ absl::Status ClientConnection::AddToBatchLocked(
         "max_outstanding requests already in flight on the connection");
   }
   const size_t capacity = layout_.RequestPayloadCapacity();
+  // The batch's results share one response slot: each entry keeps room
+  // there for a result as large as its method's largest yet (ResultRoom).
+  const uint32_t room = ResultRoom(call->method_id);
+  const uint32_t result_capacity =
+      layout_.response_slot_bytes - kResultRoomSlack;
   if (open_ >= 0) {
     const Slot& o = slots_[open_];
+    const bool no_result_room = o.result_room + room > result_capacity;
     if (batcher_.BeforeAdd(static_cast<int>(o.calls.size()), o.bytes, entry,
-                           capacity) == FlushReason::kBytes) {
+                           capacity) == FlushReason::kBytes ||
+        no_result_room) {
       FlushLocked(FlushReason::kBytes);
     }
     // Flushing may have failed the connection: then the call is not taken.
     if (!status_.ok()) return status_;
     // A held (elastic) publish that is now full must wait: no room.
     if (open_ >= 0 &&
-        !RequestBatcher::Fits(static_cast<int>(slots_[open_].calls.size()),
-                              slots_[open_].bytes, entry, capacity)) {
+        (!RequestBatcher::Fits(static_cast<int>(slots_[open_].calls.size()),
+                               slots_[open_].bytes, entry, capacity) ||
+         slots_[open_].result_room + room > result_capacity)) {
       return absl::ResourceExhaustedError("open batch is full");
     }
   }
@@ -521,6 +575,7 @@ absl::Status ClientConnection::AddToBatchLocked(
     slot.call = nullptr;
     slot.calls.clear();
     slot.bytes = 0;
+    slot.result_room = 0;
     slot.transmitted = 0;
     slot.untransmitted_entries = 0;
     slot.first_ns = NowNs();  // The only clock read of adding a call.
@@ -542,6 +597,7 @@ absl::Status ClientConnection::AddToBatchLocked(
   }
   wire::PutBatchEntry(p, static_cast<uint32_t>(size), call->method_id);
   slot.bytes += static_cast<uint32_t>(entry);
+  slot.result_room += room;
   slot.calls.push_back(call);
   slot.earliest_deadline_ns =
       std::min(slot.earliest_deadline_ns, call->deadline_ns);
@@ -559,6 +615,10 @@ absl::Status ClientConnection::AddToBatchLocked(
   if (added.send_group) TransmitGroupLocked(s);
   if (added.flush == FlushReason::kEntries) {
     FlushLocked(FlushReason::kEntries);
+  } else if (slot.result_room + room > result_capacity) {
+    // No room left for another result like this one's: the batch cannot
+    // grow, so it goes now rather than waiting for company.
+    FlushLocked(FlushReason::kBytes);
   } else if (added.check_idle) {
     // A batch opened by this call read the clock just now.
     FlushIfIdleLocked(slot.calls.size() == 1 ? slot.first_ns : 0);
@@ -1052,6 +1112,9 @@ void ClientConnection::Complete(uint32_t s, const char* payload,
   }
   if (slot.call != nullptr) {
     CountResults(1, via, slot.fetches, server_ns);
+    if (view.status_code == 0) {
+      NoteResult(slot.call->method_id, view.size);
+    }
     FinishWithResult(slot.call, view.status_code,
                      absl::string_view(payload, view.size), via, slot,
                      server_ns, finished);
@@ -1090,6 +1153,12 @@ void ClientConnection::CompletePart(uint32_t s, const char* payload,
     ++n;
     --outstanding_;  // Its result is here: no longer in flight.
     if (call != nullptr) {
+      if (code == 0) {
+        NoteResult(call->method_id, result.size());
+      } else if (code ==
+                 static_cast<uint16_t>(absl::StatusCode::kResourceExhausted)) {
+        NoteOverflow(call->method_id, result);
+      }
       FinishWithResult(call, code, result, via, slot, server_ns, finished);
       call = nullptr;
       --slot.live_calls;

@@ -28,6 +28,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "base/futex_mutex.h"
@@ -335,6 +336,8 @@ class alignas(64) ClientConnection {
     bool publish_pending = false;     // Adaptive: held by the elastic rule.
     std::vector<PendingCall*> calls;  // Entry order; null once finished early.
     uint32_t bytes = 0;               // Payload bytes (entries) so far.
+    // Response-slot bytes the entries' results may take (ResultRoom).
+    uint32_t result_room = 0;
     uint32_t transmitted = 0;         // Adaptive: payload bytes WRITTen early.
     uint32_t untransmitted_entries = 0;
     uint32_t results_done = 0;
@@ -343,6 +346,25 @@ class alignas(64) ClientConnection {
   };
 
   ClientConnection(ChannelOptions options, ChannelCounters* counters);
+
+  // Response-slot bytes a batch entry of `method_id` may need for its
+  // result: its bucket's bound (or a whole slot's payload, unseen) as an
+  // entry in a part of its own, the server's worst case
+  // (ResultPartWriter::NextPayload). A batch whose entries' rooms, plus
+  // kResultRoomSlack, fit the response slot never has a result that
+  // obeys its bound fail for lack of room.
+  uint32_t ResultRoom(uint32_t method_id) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static constexpr uint32_t kResultRoomSlack = 32;
+  // A result of `method_id` with a `payload_bytes` payload came back: its
+  // bucket's bound grows to it (it never shrinks).
+  void NoteResult(uint32_t method_id, size_t payload_bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A batched call of `method_id` failed RESOURCE_EXHAUSTED with `message`:
+  // if the server says its result outgrew what was left of the batch's
+  // response slot, the bucket's bound grows to that result's size.
+  void NoteOverflow(uint32_t method_id, absl::string_view message)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Starts `call`: into the open batch when batching (unless it goes
   // alone, SendAloneLocked), else as a plain request.
@@ -659,6 +681,13 @@ class alignas(64) ClientConnection {
   // their sync callers will sleep, so their server-reply calls ask for a
   // notifying push.
   uint64_t long_buckets_ ABSL_GUARDED_BY(mu_) = 0;
+  // The largest successful result payload seen per mode bucket (methods
+  // share a bucket, so it bounds each of them), and which buckets have
+  // seen one: a batch keeps room in its one response slot for every
+  // entry's result at its bucket's bound (ResultRoom), a bucket not yet
+  // seen at a whole slot's payload.
+  uint32_t result_bound_[wire::kModeBuckets] ABSL_GUARDED_BY(mu_) = {};
+  uint64_t result_seen_ ABSL_GUARDED_BY(mu_) = 0;
   // A thread sleeps in SleepForPush (at most one at a time).
   std::atomic<bool> push_sleeping_{false};
   uint32_t batch_fetch_bytes_ ABSL_GUARDED_BY(mu_) = 0;

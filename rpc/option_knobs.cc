@@ -255,6 +255,8 @@ const ChannelKnob kKnobs[] = {
      }},
     RFRPC_NESTED_KNOB("batch_size", "batching.size", RFRPC_BATCHING(size)),
     RFRPC_NESTED_KNOB("batch_bytes", "batching.bytes", RFRPC_BATCHING(bytes)),
+    RFRPC_NESTED_KNOB("batch_result_bytes", "batching.result_bytes",
+                      RFRPC_BATCHING(result_bytes)),
     RFRPC_NESTED_DURATION_KNOB("batch_timeout_us", "batching.timeout", kUs,
                                RFRPC_BATCHING(timeout)),
     RFRPC_NESTED_KNOB("batch_idle_in_flight", "batching.idle_in_flight",

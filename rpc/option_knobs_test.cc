@@ -70,6 +70,7 @@ TEST(OptionKnobsTest, GetThenSetRoundTrips) {
       {"batch", "adaptive"},
       {"batch_size", "12"},
       {"batch_bytes", "4096"},
+      {"batch_result_bytes", "128"},
       {"batch_timeout_us", "33"},
       {"batch_idle_in_flight", "0"},
       {"batch_sync_combine", "true"},

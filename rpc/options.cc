@@ -200,6 +200,8 @@ absl::Status ValidateChannelOptions(const ChannelOptions& o,
   c.AtMost("batching.size", b.size, 1024);
   c.AtLeast<uint32_t>("batching.bytes", b.bytes, 64);
   c.AtMost<uint32_t>("batching.bytes", b.bytes, uint32_t{1} << 24);
+  c.AtMost<uint32_t>("batching.result_bytes", b.result_bytes,
+                     uint32_t{1} << 30);
   c.NotNegative("batching.timeout", b.timeout);
   c.AtLeast("batching.idle_in_flight", b.idle_in_flight, 0);
   c.AtMost("batching.idle_in_flight", b.idle_in_flight, 1 << 20);

@@ -175,6 +175,16 @@ struct BatchingOptions {
   int size = 16;
   // L: a batch is flushed before its payload would exceed this. Default: 2048.
   uint32_t bytes = 2048;
+  // A batch's results share one response slot (max_response_bytes), so a
+  // batch also closes before its entries' results might not fit: each
+  // keeps room for the largest result its method has returned on the
+  // connection, and a method not seen yet for this many bytes. 0: a whole
+  // response slot (its first call goes in a batch alone; once its result
+  // is back, its calls batch). A result larger than any before may still
+  // find too little room and fail RESOURCE_EXHAUSTED after its handler ran
+  // (the next batches keep room for it). Set it where results are known to
+  // be small, so a connection's first calls batch at once. Default: 0.
+  uint32_t result_bytes = 0;
   // T: a batch is flushed this long after its first request. Default: 5 ms.
   // With the idle flush on, only an upper bound (docs/rpc.md).
   absl::Duration timeout = absl::Milliseconds(5);

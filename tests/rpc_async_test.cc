@@ -73,13 +73,16 @@ class RpcAsyncTest : public ::testing::Test {
   }
 
   // Fixed batches of exactly n calls over remote fetch: each is sent when
-  // full, never on idle (T 30 s).
+  // full, never on idle (T 30 s). Results are declared small
+  // (batching.result_bytes), so a method's first calls batch too instead
+  // of going alone until its first result shows its size.
   std::unique_ptr<Channel> ConnectBatched(int n) {
     ChannelOptions bo;
     bo.batching.mode = BatchMode::kFixed;
     bo.batching.size = n;
     bo.batching.timeout = absl::Seconds(30);
     bo.batching.idle_in_flight = 0;
+    bo.batching.result_bytes = 256;
     return Connect(RpcMode::kRemoteFetch, bo);
   }
 
@@ -291,6 +294,7 @@ TEST_F(RpcAsyncTest, BatchResultsStayInRequestOrderPartByPart) {
   opts.batching.size = 8;
   opts.batching.timeout = absl::Seconds(30);  // Flushed when it holds 8,
   opts.batching.idle_in_flight = 0;           // not when the poller is idle.
+  opts.batching.result_bytes = 256;           // From the first call.
   for (RpcMode mode : {RpcMode::kRemoteFetch, RpcMode::kServerReply}) {
     SCOPED_TRACE(RpcModeName(mode));
     std::unique_ptr<Channel> ch = Connect(mode, opts);
@@ -845,6 +849,7 @@ TEST_F(RpcAsyncTest, TheDeadlineReachesHandlersOfEveryKind) {
   bo.batching.size = 4;
   bo.batching.timeout = absl::Seconds(30);  // One batch of 4: no idle flush.
   bo.batching.idle_in_flight = 0;
+  bo.batching.result_bytes = 256;  // From the first call.
   std::unique_ptr<Channel> batched = Connect(RpcMode::kRemoteFetch, bo);
   ASSERT_NE(batched, nullptr);
   Kinds::Stub bstub(batched.get());

@@ -157,6 +157,59 @@ TEST_P(BatchE2eTest, AsyncCallsAreBatchedAndEveryReplyMatches) {
   EXPECT_EQ(server_->stats().batches, st.batches - st.batches_plain);
 }
 
+// A batch's results share one response slot. 400 async calls, 16 a batch,
+// 8 KiB slots: a batch keeps room for each entry's result at the largest
+// its method has returned on the connection (a whole slot before the first
+// comes back), so no result fails RESOURCE_EXHAUSTED after its handler ran,
+// as most of these did when a batch took 16 calls whatever their results:
+// - from a cold connection, every result 3 000 bytes;
+// - once one 3 000-byte result came back, 3 000- and 200-byte results
+//   interleaved.
+TEST_P(BatchE2eTest, ResultsNeverOutgrowTheirBatchsResponseSlot) {
+  for (bool mixed : {false, true}) {
+    SCOPED_TRACE(mixed ? "mixed, after one large result" : "cold, all large");
+    ChannelOptions opts;
+    opts.batching.size = 16;
+    opts.max_response_bytes = 8192;
+    std::unique_ptr<Channel> ch = Connect(opts);
+    ASSERT_NE(ch, nullptr);
+    static const uint32_t kEcho = MethodId(kEchoMethod);
+    if (mixed) {
+      TestRequest req;
+      req.set_id(1000);
+      req.set_response_size(3000);
+      TestResponse resp;
+      ASSERT_NO_FATAL_FAILURE(CallAllAsync(ch.get(), &req, &resp, 1));
+    }
+    constexpr int kCalls = 400;
+    std::vector<TestResponse> resps(kCalls);
+    std::vector<absl::Status> statuses(kCalls);
+    std::atomic<int> done{0};
+    auto size_of = [mixed](int i) { return !mixed || i % 2 == 0 ? 3000 : 200; };
+    for (int i = 0; i < kCalls; ++i) {
+      TestRequest req;
+      req.set_id(i);
+      req.set_response_size(size_of(i));
+      ch->CallAsync(kEcho, req, &resps[i], nullptr, [&, i](absl::Status s) {
+        statuses[i] = s;
+        ++done;
+      });
+    }
+    ASSERT_TRUE(WaitForCount(done, kCalls, absl::Seconds(60)));
+    int bad = 0;
+    for (int i = 0; i < kCalls; ++i) {
+      if (!statuses[i].ok() ||
+          resps[i].payload() != ExpectedPayload(i, size_of(i))) {
+        if (bad++ < 5) ADD_FAILURE() << "call " << i << ": " << statuses[i];
+      }
+    }
+    EXPECT_EQ(bad, 0);
+    // Still batched: two 3 000-byte results fit a slot.
+    const ChannelStats st = ch->stats();
+    EXPECT_GT(st.CallsPerBatch(), 1.0) << st.batches << " batches";
+  }
+}
+
 TEST_P(BatchE2eTest, SyncCallsFromManyThreads) {
   ChannelOptions opts;
   opts.batching.size = 4;
@@ -334,6 +387,9 @@ TEST_P(BatchE2eTest, MovedResultIsNotTakenForTheNextPartHeader) {
   opts.batching.timeout = absl::Milliseconds(500);
   opts.batching.idle_in_flight = 0;
   opts.first_seq = 1;
+  // One batch from the first call: results declared small (else the first
+  // call goes alone until its result shows the method's size).
+  opts.batching.result_bytes = 64;
   std::unique_ptr<Channel> ch = Connect(opts);
   ASSERT_NE(ch, nullptr);
   TestRequest reqs[3];
@@ -540,9 +596,14 @@ class BatchMechanismTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s;
   }
 
+  // These tests script exact batches from a connection's first call: they
+  // declare small results, so the first calls batch at once instead of
+  // going alone until a result shows its size (batching.result_bytes;
+  // ResultsNeverOutgrowTheirBatchsResponseSlot tests the default).
   std::unique_ptr<Channel> Connect(ChannelOptions opts) {
     opts.provider = Provider();
     opts.default_timeout = absl::Seconds(120);
+    if (opts.batching.result_bytes == 0) opts.batching.result_bytes = 64;
     absl::StatusOr<std::unique_ptr<Channel>> c =
         Channel::Create(server_->address(), opts);
     EXPECT_TRUE(c.ok()) << c.status();
@@ -1122,6 +1183,10 @@ TEST_F(BatchMechanismTest, EveryEntryOfAMixedBatchGetsItsOwnOutcome) {
   ChannelOptions opts = ExactBatches(16);
   opts.batching.bytes = 64 * 1024;
   opts.max_request_bytes = 64 * 1024;
+  // Room in one response slot for the follow-up round's 16 results at the
+  // 5 000 bytes entry 14 returns (a batch keeps room for the largest result
+  // its method returned: with the default 64 KiB, N = 16 would never fill).
+  opts.max_response_bytes = 96 * 1024;
   std::unique_ptr<Channel> ch = Connect(opts);
   ASSERT_NE(ch, nullptr);
   static const uint32_t kEcho = MethodId(kEchoMethod);
