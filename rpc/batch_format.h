@@ -73,6 +73,13 @@ static_assert(sizeof(ResultEntryHeader) == 8, "result entry header is 8 bytes");
 
 inline constexpr size_t kEntryHeaderBytes = 8;
 
+// A failed call's result entry in a batch carries at most this many bytes
+// of its status message: a batch's results share one response slot, and
+// the client keeps at least this much room there for every entry
+// (ClientConnection::ResultRoom), so an error never takes the room of the
+// results after it.
+inline constexpr size_t kBatchErrorBytes = 128;
+
 // Bytes an entry of `payload` bytes takes in a batch.
 constexpr size_t EntryBytes(size_t payload) {
   return kEntryHeaderBytes + Align8(payload);

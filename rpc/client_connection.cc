@@ -487,8 +487,10 @@ uint32_t ClientConnection::ResultRoom(uint32_t method_id) const {
                            ? std::min<size_t>(options_.batching.result_bytes,
                                               layout_.ResponsePayloadCapacity())
                            : layout_.ResponsePayloadCapacity();
-  return static_cast<uint32_t>(wire::kHeaderBytes + wire::kTailBytes +
-                               wire::EntryBytes(bound));
+  // An error's message may take up to kBatchErrorBytes whatever the bound.
+  return static_cast<uint32_t>(
+      wire::kHeaderBytes + wire::kTailBytes +
+      wire::EntryBytes(std::max(bound, wire::kBatchErrorBytes)));
 }
 
 void ClientConnection::NoteResult(uint32_t method_id, size_t bound) {
@@ -503,21 +505,28 @@ void ClientConnection::NoteResult(uint32_t method_id, size_t bound) {
 
 // The server's words for a result its batch had no room left for
 // (ServerWorker::ResultTooLarge): "response of B bytes exceeds the C bytes
-// left in the connection's response slot ...". The bucket's bound becomes
-// B, or a whole slot if the message says otherwise (a handler's own
-// RESOURCE_EXHAUSTED is left alone, as is a B no slot could hold).
+// left in the connection's response slot ...", possibly cut short where
+// the room ended: "response of B" and any start of " bytes exceeds" will
+// do. The bucket's bound becomes B, unless no slot could hold B (such a
+// result fails alone too). Any other RESOURCE_EXHAUSTED (a handler's own)
+// counts as an error's message.
 void ClientConnection::NoteOverflow(uint32_t method_id,
                                     absl::string_view message) {
-  if (!absl::ConsumePrefix(&message, "response of ") ||
-      !absl::StrContains(message, "bytes left in the connection's response")) {
+  constexpr absl::string_view kAfter = " bytes exceeds";
+  const size_t message_bytes = message.size();
+  uint64_t bytes = 0;
+  if (absl::ConsumePrefix(&message, "response of ")) {
+    const size_t digits = std::min(message.find(' '), message.size());
+    const absl::string_view rest = message.substr(digits);
+    if (digits == 0 || !absl::SimpleAtoi(message.substr(0, digits), &bytes) ||
+        !(absl::StartsWith(rest, kAfter) || absl::StartsWith(kAfter, rest))) {
+      bytes = 0;
+    }
+  }
+  if (bytes == 0) {
+    NoteResult(method_id, message_bytes);
     return;
   }
-  uint64_t bytes = 0;
-  if (!absl::SimpleAtoi(message.substr(0, message.find(' ')), &bytes)) {
-    bytes = layout_.ResponsePayloadCapacity();
-  }
-  // A result no slot could hold fails alone too: it says nothing of the
-  // room the method's other results need.
   if (bytes > layout_.ResponsePayloadCapacity()) return;
   NoteResult(method_id, static_cast<size_t>(bytes));
 }
@@ -1153,11 +1162,12 @@ void ClientConnection::CompletePart(uint32_t s, const char* payload,
     ++n;
     --outstanding_;  // Its result is here: no longer in flight.
     if (call != nullptr) {
-      if (code == 0) {
-        NoteResult(call->method_id, result.size());
-      } else if (code ==
-                 static_cast<uint16_t>(absl::StatusCode::kResourceExhausted)) {
+      if (code == static_cast<uint16_t>(absl::StatusCode::kResourceExhausted)) {
         NoteOverflow(call->method_id, result);
+      } else {
+        // An error's message counts too (at most kBatchErrorBytes): a
+        // method that only fails still batches once it has failed once.
+        NoteResult(call->method_id, result.size());
       }
       FinishWithResult(call, code, result, via, slot, server_ns, finished);
       call = nullptr;

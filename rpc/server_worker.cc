@@ -886,7 +886,8 @@ size_t ServerWorker::PlaceError(ResultPartWriter* w, const absl::Status& st) {
   counters_->calls_failed.fetch_add(1, std::memory_order_relaxed);
   size_t cap;
   char* out = w->NextPayload(&cap);
-  const size_t len = std::min(st.message().size(), cap);
+  const size_t len =
+      std::min({st.message().size(), cap, wire::kBatchErrorBytes});
   std::memcpy(out, st.message().data(), len);
   return len;
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/random/random.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
@@ -160,48 +161,82 @@ TEST_P(BatchE2eTest, AsyncCallsAreBatchedAndEveryReplyMatches) {
 // A batch's results share one response slot. 400 async calls, 16 a batch,
 // 8 KiB slots: a batch keeps room for each entry's result at the largest
 // its method has returned on the connection (a whole slot before the first
-// comes back), so no result fails RESOURCE_EXHAUSTED after its handler ran,
-// as most of these did when a batch took 16 calls whatever their results:
+// comes back), and at least kBatchErrorBytes for an error's message (the
+// server cuts longer ones there), so no result fails RESOURCE_EXHAUSTED
+// after its handler ran, as most of these did when a batch took 16 calls
+// whatever their results:
 // - from a cold connection, every result 3 000 bytes;
-// - once one 3 000-byte result came back, 3 000- and 200-byte results
-//   interleaved.
+// - once each method has returned once: Echo's 3 000-byte results, and
+//   EchoAgain's 8-byte ones interleaved with EchoAgain calls that fail
+//   with a 4 000-byte message (which took the room of the results after
+//   it while error messages were cut only where the slot ended).
 TEST_P(BatchE2eTest, ResultsNeverOutgrowTheirBatchsResponseSlot) {
+  static const uint32_t kEcho = MethodId(kEchoMethod);
+  static const uint32_t kEchoAgain = MethodId(kEchoAgainMethod);
   for (bool mixed : {false, true}) {
-    SCOPED_TRACE(mixed ? "mixed, after one large result" : "cold, all large");
+    SCOPED_TRACE(mixed ? "mixed, after one result of each" : "cold, all large");
     ChannelOptions opts;
     opts.batching.size = 16;
     opts.max_response_bytes = 8192;
+    // Batches fill to N or to their room (T, 200 us, sends the last): not
+    // sent on idle, which would keep them too short to run out of room.
+    opts.batching.idle_in_flight = 0;
     std::unique_ptr<Channel> ch = Connect(opts);
     ASSERT_NE(ch, nullptr);
-    static const uint32_t kEcho = MethodId(kEchoMethod);
-    if (mixed) {
+    // Call i: Echo of 3 000 bytes, or (mixed, i % 3 != 0) EchoAgain of 8
+    // bytes, failing with a long message when i % 3 == 1.
+    auto request = [mixed](int i) {
       TestRequest req;
-      req.set_id(1000);
-      req.set_response_size(3000);
-      TestResponse resp;
-      ASSERT_NO_FATAL_FAILURE(CallAllAsync(ch.get(), &req, &resp, 1));
+      req.set_id(i);
+      if (!mixed || i % 3 == 0) {
+        req.set_response_size(3000);
+      } else {
+        req.set_response_size(8);
+        if (i % 3 == 1) req.set_throw_message(std::string(4000, 'x'));
+      }
+      return req;
+    };
+    auto method = [mixed](int i) {
+      return !mixed || i % 3 == 0 ? kEcho : kEchoAgain;
+    };
+    if (mixed) {
+      for (int i : {0, 2}) {
+        TestRequest req = request(i);
+        TestResponse resp;
+        std::atomic<int> one{0};
+        absl::Status st;
+        ch->CallAsync(method(i), req, &resp, nullptr, [&](absl::Status s) {
+          st = s;
+          ++one;
+        });
+        ASSERT_TRUE(WaitForCount(one, 1, absl::Seconds(60)));
+        ASSERT_TRUE(st.ok()) << st;
+      }
     }
     constexpr int kCalls = 400;
     std::vector<TestResponse> resps(kCalls);
     std::vector<absl::Status> statuses(kCalls);
     std::atomic<int> done{0};
-    auto size_of = [mixed](int i) { return !mixed || i % 2 == 0 ? 3000 : 200; };
     for (int i = 0; i < kCalls; ++i) {
-      TestRequest req;
-      req.set_id(i);
-      req.set_response_size(size_of(i));
-      ch->CallAsync(kEcho, req, &resps[i], nullptr, [&, i](absl::Status s) {
-        statuses[i] = s;
-        ++done;
-      });
+      ch->CallAsync(method(i), request(i), &resps[i], nullptr,
+                    [&, i](absl::Status s) {
+                      statuses[i] = s;
+                      ++done;
+                    });
     }
     ASSERT_TRUE(WaitForCount(done, kCalls, absl::Seconds(60)));
     int bad = 0;
     for (int i = 0; i < kCalls; ++i) {
-      if (!statuses[i].ok() ||
-          resps[i].payload() != ExpectedPayload(i, size_of(i))) {
-        if (bad++ < 5) ADD_FAILURE() << "call " << i << ": " << statuses[i];
-      }
+      const TestRequest req = request(i);
+      const bool failing = !req.throw_message().empty();
+      const bool ok =
+          failing
+              ? statuses[i].code() == absl::StatusCode::kInternal &&
+                    absl::StrContains(statuses[i].message(), "threw")
+              : statuses[i].ok() && resps[i].payload() ==
+                                        ExpectedPayload(i, req.response_size());
+      if (!ok && bad++ < 5)
+        ADD_FAILURE() << "call " << i << ": " << statuses[i];
     }
     EXPECT_EQ(bad, 0);
     // Still batched: two 3 000-byte results fit a slot.
