@@ -480,7 +480,7 @@ absl::Status ClientConnection::StartPlainLocked(
   return absl::OkStatus();
 }
 
-uint32_t ClientConnection::ResultRoom(uint32_t method_id) const {
+uint32_t ClientConnection::ResultRoomMiss(uint32_t method_id) {
   const uint32_t b = wire::ModeBucket(method_id);
   const size_t bound = ((result_seen_ >> b) & 1) != 0 ? result_bound_[b]
                        : options_.batching.result_bytes > 0
@@ -488,19 +488,24 @@ uint32_t ClientConnection::ResultRoom(uint32_t method_id) const {
                                               layout_.ResponsePayloadCapacity())
                            : layout_.ResponsePayloadCapacity();
   // An error's message may take up to kBatchErrorBytes whatever the bound.
-  return static_cast<uint32_t>(
+  room_method_ = method_id;
+  room_ = static_cast<uint32_t>(
       wire::kHeaderBytes + wire::kTailBytes +
       wire::EntryBytes(std::max(bound, wire::kBatchErrorBytes)));
+  return room_;
 }
 
-void ClientConnection::NoteResult(uint32_t method_id, size_t bound) {
+void ClientConnection::NoteResultMiss(uint32_t method_id, size_t bound) {
   const uint32_t b = wire::ModeBucket(method_id);
   const uint64_t bit = uint64_t{1} << b;
   if ((result_seen_ & bit) == 0 || bound > result_bound_[b]) {
     result_bound_[b] = static_cast<uint32_t>(
         std::min(bound, layout_.ResponsePayloadCapacity()));
     result_seen_ |= bit;
+    room_method_ = UINT32_MAX;  // Its room may have changed.
   }
+  noted_method_ = method_id;
+  noted_bound_ = result_bound_[b];
 }
 
 // The server's words for a result its batch had no room left for

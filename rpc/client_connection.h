@@ -353,12 +353,21 @@ class alignas(64) ClientConnection {
   // (ResultPartWriter::NextPayload). A batch whose entries' rooms, plus
   // kResultRoomSlack, fit the response slot never has a result that
   // obeys its bound fail for lack of room.
-  uint32_t ResultRoom(uint32_t method_id) const
+  uint32_t ResultRoom(uint32_t method_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (method_id == room_method_) return room_;
+    return ResultRoomMiss(method_id);
+  }
+  uint32_t ResultRoomMiss(uint32_t method_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static constexpr uint32_t kResultRoomSlack = 32;
   // A result of `method_id` with a `payload_bytes` payload came back: its
   // bucket's bound grows to it (it never shrinks).
   void NoteResult(uint32_t method_id, size_t payload_bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (method_id == noted_method_ && payload_bytes <= noted_bound_) return;
+    NoteResultMiss(method_id, payload_bytes);
+  }
+  void NoteResultMiss(uint32_t method_id, size_t payload_bytes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A batched call of `method_id` failed RESOURCE_EXHAUSTED with `message`:
   // if the server says its result outgrew what was left of the batch's
@@ -688,6 +697,13 @@ class alignas(64) ClientConnection {
   // seen at a whole slot's payload.
   uint32_t result_bound_[wire::kModeBuckets] ABSL_GUARDED_BY(mu_) = {};
   uint64_t result_seen_ ABSL_GUARDED_BY(mu_) = 0;
+  // The last method ResultRoom answered for and its room, and the last
+  // method NoteResult saw and its bucket's bound: a batch's calls are
+  // mostly of one method (NoteResult clears both when a bound changes).
+  uint32_t room_method_ ABSL_GUARDED_BY(mu_) = UINT32_MAX;
+  uint32_t room_ ABSL_GUARDED_BY(mu_) = 0;
+  uint32_t noted_method_ ABSL_GUARDED_BY(mu_) = UINT32_MAX;
+  uint32_t noted_bound_ ABSL_GUARDED_BY(mu_) = 0;
   // A thread sleeps in SleepForPush (at most one at a time).
   std::atomic<bool> push_sleeping_{false};
   uint32_t batch_fetch_bytes_ ABSL_GUARDED_BY(mu_) = 0;
