@@ -144,38 +144,33 @@ stop_server() {  # stop_server NAME: SIGTERM, exit 0, nothing left.
 [ -x "$YCSB" ] || fail "no $YCSB"
 echo "provider: $PROVIDER"
 
-# 0. A store size that would wrap (MiB to bytes) is refused at start.
-rc=0
-"$SERVER" --provider="$PROVIDER" --address="$ADDR1" \
-  --kv_memory_mb=17592186044417 >"$TMP/big.out" 2>"$TMP/big.err" || rc=$?
-[ "$rc" = 2 ] || fail "--kv_memory_mb=2^44+1: exit $rc, want 2"
-grep -q "kv_memory_mb=17592186044417 is above .*the largest partition" "$TMP/big.err" ||
-  fail "--kv_memory_mb=2^44+1: no error"
-# An unknown flag in a --flagfile is an error, as on the command line
-# (gflags alone ignores it).
+# refused NAME PATTERN FLAGS...: kvstore_server with FLAGS exits 2 at start
+# and its stderr matches PATTERN.
+refused() {
+  local name="$1" pattern="$2" rc=0
+  shift 2
+  "$SERVER" --provider="$PROVIDER" --address="$ADDR1" "$@" \
+    >"$TMP/$name.out" 2>"$TMP/$name.err" || rc=$?
+  [ "$rc" = 2 ] || fail "$name ($*): exit $rc, want 2"
+  grep -q -- "$pattern" "$TMP/$name.err" || fail "$name ($*): no '$pattern'"
+}
+
+# 0. Bad start-up settings are refused with exit 2 and a message:
+# a store size that would wrap (MiB to bytes);
+refused big "kv_memory_mb=17592186044417 is above .*the largest partition" \
+  --kv_memory_mb=17592186044417
+# an unknown flag in a --flagfile, as on the command line (gflags alone
+# ignores it);
 printf -- '--workers=1\n--totally_bogus=1\n' >"$TMP/bad.flags"
-rc=0
-"$SERVER" --provider="$PROVIDER" --address="$ADDR1" \
-  --flagfile="$TMP/bad.flags" >"$TMP/flagfile.out" 2>"$TMP/flagfile.err" || rc=$?
-[ "$rc" = 2 ] || fail "unknown flag in --flagfile: exit $rc, want 2"
-grep -q "bad.flags:2: unknown flag --totally_bogus" "$TMP/flagfile.err" ||
-  fail "unknown flag in --flagfile: no error"
-# Fewer connections than workers: no Jakiro client could connect.
-rc=0
-"$SERVER" --provider="$PROVIDER" --address="$ADDR1" --workers=2 \
-  --rfrpc_max_connections=1 >"$TMP/maxconn.out" 2>"$TMP/maxconn.err" || rc=$?
-[ "$rc" = 2 ] || fail "--rfrpc_max_connections=1 with --workers=2: exit $rc, want 2"
-grep -q "rfrpc_max_connections=1 is below --workers=2" "$TMP/maxconn.err" ||
-  fail "--rfrpc_max_connections below --workers: no error"
-# A flag file that includes itself: exit 2 with the cycle named (gflags alone
-# recursed until a segmentation fault).
+refused flagfile "bad.flags:2: unknown flag --totally_bogus" \
+  --flagfile="$TMP/bad.flags"
+# fewer connections than workers (no Jakiro client could connect);
+refused maxconn "rfrpc_max_connections=1 is below --workers=2" \
+  --workers=2 --rfrpc_max_connections=1
+# a flag file that includes itself (gflags alone recursed until a
+# segmentation fault).
 printf -- '--flagfile=%s\n' "$TMP/loop.flags" >"$TMP/loop.flags"
-rc=0
-"$SERVER" --provider="$PROVIDER" --address="$ADDR1" \
-  --flagfile="$TMP/loop.flags" >"$TMP/loop.out" 2>"$TMP/loop.err" || rc=$?
-[ "$rc" = 2 ] || fail "a --flagfile that includes itself: exit $rc, want 2"
-grep -q "loop.flags includes itself" "$TMP/loop.err" ||
-  fail "a --flagfile that includes itself: no error naming it"
+refused loop "loop.flags includes itself" --flagfile="$TMP/loop.flags"
 
 # 1. One server, every mode.
 start_server s1 "$ADDR1" 2
