@@ -348,8 +348,9 @@ class alignas(64) ClientConnection {
   ClientConnection(ChannelOptions options, ChannelCounters* counters);
 
   // Response-slot bytes a batch entry of `method_id` may need for its
-  // result: its bucket's bound (or a whole slot's payload, unseen) as an
-  // entry in a part of its own, the server's worst case
+  // result: its bucket's bound (unseen: batching.result_bytes, else a whole
+  // slot's payload), at least kBatchErrorBytes, as an entry in a part of
+  // its own, the server's worst case
   // (ResultPartWriter::NextPayload). A batch whose entries' rooms, plus
   // kResultRoomSlack, fit the response slot never has a result that
   // obeys its bound fail for lack of room.
@@ -690,11 +691,11 @@ class alignas(64) ClientConnection {
   // their sync callers will sleep, so their server-reply calls ask for a
   // notifying push.
   uint64_t long_buckets_ ABSL_GUARDED_BY(mu_) = 0;
-  // The largest successful result payload seen per mode bucket (methods
-  // share a bucket, so it bounds each of them), and which buckets have
-  // seen one: a batch keeps room in its one response slot for every
-  // entry's result at its bucket's bound (ResultRoom), a bucket not yet
-  // seen at a whole slot's payload.
+  // The largest result payload seen per mode bucket (an error's message
+  // counts; methods share a bucket, so it bounds each of them), and which
+  // buckets have seen one: a batch keeps room in its one response slot for
+  // every entry's result at its bucket's bound (ResultRoom), a bucket not
+  // yet seen at batching.result_bytes or else a whole slot's payload.
   uint32_t result_bound_[wire::kModeBuckets] ABSL_GUARDED_BY(mu_) = {};
   uint64_t result_seen_ ABSL_GUARDED_BY(mu_) = 0;
   // The last method ResultRoom answered for and its room, and the last
