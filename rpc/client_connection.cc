@@ -796,7 +796,13 @@ void ClientConnection::PublishLocked(uint32_t s, int64_t now) {
   const uint64_t rbase = layout_.RequestSlotOffset(s);
   bool ok;
   // The phase first: the doorbell names the slot only if it is outstanding.
-  slot.bucket = static_cast<uint8_t>(wire::kBatchModeBucket);
+  // The mode bucket is the one the server reads for this request
+  // (wire::RequestModeBucket): a batch's, or the method's for a batch of
+  // one sent plain. With the batch's bucket on a plain request, hybrid mode
+  // waited for pushes the server never made (its method's bit was clear),
+  // each found by a probe 1 ms later.
+  slot.bucket = static_cast<uint8_t>(
+      plain ? wire::ModeBucket(slot.call->method_id) : wire::kBatchModeBucket);
   slot.push_notify = false;
   slot.phase = WaitPhase(slot.bucket);
   if (batch_mode_ == BatchMode::kAdaptive) {

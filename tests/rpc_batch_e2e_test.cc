@@ -376,7 +376,8 @@ TEST_P(BatchE2eTest, AutoSizerCountsTimeUntilTheCallbackRuns) {
   opts.batching.timeout = absl::Milliseconds(50);
   opts.batching.sizer.latency_limit = absl::Milliseconds(1);
   opts.batching.sizer.window = 4;
-  opts.batching.sizer.min_window = absl::ZeroDuration();  // Windows of 4 calls.
+  opts.batching.sizer.min_window = absl::ZeroDuration();  // Windows of 4 calls,
+  opts.batching.sizer.max_window = absl::ZeroDuration();  // however long.
   opts.batching.sizer.shrink_windows = 1;  // Act on that one window.
   opts.batching.idle_in_flight = 0;        // The four calls make one batch.
   std::unique_ptr<Channel> ch = Connect(opts);
@@ -918,6 +919,51 @@ TEST_F(BatchMechanismTest, BatchSizeOneFlushesAtOnce) {
     }
     EXPECT_EQ(ch->stats().flushes_full, 20u) << BatchModeName(mode);
     EXPECT_EQ(ch->batch_size(), 1) << BatchModeName(mode);
+  }
+}
+
+// A batch of one goes as the plain request it would have been (no framing
+// to share), and the server takes its mode from its method's bucket, not
+// the batch bucket. In hybrid mode a slow method then switches its own
+// bucket to server-reply and the server WRITEs its results back. When the
+// client kept the batch bucket for such a request, it switched that bucket
+// instead: the server, reading the method's bit, never pushed, and every
+// result was found by a probe READ 1 ms later (calls_server_reply 0, a
+// Jakiro YCSB at 4 outstanding 70x slower batched than not).
+TEST_F(BatchMechanismTest, ABatchOfOneSentPlainFollowsItsMethodsMode) {
+  for (BatchMode mode : {BatchMode::kFixed, BatchMode::kAuto}) {
+    const ServerStats before = server_->stats();
+    ChannelOptions opts;
+    opts.mode = RpcMode::kHybrid;
+    opts.batching.mode = mode;
+    opts.batching.size = 16;
+    opts.batching.timeout = absl::Hours(1);  // Only the idle flush sends.
+    opts.progress_thread = false;
+    std::unique_ptr<Channel> ch = Connect(opts);
+    ASSERT_NE(ch, nullptr);
+    // One async call at a time, polled by the test: each opens a batch that
+    // the idle flush (the poll) sends as a batch of one.
+    std::atomic<int> done{0};
+    constexpr int kCalls = 12;
+    for (int i = 0; i < kCalls; ++i) {
+      EchoAsync(ch.get(), i, 8, /*sleep_ms=*/5, &done);
+      ASSERT_TRUE(PollUntil(ch.get(), done, i + 1))
+          << BatchModeName(mode) << " call " << i;
+    }
+    EXPECT_EQ(bad_.load(), 0);
+    const ChannelStats st = ch->stats();
+    // Every batch was a batch of one, sent plain (5 ms handlers are slow
+    // on any fabric: far past R fetches).
+    EXPECT_EQ(st.batches_plain, static_cast<uint64_t>(kCalls))
+        << BatchModeName(mode);
+    // The method switched once, after its first K = 2 slow calls; from
+    // then on the server WRITEs the results back (a probe may win the
+    // race with a WRITE now and then).
+    EXPECT_EQ(st.switches_to_server_reply, 1u) << BatchModeName(mode);
+    EXPECT_GE(server_->stats().calls_server_reply -
+                  before.calls_server_reply,
+              static_cast<uint64_t>(kCalls) - 4)
+        << BatchModeName(mode);
   }
 }
 
