@@ -564,16 +564,12 @@ absl::Status ClientConnection::AddToBatchLocked(
     if (batcher_.BeforeAdd(static_cast<int>(o.calls.size()), o.bytes, entry,
                            capacity) == FlushReason::kBytes ||
         no_result_room) {
+      // kBytes publishes even while a previous publish is in flight
+      // (RequestBatcher::PublishesNow): no batch is open after it, so the
+      // call always finds room in the batch it is added to.
       FlushLocked(FlushReason::kBytes);
-    }
-    // Flushing may have failed the connection: then the call is not taken.
-    if (!status_.ok()) return status_;
-    // A held (elastic) publish that is now full must wait: no room.
-    if (open_ >= 0 &&
-        (!RequestBatcher::Fits(static_cast<int>(slots_[open_].calls.size()),
-                               slots_[open_].bytes, entry, capacity) ||
-         slots_[open_].result_room + room > result_capacity)) {
-      return absl::ResourceExhaustedError("open batch is full");
+      // Flushing may have failed the connection: then the call is not taken.
+      if (!status_.ok()) return status_;
     }
   }
   if (open_ < 0) {
