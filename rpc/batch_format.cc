@@ -2,8 +2,13 @@
 
 #include "rpc/batch_format.h"
 
+#include <algorithm>
 #include <cstring>
 
+#include "absl/strings/match.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace rfrpc {
@@ -23,6 +28,30 @@ absl::Status EntryOverrunsBatch(uint32_t size, size_t left) {
 }
 
 }  // namespace batch_internal
+
+namespace {
+constexpr absl::string_view kTooLargeBefore = "response of ";
+constexpr absl::string_view kTooLargeAfter = " bytes exceeds";
+}  // namespace
+
+std::string ResultTooLargeMessage(size_t bytes, size_t left) {
+  return absl::StrCat(kTooLargeBefore, bytes, kTooLargeAfter, " the ", left,
+                      " bytes left in the connection's response slot (raise "
+                      "ChannelOptions::max_response_bytes)");
+}
+
+uint64_t ResultTooLargeBytes(absl::string_view message) {
+  if (!absl::ConsumePrefix(&message, kTooLargeBefore)) return 0;
+  const size_t digits = std::min(message.find(' '), message.size());
+  const absl::string_view rest = message.substr(digits);
+  uint64_t bytes = 0;
+  if (digits == 0 || !absl::SimpleAtoi(message.substr(0, digits), &bytes) ||
+      !(absl::StartsWith(rest, kTooLargeAfter) ||
+        absl::StartsWith(kTooLargeAfter, rest))) {
+    return 0;
+  }
+  return bytes;
+}
 
 absl::Status CountBatchEntries(absl::string_view payload, uint32_t* count) {
   BatchReader r(payload);

@@ -80,6 +80,17 @@ inline constexpr size_t kEntryHeaderBytes = 8;
 // results after it.
 inline constexpr size_t kBatchErrorBytes = 128;
 
+// The RESOURCE_EXHAUSTED message of a batched result of `bytes` bytes that
+// found only `left` bytes of its batch's response slot:
+// "response of B bytes exceeds the C bytes left in ...". The client reads B
+// back (ResultTooLargeBytes) to keep room for results that large.
+std::string ResultTooLargeMessage(size_t bytes, size_t left);
+
+// B of a ResultTooLargeMessage, also one cut at kBatchErrorBytes or
+// anywhere after its number ("response of B" and any start of the words
+// after it); 0 for any other message (a handler's own RESOURCE_EXHAUSTED).
+uint64_t ResultTooLargeBytes(absl::string_view message);
+
 // Bytes an entry of `payload` bytes takes in a batch.
 constexpr size_t EntryBytes(size_t payload) {
   return kEntryHeaderBytes + Align8(payload);

@@ -171,6 +171,32 @@ TEST(BatchFormatTest, MaxSizeFieldDoesNotWrap) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// The server's overflow message and the client's reading of it are one
+// pair: the client learns the size of a result its batch had no room for
+// from the message, whole or cut where the server cuts batched errors.
+TEST(BatchFormatTest, ResultTooLargeSizeIsReadBackFromItsMessage) {
+  const std::string m = wire::ResultTooLargeMessage(1048576, 65536);
+  EXPECT_EQ(wire::ResultTooLargeBytes(m), 1048576u);
+  ASSERT_GT(m.size(), wire::kBatchErrorBytes);
+  EXPECT_EQ(wire::ResultTooLargeBytes(
+                absl::string_view(m).substr(0, wire::kBatchErrorBytes)),
+            1048576u);
+  // Cut anywhere after the number's end.
+  const size_t number_end = m.find(" bytes");
+  for (size_t cut = number_end; cut <= m.size(); ++cut) {
+    EXPECT_EQ(wire::ResultTooLargeBytes(absl::string_view(m).substr(0, cut)),
+              1048576u)
+        << "cut at " << cut;
+  }
+  // Not that message: a handler's own RESOURCE_EXHAUSTED, a cut inside the
+  // number (it may be short), words that differ after it.
+  EXPECT_EQ(wire::ResultTooLargeBytes("quota exceeded"), 0u);
+  EXPECT_EQ(wire::ResultTooLargeBytes("response of "), 0u);
+  EXPECT_EQ(wire::ResultTooLargeBytes("response of x bytes exceeds"), 0u);
+  EXPECT_EQ(wire::ResultTooLargeBytes("response of 12 bytes were fine"), 0u);
+  EXPECT_EQ(wire::ResultTooLargeBytes("response of 12x bytes exceeds"), 0u);
+}
+
 TEST(BatchFormatTest, ResultEntriesRoundTrip) {
   std::string part(EntryBytes(2) + EntryBytes(5), '\0');
   std::memcpy(&part[8], "ok", 2);

@@ -508,28 +508,16 @@ void ClientConnection::NoteResultMiss(uint32_t method_id, size_t bound) {
   noted_bound_ = result_bound_[b];
 }
 
-// The server's words for a result its batch had no room left for
-// (ServerWorker::ResultTooLarge): "response of B bytes exceeds the C bytes
-// left in the connection's response slot ...", possibly cut short where
-// the room ended: "response of B" and any start of " bytes exceeds" will
-// do. The bucket's bound becomes B, unless no slot could hold B (such a
-// result fails alone too). Any other RESOURCE_EXHAUSTED (a handler's own)
-// counts as an error's message.
+// A RESOURCE_EXHAUSTED result of a batched call: the server's
+// wire::ResultTooLargeMessage names the size of a result its batch had no
+// room left for, and the bucket's bound becomes that size, unless no slot
+// could hold it (such a result fails alone too). Any other message (a
+// handler's own) counts as an error's message.
 void ClientConnection::NoteOverflow(uint32_t method_id,
                                     absl::string_view message) {
-  constexpr absl::string_view kAfter = " bytes exceeds";
-  const size_t message_bytes = message.size();
-  uint64_t bytes = 0;
-  if (absl::ConsumePrefix(&message, "response of ")) {
-    const size_t digits = std::min(message.find(' '), message.size());
-    const absl::string_view rest = message.substr(digits);
-    if (digits == 0 || !absl::SimpleAtoi(message.substr(0, digits), &bytes) ||
-        !(absl::StartsWith(rest, kAfter) || absl::StartsWith(kAfter, rest))) {
-      bytes = 0;
-    }
-  }
+  const uint64_t bytes = wire::ResultTooLargeBytes(message);
   if (bytes == 0) {
-    NoteResult(method_id, message_bytes);
+    NoteResult(method_id, message.size());
     return;
   }
   if (bytes > layout_.ResponsePayloadCapacity()) return;

@@ -876,10 +876,8 @@ void ServerWorker::NoteStall(absl::string_view method, const char* what,
 }
 
 absl::Status ServerWorker::ResultTooLarge(size_t len, size_t cap) {
-  return absl::ResourceExhaustedError(
-      absl::StrCat("response of ", len, " bytes exceeds the ", cap,
-                   " bytes left in the connection's response slot (raise "
-                   "ChannelOptions::max_response_bytes)"));
+  // The client reads the size back (wire::ResultTooLargeBytes).
+  return absl::ResourceExhaustedError(wire::ResultTooLargeMessage(len, cap));
 }
 
 size_t ServerWorker::PlaceError(ResultPartWriter* w, const absl::Status& st) {
