@@ -423,10 +423,11 @@ class ChannelImpl final : public Channel,
       st.fetch_histogram[i] = counters_.fetch_histogram[i].load();
     }
     st.server_time_ns = counters_.server_time_ns.load();
-    // Batches of one sent plain are counted apart (one atomic add each).
+    // Batches of one sent plain are counted apart, per connection (they
+    // join batches and batched_calls below).
     st.batches_plain = counters_.batches_plain.load();
-    st.batches = counters_.batches.load() + st.batches_plain;
-    st.batched_calls = counters_.batched_calls.load() + st.batches_plain;
+    st.batches = counters_.batches.load();
+    st.batched_calls = counters_.batched_calls.load();
     st.flushes_full = counters_.flushes_full.load();
     st.flushes_bytes = counters_.flushes_bytes.load();
     st.flushes_timeout = counters_.flushes_timeout.load();
@@ -481,6 +482,8 @@ class ChannelImpl final : public Channel,
       st.fetch_rtt_ns /= n;
       st.fetch_delay_ns /= n;
     }
+    st.batches += st.batches_plain;
+    st.batched_calls += st.batches_plain;
     return st;
   }
 

@@ -456,8 +456,8 @@ absl::Status ClientConnection::StartPlainLocked(
     slot.timed = batcher_.sync_combine();
     batcher_.Sent();
     NoteOutstandingLocked();
-    counters_->batches_plain.fetch_add(1, std::memory_order_relaxed);
-    counters_->flushes_idle.fetch_add(1, std::memory_order_relaxed);
+    counts_.batches_plain.Add(1);
+    counts_.flushes_idle.Add(1);
   }
   if (ServerReply(slot.bucket)) {
     slot.phase = Phase::kWaitReply;
@@ -700,7 +700,7 @@ void ClientConnection::FlushLocked(FlushReason reason, int64_t now) {
       counters_->flushes_timeout.fetch_add(1, std::memory_order_relaxed);
       break;
     case FlushReason::kIdle:
-      counters_->flushes_idle.fetch_add(1, std::memory_order_relaxed);
+      counts_.flushes_idle.Add(1);
       break;
     case FlushReason::kNone:
       break;
@@ -751,7 +751,7 @@ void ClientConnection::PublishLocked(uint32_t s, int64_t now) {
     slot.call = call;
     slot.calls.clear();
     slot.live_calls = 0;
-    counters_->batches_plain.fetch_add(1, std::memory_order_relaxed);
+    counts_.batches_plain.Add(1);
   } else {
     // The callers' remaining budgets, one code per entry, after the
     // entries; method_id says where they start (rpc/batch_format.h). A call

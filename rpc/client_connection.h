@@ -158,6 +158,9 @@ struct alignas(64) CallCounts {
   SingleWriterCounter notifies;
   SingleWriterCounter hot_posts;
   SingleWriterCounter calls_server_reply;
+  // Batching with calls that go alone (every call of a lone sync caller).
+  SingleWriterCounter batches_plain;
+  SingleWriterCounter flushes_idle;
   SingleWriterCounter fetch_histogram[16];
 };
 

@@ -82,6 +82,10 @@ void ForEachCallCount(Fn fn) {
   fn(&CallCounts::notifies, &ChannelCounters::notifies, &ChannelStats::notifies);
   fn(&CallCounts::hot_posts, &ChannelCounters::hot_posts,
      &ChannelStats::hot_posts);
+  fn(&CallCounts::batches_plain, &ChannelCounters::batches_plain,
+     &ChannelStats::batches_plain);
+  fn(&CallCounts::flushes_idle, &ChannelCounters::flushes_idle,
+     &ChannelStats::flushes_idle);
 }
 
 }  // namespace
