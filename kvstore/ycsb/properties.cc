@@ -621,8 +621,10 @@ absl::StatusOr<WorkloadSpec> ParseWorkloadSpec(
     s.percentiles.clear();
     for (absl::string_view p : absl::StrSplit(e->value, ',')) {
       double v;
-      if (!absl::SimpleAtod(absl::StripAsciiWhitespace(p), &v) || v < 0 ||
-          v > 100) {
+      // Written as "in range" so that NaN, which compares false with
+      // everything, fails it (SimpleAtod takes "nan").
+      if (!absl::SimpleAtod(absl::StripAsciiWhitespace(p), &v) ||
+          !(v >= 0 && v <= 100)) {
         return SpecReader::Error(*e, "hdrhistogram.percentiles",
                                  "comma-separated percentiles in [0, 100]");
       }

@@ -262,6 +262,19 @@ TEST(PropertiesTest, ExponentialParametersAreRangeChecked) {
             "OK");
 }
 
+TEST(PropertiesTest, PercentilesAreRangeChecked) {
+  // "nan" parses as a double and compares false with both bounds: it was
+  // taken, and printed as a "NaNthPercentileLatency(us)" line.
+  for (const char* v : {"nan", "-nan", "NaN", "inf", "-inf", "-1", "100.5",
+                        "95,nan", "95,", "x"}) {
+    EXPECT_THAT(SpecError(absl::StrCat("hdrhistogram.percentiles=", v)),
+                HasSubstr("w:1: hdrhistogram.percentiles: expected "
+                          "comma-separated percentiles in [0, 100]"))
+        << v;
+  }
+  EXPECT_EQ(SpecError("hdrhistogram.percentiles=0,50,99.99,100\n"), "OK");
+}
+
 TEST(PropertiesTest, InsertstartPastRecordcountNamesInsertstart) {
   // The derived insertcount (-1000) used to be blamed, though never set.
   EXPECT_EQ(SpecError("insertstart=2000"),

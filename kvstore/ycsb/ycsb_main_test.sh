@@ -88,6 +88,9 @@ expect_config_error 'threadcount 4294967296 is above 4096' \
 expect_config_error 'exponential.percentile: expected number in [1, 100)' \
   -t -db basic -P "$W/workloada" -p recordcount=10 \
   -p requestdistribution=exponential -p exponential.percentile=500
+expect_config_error 'hdrhistogram.percentiles: expected comma-separated percentiles in [0, 100], got "95,nan"' \
+  -t -db basic -P "$W/workloada" -p recordcount=10 \
+  -p hdrhistogram.percentiles=95,nan
 expect_config_error 'recordcount: must be at least 1, got 0' \
   -load -db basic -P "$W/workloada" -p recordcount=0
 expect_config_error 'insertstart (2000) is past recordcount (1000)' \
