@@ -122,12 +122,16 @@ absl::StatusOr<JakiroDbOptions> JakiroDbOptions::FromProperties(
   JakiroDbOptions o;
   ChannelOptions& c = o.client.channel;
   if (const Properties::Entry* e = p.Find("jakiro.servers")) {
+    // An empty entry ("a,", "a,,b", "") is refused rather than skipped: it
+    // is most likely a server lost to an unset shell variable, and a run
+    // against fewer servers than meant measures something else.
     for (absl::string_view s : absl::StrSplit(e->value, ',')) {
       s = absl::StripAsciiWhitespace(s);
-      if (!s.empty()) o.client.servers.emplace_back(s);
-    }
-    if (o.client.servers.empty()) {
-      return BadProperty(*e, "jakiro.servers", "address[,address...]");
+      if (s.empty()) {
+        return BadProperty(*e, "jakiro.servers",
+                           "address[,address...] with no empty entry");
+      }
+      o.client.servers.emplace_back(s);
     }
   } else {
     return absl::InvalidArgumentError(

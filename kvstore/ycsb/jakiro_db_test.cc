@@ -197,6 +197,25 @@ TEST(JakiroDbOptionsTest, RejectsBadProperties) {
   }
 }
 
+// An empty entry was skipped: "A," ran against A alone, "" against nothing
+// only because no server was left.
+TEST(JakiroDbOptionsTest, RejectsEmptyServerEntries) {
+  for (const char* bad : {"/a,", "/a,,/b", ",/a", "/a, ,/b", "", " "}) {
+    absl::Status s =
+        JakiroDbOptions::FromProperties(Props({{"jakiro.servers", bad}}))
+            .status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(s.message(),
+              absl::StrCat("-p: jakiro.servers: expected address[,address...] "
+                           "with no empty entry, got \"",
+                           bad, "\""));
+  }
+  absl::StatusOr<JakiroDbOptions> o =
+      JakiroDbOptions::FromProperties(Props({{"jakiro.servers", " /a , /b "}}));
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->client.servers, (std::vector<std::string>{"/a", "/b"}));
+}
+
 class JakiroDbTest : public ::testing::Test {
  protected:
   void SetUp() override {
