@@ -20,21 +20,36 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 
 namespace rfrpc {
 namespace bench {
 
+// Whether `s` is written as a base-10 integer (a sign, then digits; space
+// around it is ignored, as absl::SimpleAtoi ignores it). A list entry that
+// is one but that SimpleAtoi refuses is out of range, not "not an integer".
+inline bool IsIntegerText(absl::string_view s) {
+  s = absl::StripAsciiWhitespace(s);
+  if (!s.empty() && (s[0] == '-' || s[0] == '+')) s.remove_prefix(1);
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return absl::ascii_isdigit(static_cast<unsigned char>(c));
+  });
+}
+
 // The list flag `flag` (e.g. "--sizes") with value "8,32,256" -> {8, 32,
-// 256}. An entry that is not an integer ends the program (status 2) with a
-// message naming the flag: a list flag is mistyped, and running without the
-// entry would measure something else than asked.
+// 256}. An entry that is not an integer, or not one an int holds, ends the
+// program (status 2) with a message naming the flag: a list flag is
+// mistyped, and running without the entry would measure something else
+// than asked.
 inline std::vector<int> ParseInts(absl::string_view flag, absl::string_view s) {
   std::vector<int> out;
   for (absl::string_view p : absl::StrSplit(s, ',', absl::SkipEmpty())) {
@@ -42,11 +57,16 @@ inline std::vector<int> ParseInts(absl::string_view flag, absl::string_view s) {
     if (absl::SimpleAtoi(p, &v)) {
       out.push_back(v);
     } else {
-      std::fprintf(stderr,
-                   "%s: %.*s: \"%.*s\" is not an integer (in \"%.*s\")\n",
+      const std::string why =
+          IsIntegerText(p)
+              ? absl::StrCat("is out of range [",
+                             std::numeric_limits<int>::min(), ", ",
+                             std::numeric_limits<int>::max(), "]")
+              : std::string("is not an integer");
+      std::fprintf(stderr, "%s: %.*s: \"%.*s\" %s (in \"%.*s\")\n",
                    program_invocation_short_name, static_cast<int>(flag.size()),
                    flag.data(), static_cast<int>(p.size()), p.data(),
-                   static_cast<int>(s.size()), s.data());
+                   why.c_str(), static_cast<int>(s.size()), s.data());
       std::fflush(stderr);
       std::_Exit(2);
     }

@@ -99,8 +99,12 @@ class FlagCheck {
       int x;
       if (!absl::SimpleAtoi(p, &x)) {
         if (error_.empty()) {
-          error_ =
-              absl::StrCat(flag, "=", value, ": \"", p, "\" is not an integer");
+          error_ = absl::StrCat(
+              flag, "=", value, ": \"", p, "\" ",
+              bench::IsIntegerText(p)
+                  ? absl::StrCat("is out of range: must be in [", min, ", ",
+                                 max, "]")
+                  : "is not an integer");
         }
         return *this;
       }

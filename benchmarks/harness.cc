@@ -183,8 +183,11 @@ FlagCheck& FlagCheck::EachInRange(absl::string_view flag,
     int v;
     if (!absl::SimpleAtoi(p, &v)) {
       if (status_.ok()) {
-        status_ = absl::InvalidArgumentError(
-            absl::StrCat(flag, "=", value, ": \"", p, "\" is not an integer"));
+        status_ = absl::InvalidArgumentError(absl::StrCat(
+            flag, "=", value, ": \"", p, "\" ",
+            IsIntegerText(p) ? absl::StrCat("is out of range: must be in [",
+                                            min, ", ", max, "]")
+                             : "is not an integer"));
       }
       return *this;
     }

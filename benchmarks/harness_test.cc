@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "benchmarks/bench_util.h"
 #include "gtest/gtest.h"
 #include "rpc/options.h"
 #include "rpc/server.h"
@@ -93,6 +94,33 @@ TEST(FlagCheckDeathTest, ServerFieldNamesTheFlag) {
               "flags: INVALID_ARGUMENT: --workers=100000: the server's "
               "workers 100000 is outside \\[1, 1024\\]");
   FlagCheck().ServerField("--workers", 4, &ServerOptions::workers).OrExit();
+}
+
+// An entry past what an int holds was "not an integer", as if mistyped.
+TEST(FlagCheckDeathTest, ListEntriesOutOfRangeSaySo) {
+  EXPECT_EXIT(FlagCheck().EachInRange("--sizes", "8,99999999999", 0, 1000000)
+                  .OrExit(),
+              ::testing::ExitedWithCode(2),
+              "flags: INVALID_ARGUMENT: --sizes=8,99999999999: "
+              "\"99999999999\" is out of range: must be in \\[0, 1000000\\]");
+  EXPECT_EXIT(FlagCheck().EachInRange("--sizes", "8,-99999999999", 0, 1000000)
+                  .OrExit(),
+              ::testing::ExitedWithCode(2),
+              "\"-99999999999\" is out of range: must be in \\[0, 1000000\\]");
+  EXPECT_EXIT(
+      FlagCheck().EachInRange("--sizes", "8,1e3", 0, 1000000).OrExit(),
+      ::testing::ExitedWithCode(2),
+      "flags: INVALID_ARGUMENT: --sizes=8,1e3: \"1e3\" is not an integer");
+  EXPECT_EXIT(ParseInts("--ms", "1,99999999999"), ::testing::ExitedWithCode(2),
+              "--ms: \"99999999999\" is out of range "
+              "\\[-2147483648, 2147483647\\] \\(in \"1,99999999999\"\\)");
+  EXPECT_EXIT(ParseInts("--ms", "1,x"), ::testing::ExitedWithCode(2),
+              "--ms: \"x\" is not an integer \\(in \"1,x\"\\)");
+  EXPECT_TRUE(IsIntegerText(" -12 "));
+  EXPECT_TRUE(IsIntegerText("+7"));
+  EXPECT_FALSE(IsIntegerText("-"));
+  EXPECT_FALSE(IsIntegerText("1.0"));
+  EXPECT_FALSE(IsIntegerText(""));
 }
 
 }  // namespace

@@ -181,6 +181,26 @@ bad_flag scale_bench --workers=2000
 bad_flag async_bench --blocking_threads=100000
 # bench::ParseInts named no flag.
 bad_flag scale_bench --ms=1,x
+# bad_flag_says NAME PATTERN FLAG [MORE...]: bad_flag, and the message has
+# PATTERN (grep -F).
+bad_flag_says() {
+  local name=$1 pattern=$2 err
+  shift 2
+  bad_flag "$name" "$@"
+  err=$(TEST_TMPDIR="$TMP" timeout 60 "$R/$name" "$@" 2>&1 >/dev/null)
+  if grep -qF -- "$pattern" <<<"$err"; then
+    ok "$name $* says \"$pattern\""
+  else
+    bad "$name $*: no \"$pattern\"" "$err"
+  fi
+}
+# Past what an int holds: out of range, not "not an integer".
+bad_flag_says scale_bench '"99999999999" is out of range [-2147483648, 2147483647]' \
+  --ms=1,99999999999
+bad_flag_says rpc_bench '"99999999999" is out of range: must be in [0, 1000000]' \
+  --sizes=99999999999
+bad_flag_says grpc_echo '"99999999999" is out of range: must be in [0, ' \
+  --sizes=99999999999
 # Ports gRPC would take modulo 65536 or replace with a random one.
 bad_flag grpc_echo --listen=127.0.0.1:99999 --role=server --max_seconds=1
 bad_flag grpc_echo --listen=127.0.0.1:abc --role=server --max_seconds=1

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -279,24 +280,38 @@ absl::string_view DistributionName(Distribution d) {
 
 namespace {
 
+// Whether `s` (already stripped) is written as a base-10 integer: a sign,
+// then digits. One that SimpleAtoi refuses is out of range, and says so.
+bool IsIntegerText(absl::string_view s) {
+  if (!s.empty() && (s[0] == '-' || s[0] == '+')) s.remove_prefix(1);
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return absl::ascii_isdigit(static_cast<unsigned char>(c));
+  });
+}
+
 // Reads typed values out of a Properties, with errors naming the origin.
 class SpecReader {
  public:
   explicit SpecReader(const Properties& props) : props_(props) {}
 
+  // An integer in [0, INT64_MAX]; one past INT64_MAX is refused as too
+  // large, with the limit in the message, not as "expected integer".
   absl::Status NonNegativeInt(absl::string_view key, int64_t* out) {
-    const Properties::Entry* e = Lookup(key);
-    if (e == nullptr) return absl::OkStatus();
-    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(e->value), out)) {
-      return Error(*e, key, "integer");
-    }
-    if (*out < 0) return Error(*e, key, "non-negative integer");
-    return absl::OkStatus();
+    return IntAtMost(key, std::numeric_limits<int64_t>::max(), out);
   }
 
-  // NonNegativeInt, refused above `max` with the limit in the message.
+  // An integer in [0, max], refused above `max` with the limit in the
+  // message (also when it is past what an int64_t holds).
   absl::Status IntAtMost(absl::string_view key, int64_t max, int64_t* out) {
-    RFRPC_RETURN_IF_ERROR(NonNegativeInt(key, out));
+    const Properties::Entry* e = Lookup(key);
+    if (e == nullptr) return absl::OkStatus();
+    const absl::string_view v = absl::StripAsciiWhitespace(e->value);
+    if (!absl::SimpleAtoi(v, out)) {
+      if (!IsIntegerText(v)) return Error(*e, key, "integer");
+      if (v[0] == '-') return Error(*e, key, "non-negative integer");
+      return ComboError(key, absl::StrFormat("%s %s is above %d", key, v, max));
+    }
+    if (*out < 0) return Error(*e, key, "non-negative integer");
     if (*out <= max) return absl::OkStatus();
     return ComboError(key,
                       absl::StrFormat("%s %d is above %d", key, *out, max));

@@ -234,13 +234,33 @@ TEST(PropertiesTest, ThreadcountIsBounded) {
             "w:1: threadcount 4294967296 is above 4096");
   EXPECT_EQ(SpecError("threadcount=99999999999"),
             "w:1: threadcount 99999999999 is above 4096");
-  EXPECT_THAT(SpecError("threadcount=99999999999999999999"),
-              HasSubstr("threadcount: expected integer"));
+  // Past what an int64_t holds: out of range too, not "expected integer".
+  EXPECT_EQ(SpecError("threadcount=99999999999999999999"),
+            "w:1: threadcount 99999999999999999999 is above 4096");
+  EXPECT_EQ(SpecError("threadcount=x"),
+            "w:1: threadcount: expected integer, got \"x\"");
   EXPECT_EQ(SpecError("threadcount=4096"), "OK");
   Properties p;
   p.Set("threadcount", "2147483648", "-threads");
   EXPECT_EQ(ParseWorkloadSpec(p, {}, nullptr).status().message(),
             "-threads: threadcount 2147483648 is above 4096");
+}
+
+// An integer an int64_t cannot hold was "expected integer, got ...", as if
+// it were a typo; it is out of range, and the message gives the limit.
+TEST(PropertiesTest, IntegersPastInt64AreOutOfRange) {
+  EXPECT_EQ(SpecError("operationcount=9223372036854775807"), "OK");
+  EXPECT_EQ(SpecError("operationcount=9223372036854775808"),
+            "w:1: operationcount 9223372036854775808 is above "
+            "9223372036854775807");
+  EXPECT_EQ(SpecError("seed=99999999999999999999999"),
+            "w:1: seed 99999999999999999999999 is above 9223372036854775807");
+  EXPECT_THAT(SpecError("operationcount=-99999999999999999999"),
+              HasSubstr("w:1: operationcount: expected non-negative integer"));
+  EXPECT_THAT(SpecError("operationcount=12x"),
+              HasSubstr("w:1: operationcount: expected integer, got \"12x\""));
+  EXPECT_THAT(SpecError("operationcount=1e3"),
+              HasSubstr("w:1: operationcount: expected integer"));
 }
 
 TEST(PropertiesTest, ExponentialParametersAreRangeChecked) {

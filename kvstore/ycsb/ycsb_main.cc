@@ -19,6 +19,7 @@
 // stopped early, a data-integrity mismatch); 2 on a usage or configuration
 // error.
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -26,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -126,8 +128,15 @@ absl::Status ParseYcsbArgs(const std::vector<std::string>& args,
       absl::StatusOr<std::string> v = value("value");
       if (!v.ok()) return v.status();
       if (a == "-threads") {
+        // Digits, and not 0; the upper bound is threadcount's (checked with
+        // the other properties), so that a number past what an int64_t
+        // holds is reported as above it, not as no integer.
         int64_t n;
-        if (!absl::SimpleAtoi(*v, &n) || n < 1) {
+        const bool digits =
+            !v->empty() && std::all_of(v->begin(), v->end(), [](char c) {
+              return absl::ascii_isdigit(static_cast<unsigned char>(c));
+            });
+        if (!digits || (absl::SimpleAtoi(*v, &n) && n < 1)) {
           return absl::InvalidArgumentError(absl::StrCat(
               "-threads: expected a positive integer, got \"", *v, "\""));
         }

@@ -85,6 +85,11 @@ expect_config_error() {  # expect_config_error MESSAGE ARGS...
 }
 expect_config_error 'threadcount 4294967296 is above 4096' \
   -load -db basic -P "$W/workloada" -p recordcount=10 -threads 4294967296
+# Past what an int64_t holds: out of range, not "not an integer".
+expect_config_error 'threadcount 99999999999999999999 is above 4096' \
+  -load -db basic -P "$W/workloada" -p recordcount=10 -threads 99999999999999999999
+expect_config_error 'recordcount 99999999999999999999 is above 9223372036854775807' \
+  -load -db basic -P "$W/workloada" -p recordcount=99999999999999999999
 expect_config_error 'exponential.percentile: expected number in [1, 100)' \
   -t -db basic -P "$W/workloada" -p recordcount=10 \
   -p requestdistribution=exponential -p exponential.percentile=500
