@@ -220,6 +220,18 @@ FlagCheck& FlagCheck::ServerField(absl::string_view flag, int value,
   return *this;
 }
 
+FlagCheck& FlagCheck::ServerConnections(absl::string_view flags,
+                                        int64_t connections,
+                                        const ServerOptions& server) {
+  if (status_.ok() && connections > server.max_connections) {
+    status_ = absl::InvalidArgumentError(absl::StrCat(
+        flags, ": ", connections, " connections, above the server's "
+        "max_connections ", server.max_connections,
+        " (--rfrpc_max_connections)"));
+  }
+  return *this;
+}
+
 std::unique_ptr<Server> StartServer(const ServerOptions& options,
                                     std::initializer_list<Service*> services) {
   auto server = std::make_unique<Server>(options);

@@ -19,6 +19,7 @@
 #ifndef RFRPC_BENCHMARKS_HARNESS_H_
 #define RFRPC_BENCHMARKS_HARNESS_H_
 
+#include <cstdint>
 #include <initializer_list>
 #include <memory>
 #include <utility>
@@ -97,6 +98,12 @@ class FlagCheck {
   // error names the flag typed rather than the field.
   FlagCheck& ServerField(absl::string_view flag, int value,
                          int ServerOptions::*field);
+  // The connections a run opens to its one server, in all, made by the
+  // flags `flags` (e.g. "--threads=4 x --connections=8"): at most what the
+  // server accepts, `server.max_connections` (--rfrpc_max_connections). A
+  // run past it cannot work, and would first open all the server takes.
+  FlagCheck& ServerConnections(absl::string_view flags, int64_t connections,
+                               const ServerOptions& server);
   void OrExit() const { OkOrExit(status_, "flags"); }
 
  private:

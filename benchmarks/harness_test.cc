@@ -123,6 +123,23 @@ TEST(FlagCheckDeathTest, ListEntriesOutOfRangeSaySo) {
   EXPECT_FALSE(IsIntegerText(""));
 }
 
+TEST(FlagCheckDeathTest, ServerConnectionsAreBoundedByMaxConnections) {
+  ServerOptions server;
+  server.max_connections = 100;
+  FlagCheck()
+      .ServerConnections("--threads=4 x --connections=25", 100, server)
+      .OrExit();
+  EXPECT_EXIT(
+      FlagCheck()
+          .ServerConnections("--threads=1 x --connections=1000000000",
+                             1000000000, server)
+          .OrExit(),
+      ::testing::ExitedWithCode(2),
+      "flags: INVALID_ARGUMENT: --threads=1 x --connections=1000000000: "
+      "1000000000 connections, above the server's max_connections 100 "
+      "\\(--rfrpc_max_connections\\)");
+}
+
 }  // namespace
 }  // namespace bench
 }  // namespace rfrpc

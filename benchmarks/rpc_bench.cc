@@ -73,7 +73,9 @@ DEFINE_int32(threads, 1, "Client threads (each with its own channel).");
 DEFINE_int32(workers, 1, "Server worker threads.");
 DEFINE_int32(connections, 0,
              "Connections per client thread; 0 opens one per server worker. "
-             "With 1, connections spread round robin over the workers.");
+             "With 1, connections spread round robin over the workers. "
+             "--threads x --connections (or x --workers for 0) is at most "
+             "the server's max_connections (16384; --rfrpc_max_connections).");
 DEFINE_string(label, "", "Free-form tag copied into every CSV row.");
 DEFINE_string(cdf_csv, "",
               "If set, append each point's latency CDF to this file "
@@ -415,6 +417,22 @@ int Main() {
       .NotEmpty("--server_time_us", FLAGS_server_time_us)
       .EachInRange("--sizes", FLAGS_sizes, 0, 1000000)  // The server's 1 MiB.
       .EachInRange("--server_time_us", FLAGS_server_time_us, 0, 2000000)
+      .OrExit();
+  // Every client thread's channel opens its connections to the one server,
+  // which accepts max_connections in all: past it the run cannot work, and a
+  // huge --connections used to open connections until the process ran out
+  // of file descriptors.
+  const ServerOptions limits = bench::WithServerFlags(BenchServerOptions(false));
+  bench::FlagCheck()
+      .ServerConnections(
+          FLAGS_connections > 0
+              ? absl::StrCat("--threads=", FLAGS_threads,
+                             " x --connections=", FLAGS_connections)
+              : absl::StrCat("--threads=", FLAGS_threads, " x --workers=",
+                             FLAGS_workers, " (--connections=0)"),
+          int64_t{FLAGS_threads} *
+              (FLAGS_connections > 0 ? FLAGS_connections : limits.workers),
+          limits)
       .OrExit();
   for (const std::string& m : bench::ParseList(FLAGS_modes)) {
     bench::ValueOrExit(ParseRpcMode(m), "--modes");

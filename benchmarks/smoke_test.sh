@@ -201,6 +201,13 @@ bad_flag_says rpc_bench '"99999999999" is out of range: must be in [0, 1000000]'
   --sizes=99999999999
 bad_flag_says grpc_echo '"99999999999" is out of range: must be in [0, ' \
   --sizes=99999999999
+# --connections past the server's max_connections opened connections until
+# the process ran out of file descriptors ("Too many open files").
+bad_flag_says rpc_bench \
+  "--threads=1 x --connections=1000000000: 1000000000 connections, above the server's max_connections 16384" \
+  --connections=1000000000
+bad_flag_says rpc_bench "20000 connections, above the server's max_connections 16384" \
+  --connections=5000 --threads=4
 # Ports gRPC would take modulo 65536 or replace with a random one.
 bad_flag grpc_echo --listen=127.0.0.1:99999 --role=server --max_seconds=1
 bad_flag grpc_echo --listen=127.0.0.1:abc --role=server --max_seconds=1
