@@ -38,8 +38,25 @@ std::string Canonical(const std::string& path) {
   return r;
 }
 
+// The part of `argv0` after its last '/'.
+absl::string_view Basename(absl::string_view argv0) {
+  const size_t slash = argv0.rfind('/');
+  return slash == absl::string_view::npos ? argv0 : argv0.substr(slash + 1);
+}
+
+// Whether the program-name glob `glob` names the program run as `argv0`:
+// as gflags decides it, equal to or fnmatch(FNM_PATHNAME)-matching argv0
+// or its base name.
+bool NamesProgram(const std::string& glob, absl::string_view argv0) {
+  const std::string full(argv0);
+  const std::string base(Basename(argv0));
+  return glob == full || glob == base ||
+         fnmatch(glob.c_str(), full.c_str(), FNM_PATHNAME) == 0 ||
+         fnmatch(glob.c_str(), base.c_str(), FNM_PATHNAME) == 0;
+}
+
 // `chain`: the files that include this one, outermost first.
-absl::Status CheckFile(const std::string& path, absl::string_view program,
+absl::Status CheckFile(const std::string& path, absl::string_view argv0,
                        std::vector<std::string>* chain) {
   const std::string self = Canonical(path);
   for (const std::string& f : *chain) {
@@ -63,24 +80,44 @@ absl::Status CheckFile(const std::string& path, absl::string_view program,
     return absl::InvalidArgumentError(
         absl::StrCat("--flagfile: cannot read ", path));
   }
-  const std::string prog(program);
-  bool applies = true;  // Until a program-name line says otherwise.
+  // A line without a leading '-' names programs: the flags after it, up to
+  // the next such line, apply only to a program it names (gflags: its words
+  // are globs, matched against argv[0] and its base name; consecutive such
+  // lines are one list). gflags skips the flags of a list that names
+  // another program without a word, so a typo there (or a flag missing its
+  // dashes) silently dropped every flag below it. A list that cannot name
+  // this program is an error instead; a file meant for several programs
+  // becomes one file per program.
+  bool applies = true;       // Until a program-name line says otherwise.
+  bool in_names = false;     // The last line read was a program-name line.
+  int names_line = 0;        // The first line of the current list.
+  std::string names_text;    // That line, for the message.
+  auto names_error = [&] {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--flagfile: ", path, ":", names_line, ": '", names_text,
+        "' is not a flag (a line without a leading '-' names the programs "
+        "the following flags apply to, and '",
+        names_text, "' does not name this one)"));
+  };
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     const absl::string_view l = absl::StripAsciiWhitespace(line);
     if (l.empty() || l[0] == '#') continue;
     if (l[0] != '-') {
-      // Program-name globs, space-separated: the flags below apply to a
-      // program whose base name matches one of them.
-      applies = false;
+      if (!in_names) {
+        in_names = true;
+        applies = false;
+        names_line = n;
+        names_text = std::string(l);
+      }
       for (absl::string_view glob :
            absl::StrSplit(l, ' ', absl::SkipWhitespace())) {
-        if (fnmatch(std::string(glob).c_str(), prog.c_str(), 0) == 0) {
-          applies = true;
-        }
+        if (NamesProgram(std::string(glob), argv0)) applies = true;
       }
       continue;
     }
+    if (in_names && !applies) return names_error();
+    in_names = false;
     if (!applies) continue;
     absl::string_view flag = l.substr(l[1] == '-' ? 2 : 1);
     const size_t eq = flag.find('=');
@@ -89,7 +126,7 @@ absl::Status CheckFile(const std::string& path, absl::string_view program,
       for (absl::string_view f :
            absl::StrSplit(flag.substr(eq + 1), ',', absl::SkipEmpty())) {
         chain->push_back(path);
-        absl::Status s = CheckFile(std::string(f), program, chain);
+        absl::Status s = CheckFile(std::string(f), argv0, chain);
         chain->pop_back();
         if (!s.ok()) return s;
       }
@@ -98,25 +135,23 @@ absl::Status CheckFile(const std::string& path, absl::string_view program,
     if (!Defined(name)) {
       return absl::InvalidArgumentError(
           absl::StrCat("--flagfile: ", path, ":", n, ": unknown flag --", name,
-                       " (not a flag of ", prog, ")"));
+                       " (not a flag of ", Basename(argv0), ")"));
     }
   }
+  if (in_names && !applies) return names_error();
   return absl::OkStatus();
 }
 
 }  // namespace
 
-absl::Status CheckFlagfile(const std::string& path, absl::string_view program) {
+absl::Status CheckFlagfile(const std::string& path, absl::string_view argv0) {
   std::vector<std::string> chain;
-  return CheckFile(path, program, &chain);
+  return CheckFile(path, argv0, &chain);
 }
 
 absl::Status CheckFlagfiles(int argc, char** argv) {
   if (argc < 1) return absl::OkStatus();
   const absl::string_view argv0 = argv[0];
-  const size_t slash = argv0.rfind('/');
-  const absl::string_view program =
-      slash == absl::string_view::npos ? argv0 : argv0.substr(slash + 1);
   for (int i = 1; i < argc; ++i) {
     absl::string_view arg = argv[i];
     if (arg == "--") break;  // gflags stops here too.
@@ -132,7 +167,7 @@ absl::Status CheckFlagfiles(int argc, char** argv) {
       continue;
     }
     for (absl::string_view f : absl::StrSplit(files, ',', absl::SkipEmpty())) {
-      if (absl::Status s = CheckFlagfile(std::string(f), program); !s.ok()) {
+      if (absl::Status s = CheckFlagfile(std::string(f), argv0); !s.ok()) {
         return s;
       }
     }

@@ -2,9 +2,12 @@
 //
 // gflags reports an unknown flag on the command line but ignores one in a
 // --flagfile: a typo in a tuned flag file (rfrpc_tune select writes one)
-// silently does nothing. And a flag file that names itself, directly or
+// silently does nothing. A line without a leading '-' names the programs
+// the flags below it apply to, so a typo'd or dash-less line silently
+// drops every later flag. And a flag file that names itself, directly or
 // through others, sends gflags into a recursion that ends in a segmentation
-// fault. CheckFlagfiles makes both an error, before gflags reads the files.
+// fault. CheckFlagfiles makes all three an error, before gflags reads the
+// files.
 //
 // Usage, right before gflags::ParseCommandLineFlags:
 //
@@ -27,16 +30,21 @@ namespace tools {
 // INVALID_ARGUMENT naming the file, line and flag if a file of a
 // --flagfile on the command line (`--flagfile=F`, `-flagfile=F` or
 // `--flagfile F`; a comma-separated list, as gflags reads it; arguments
-// after "--" are not flags) sets a flag this program does not define, or if
-// a file cannot be read, is a directory, or includes itself. Lines gflags
-// skips are skipped: blank ones, comments ('#'), and flags under a
-// program-name line that does not match `argv[0]`'s base name. Nested
-// --flagfile lines are followed. Flags are looked up as registered (at
-// static initialization), so this runs before gflags parses anything.
+// after "--" are not flags) sets a flag this program does not define, has
+// a program-name line that does not name this program, or if a file cannot
+// be read, is a directory, or includes itself. Blank lines and comments
+// ('#') are skipped. A program-name line (no leading '-') holds
+// space-separated globs; consecutive ones are one list, and the list names
+// this program if a glob equals or fnmatch(FNM_PATHNAME)-matches argv[0] or
+// its base name, as gflags matches. A list none of whose globs names this
+// program is an error, so a file of sections for several programs is
+// refused by each: give each program its own file. Nested --flagfile lines
+// are followed. Flags are looked up as registered (at static
+// initialization), so this runs before gflags parses anything.
 absl::Status CheckFlagfiles(int argc, char** argv);
 
-// One file, for `program` (a base name).
-absl::Status CheckFlagfile(const std::string& path, absl::string_view program);
+// One file, for the program run as `argv0` (a path or a base name).
+absl::Status CheckFlagfile(const std::string& path, absl::string_view argv0);
 
 }  // namespace tools
 }  // namespace rfrpc

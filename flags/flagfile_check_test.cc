@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gflags/gflags.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -47,17 +48,62 @@ TEST(FlagfileCheckTest, AnUnknownFlagIsAnErrorNamingFileAndLine) {
   EXPECT_FALSE(CheckFlagfile(g, "prog").ok());
 }
 
-TEST(FlagfileCheckTest, FlagsForOtherProgramsAreSkippedAndNestedFilesRead) {
+TEST(FlagfileCheckTest, ProgramNameListsMustNameThisProgram) {
+  // A list of programs that names this one (a glob, one word of several,
+  // one line of several in a row, the full argv[0]): its flags are checked.
+  for (const char* names :
+       {"prog*", "other_prog prog", "other_prog\nprog", "/bin/prog", "/bin/*"}) {
+    const std::string f =
+        Write("progs.flags", absl::StrCat("--flagfile_check_test_n=1\n", names,
+                                          "\n--flagfile_check_test_n=2\n"));
+    EXPECT_TRUE(CheckFlagfile(f, "/bin/prog").ok()) << names;
+    const std::string g =
+        Write("progs_bad.flags", absl::StrCat(names, "\n--bogus_for_prog=1\n"));
+    EXPECT_THAT(std::string(CheckFlagfile(g, "/bin/prog").message()),
+                HasSubstr("unknown flag --bogus_for_prog"))
+        << names;
+  }
+  // gflags matches with FNM_PATHNAME: '*' does not match a '/'.
+  const std::string slash = Write("slash.flags", "*/prog\n--x\n");
+  EXPECT_THAT(std::string(CheckFlagfile(slash, "/bin/prog").message()),
+              HasSubstr("'*/prog' does not name this one"));
+  // A list that cannot name this program: gflags skips every flag after
+  // it, so a typo'd (or dash-less) line silently drops them all.
+  const std::string typo =
+      Write("typo.flags",
+            "# tuned\nflagfile_check_test_n=3\n--flagfile_check_test_b\n");
+  absl::Status s = CheckFlagfile(typo, "/bin/prog");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            absl::StrCat("--flagfile: ", typo,
+                         ":2: 'flagfile_check_test_n=3' is not a flag (a line "
+                         "without a leading '-' names the programs the "
+                         "following flags apply to, and "
+                         "'flagfile_check_test_n=3' does not name this one)"));
+  // Sections for another program are refused too, also when one for this
+  // program follows, and a list with nothing after it.
+  for (const char* text : {"other_prog\n--bogus_for_other=1\n",
+                           "other_prog\n--x=1\nprog\n--flagfile_check_test_n=1\n",
+                           "--flagfile_check_test_n=1\nprogg\n",
+                           "pro\n--flagfile_check_test_n=1\n"}) {
+    const std::string f = Write("other.flags", text);
+    EXPECT_THAT(std::string(CheckFlagfile(f, "prog").message()),
+                HasSubstr("does not name this one"))
+        << text;
+  }
+}
+
+TEST(FlagfileCheckTest, NestedFilesAreRead) {
   const std::string inner = Write("inner.flags", "--also_bogus\n");
-  const std::string f = Write(
-      "progs.flags",
-      "other_prog\n--bogus_for_other=1\nprog*\n--flagfile_check_test_n=1\n");
-  EXPECT_TRUE(CheckFlagfile(f, "prog").ok());
-  EXPECT_FALSE(CheckFlagfile(f, "other_prog").ok());
   const std::string outer = Write("outer.flags", "--flagfile=" + inner + "\n");
   const absl::Status s = CheckFlagfile(outer, "prog");
   EXPECT_THAT(std::string(s.message()), HasSubstr("unknown flag --also_bogus"));
   EXPECT_FALSE(CheckFlagfile("/nonexistent/x.flags", "prog").ok());
+  // A program-name list in a nested file is checked against this program.
+  const std::string named = Write("named.flags", "other\n--x\n");
+  const std::string outer2 = Write("outer2.flags", "--flagfile=" + named + "\n");
+  EXPECT_THAT(std::string(CheckFlagfile(outer2, "prog").message()),
+              HasSubstr("named.flags:1: 'other' is not a flag"));
 }
 
 // gflags itself recurses until the stack overflows (a segmentation fault)
@@ -109,11 +155,15 @@ TEST(FlagfileCheckTest, FlagfilesAreFoundOnTheCommandLine) {
   EXPECT_TRUE(check({"/bin/prog", "--", "--flagfile=" + bad}).ok());
   // Other flags and positional arguments are left alone.
   EXPECT_TRUE(check({"/bin/prog", "--flagfile_check_test_n=3", "x"}).ok());
-  // The program name comes from argv[0]: flags under "other" are skipped.
+  // The program name comes from argv[0]: a list naming "other" is refused
+  // by prog, and its flags are checked for other.
   const std::string other =
       Write("cmd_other.flags", "other\n--totally_bogus=1\n");
-  EXPECT_TRUE(check({"/bin/prog", "--flagfile=" + other}).ok());
-  EXPECT_FALSE(check({"/bin/other", "--flagfile=" + other}).ok());
+  EXPECT_THAT(std::string(check({"/bin/prog", "--flagfile=" + other}).message()),
+              HasSubstr("'other' does not name this one"));
+  EXPECT_THAT(
+      std::string(check({"/bin/other", "--flagfile=" + other}).message()),
+      HasSubstr("unknown flag --totally_bogus"));
 }
 
 }  // namespace

@@ -106,6 +106,16 @@ expect_config_error 'exportfile: cannot write "/nonexistent_dir/out"' \
   -load -db basic -P "$W/workloada" -p recordcount=10 \
   -p exportfile=/nonexistent_dir/out
 expect_config_error '"/dev/zero" is larger than' -load -db basic -P /dev/zero
+# A flag-file line without a leading '-' names the programs the flags below
+# it apply to: a typo'd one silently dropped them (here --list_drivers, and
+# the load ran instead).
+FLAGS_FILE="${TEST_TMPDIR:-/tmp}/ycsb_typo.flags"
+printf 'list_drivers_typo\n--list_drivers\n' >"$FLAGS_FILE"
+expect_config_error "ycsb_typo.flags:1: 'list_drivers_typo' is not a flag" \
+  --flagfile="$FLAGS_FILE" -load -db basic -P "$W/workloadc" -p recordcount=1
+printf 'ycs*\n--list_drivers\n' >"$FLAGS_FILE"
+"$YCSB" --flagfile="$FLAGS_FILE" >"$OUT" 2>"$ERR" || fail "named flag file exited $?"
+grep -qx basic "$OUT" || fail "flags under 'ycs*' not applied"
 # Scans only against a driver whose keys have no order: every operation
 # would be NOT_IMPLEMENTED and the run would exit 0 having done nothing.
 # Refused before anything connects (no server listens at port 1).
