@@ -84,21 +84,15 @@ absl::Status CheckFile(const std::string& path, absl::string_view argv0,
   // the next such line, apply only to a program it names (gflags: its words
   // are globs, matched against argv[0] and its base name; consecutive such
   // lines are one list). gflags skips the flags of a list that names
-  // another program without a word, so a typo there (or a flag missing its
-  // dashes) silently dropped every flag below it. A list that cannot name
-  // this program is an error instead; a file meant for several programs
-  // becomes one file per program.
+  // another program without a word, so a typo in a list (or a flag missing
+  // its dashes) silently dropped every flag below it. A file whose lists
+  // name other programs only is an error; a file of sections for several
+  // programs, one of them this one, is read as gflags reads it.
   bool applies = true;       // Until a program-name line says otherwise.
   bool in_names = false;     // The last line read was a program-name line.
-  int names_line = 0;        // The first line of the current list.
+  bool names_us = false;     // Some list of the file names this program.
+  int names_line = 0;        // The first line of the file's first list.
   std::string names_text;    // That line, for the message.
-  auto names_error = [&] {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--flagfile: ", path, ":", names_line, ": '", names_text,
-        "' is not a flag (a line without a leading '-' names the programs "
-        "the following flags apply to, and '",
-        names_text, "' does not name this one)"));
-  };
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     const absl::string_view l = absl::StripAsciiWhitespace(line);
@@ -107,6 +101,8 @@ absl::Status CheckFile(const std::string& path, absl::string_view argv0,
       if (!in_names) {
         in_names = true;
         applies = false;
+      }
+      if (names_line == 0) {
         names_line = n;
         names_text = std::string(l);
       }
@@ -114,9 +110,9 @@ absl::Status CheckFile(const std::string& path, absl::string_view argv0,
            absl::StrSplit(l, ' ', absl::SkipWhitespace())) {
         if (NamesProgram(std::string(glob), argv0)) applies = true;
       }
+      names_us = names_us || applies;
       continue;
     }
-    if (in_names && !applies) return names_error();
     in_names = false;
     if (!applies) continue;
     absl::string_view flag = l.substr(l[1] == '-' ? 2 : 1);
@@ -138,7 +134,14 @@ absl::Status CheckFile(const std::string& path, absl::string_view argv0,
                        " (not a flag of ", Basename(argv0), ")"));
     }
   }
-  if (in_names && !applies) return names_error();
+  if (names_line != 0 && !names_us) {
+    const std::string base(Basename(argv0));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--flagfile: ", path, ":", names_line, ": '", names_text,
+        "' is not a flag (a line without a leading '-' names the programs "
+        "the following flags apply to, and no such line in ", path,
+        " names ", base, ", so none of its flags would be read)"));
+  }
   return absl::OkStatus();
 }
 

@@ -6,8 +6,8 @@
 // the flags below it apply to, so a typo'd or dash-less line silently
 // drops every later flag. And a flag file that names itself, directly or
 // through others, sends gflags into a recursion that ends in a segmentation
-// fault. CheckFlagfiles makes all three an error, before gflags reads the
-// files.
+// fault. CheckFlagfiles makes these errors, before gflags reads the files
+// (the second when no line of the file names this program).
 //
 // Usage, right before gflags::ParseCommandLineFlags:
 //
@@ -31,14 +31,15 @@ namespace tools {
 // --flagfile on the command line (`--flagfile=F`, `-flagfile=F` or
 // `--flagfile F`; a comma-separated list, as gflags reads it; arguments
 // after "--" are not flags) sets a flag this program does not define, has
-// a program-name line that does not name this program, or if a file cannot
+// program-name lines none of which names this program, or if a file cannot
 // be read, is a directory, or includes itself. Blank lines and comments
 // ('#') are skipped. A program-name line (no leading '-') holds
 // space-separated globs; consecutive ones are one list, and the list names
 // this program if a glob equals or fnmatch(FNM_PATHNAME)-matches argv[0] or
-// its base name, as gflags matches. A list none of whose globs names this
-// program is an error, so a file of sections for several programs is
-// refused by each: give each program its own file. Nested --flagfile lines
+// its base name, as gflags matches. A file whose lists all name other
+// programs is an error (none of its flags would be read: most often a typo
+// in its first line, or a flag without its dashes); a file of sections for
+// several programs, this one among them, is fine. Nested --flagfile lines
 // are followed. Flags are looked up as registered (at static
 // initialization), so this runs before gflags parses anything.
 absl::Status CheckFlagfiles(int argc, char** argv);

@@ -66,9 +66,10 @@ TEST(FlagfileCheckTest, ProgramNameListsMustNameThisProgram) {
   // gflags matches with FNM_PATHNAME: '*' does not match a '/'.
   const std::string slash = Write("slash.flags", "*/prog\n--x\n");
   EXPECT_THAT(std::string(CheckFlagfile(slash, "/bin/prog").message()),
-              HasSubstr("'*/prog' does not name this one"));
-  // A list that cannot name this program: gflags skips every flag after
-  // it, so a typo'd (or dash-less) line silently drops them all.
+              HasSubstr("no such line in"));
+  // A file whose lists name no other program than this one's: gflags skips
+  // every flag after them, so a typo'd (or dash-less) line silently drops
+  // them all.
   const std::string typo =
       Write("typo.flags",
             "# tuned\nflagfile_check_test_n=3\n--flagfile_check_test_b\n");
@@ -78,19 +79,25 @@ TEST(FlagfileCheckTest, ProgramNameListsMustNameThisProgram) {
             absl::StrCat("--flagfile: ", typo,
                          ":2: 'flagfile_check_test_n=3' is not a flag (a line "
                          "without a leading '-' names the programs the "
-                         "following flags apply to, and "
-                         "'flagfile_check_test_n=3' does not name this one)"));
-  // Sections for another program are refused too, also when one for this
-  // program follows, and a list with nothing after it.
+                         "following flags apply to, and no such line in ",
+                         typo, " names prog, so none of its flags would be "
+                         "read)"));
   for (const char* text : {"other_prog\n--bogus_for_other=1\n",
-                           "other_prog\n--x=1\nprog\n--flagfile_check_test_n=1\n",
                            "--flagfile_check_test_n=1\nprogg\n",
                            "pro\n--flagfile_check_test_n=1\n"}) {
     const std::string f = Write("other.flags", text);
     EXPECT_THAT(std::string(CheckFlagfile(f, "prog").message()),
-                HasSubstr("does not name this one"))
+                HasSubstr("no such line in"))
         << text;
   }
+  // Sections for several programs, this one among them, are read as gflags
+  // reads them: another program's flags are skipped.
+  const std::string shared = Write(
+      "shared.flags",
+      "other_prog\n--bogus_for_other=1\nprog*\n--flagfile_check_test_n=1\n");
+  EXPECT_TRUE(CheckFlagfile(shared, "prog").ok());
+  EXPECT_THAT(std::string(CheckFlagfile(shared, "other_prog").message()),
+              HasSubstr("unknown flag --bogus_for_other"));
 }
 
 TEST(FlagfileCheckTest, NestedFilesAreRead) {
@@ -155,12 +162,12 @@ TEST(FlagfileCheckTest, FlagfilesAreFoundOnTheCommandLine) {
   EXPECT_TRUE(check({"/bin/prog", "--", "--flagfile=" + bad}).ok());
   // Other flags and positional arguments are left alone.
   EXPECT_TRUE(check({"/bin/prog", "--flagfile_check_test_n=3", "x"}).ok());
-  // The program name comes from argv[0]: a list naming "other" is refused
-  // by prog, and its flags are checked for other.
+  // The program name comes from argv[0]: a file only for "other" is
+  // refused by prog, and its flags are checked for other.
   const std::string other =
       Write("cmd_other.flags", "other\n--totally_bogus=1\n");
   EXPECT_THAT(std::string(check({"/bin/prog", "--flagfile=" + other}).message()),
-              HasSubstr("'other' does not name this one"));
+              HasSubstr("no such line in"));
   EXPECT_THAT(
       std::string(check({"/bin/other", "--flagfile=" + other}).message()),
       HasSubstr("unknown flag --totally_bogus"));
