@@ -243,37 +243,6 @@ absl::Status JakiroClient::Get(absl::string_view key, std::string* value) {
   return s;
 }
 
-absl::Status JakiroClient::CheckServers() {
-  static constexpr absl::string_view kKey = "rfrpc.jakiro.check_servers";
-  rfrpc::kv::GetRequest req;
-  req.set_key(kKey.data(), kKey.size());
-  rfrpc::kv::GetResponse resp;
-  for (size_t i = 0; i < servers_.size(); ++i) {
-    ServerConn& server = servers_[i];
-    absl::Status s;
-    for (;;) {
-      // Routed to the owning worker of this server (not by the ring: each
-      // server is asked), again if a restart changed the worker count.
-      ClientContext ctx;
-      const int workers = server.channel->server_workers();
-      ctx.set_shard(PartitionOfHash(KeyHash(kKey), workers));
-      s = server.stub->Get(&ctx, req, &resp);
-      if (!Misrouted(server, workers, s)) break;
-    }
-    if (s.ok() || s.code() == absl::StatusCode::kNotFound) continue;
-    const std::string& address = options_.servers[i];
-    if (s.code() == absl::StatusCode::kUnimplemented) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "Jakiro server ", address,
-          " does not serve the Jakiro service (its Get is UNIMPLEMENTED: ",
-          s.message(), "); is it another rfrpc server?"));
-    }
-    return absl::Status(
-        s.code(), absl::StrCat("Jakiro server ", address, ": ", s.message()));
-  }
-  return absl::OkStatus();
-}
-
 void JakiroClient::GetAsync(absl::string_view key, std::string* value,
                             std::function<void(absl::Status)> done) {
   using Call = AsyncCall<rfrpc::kv::GetRequest, rfrpc::kv::GetResponse>;

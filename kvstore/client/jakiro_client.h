@@ -112,15 +112,6 @@ class JakiroClient {
   // Removes `key`; NOT_FOUND if absent.
   absl::Status Delete(absl::string_view key);
 
-  // Sends one Get (of a key no YCSB or Jakiro user writes) to every server,
-  // to find out before the first real call whether each serves Jakiro: a
-  // server of another rfrpc service answers every call UNIMPLEMENTED, which
-  // a caller counting errors (a YCSB run) would only report as failed
-  // operations. OK if every server answers NOT_FOUND or OK; otherwise
-  // FAILED_PRECONDITION naming the first server that does not serve Jakiro,
-  // or that Get's own error, with the server named.
-  absl::Status CheckServers();
-
   // Asynchronous Get: `done` runs once with the status, on a channel thread,
   // a thread making a sync call or one in Poll(); `*value` (not null) must
   // live until then.

@@ -17,7 +17,6 @@
 #include "kvstore/ycsb/client.h"
 #include "kvstore/ycsb/db.h"
 #include "kvstore/ycsb/properties.h"
-#include "proto/echo.rfrpc.h"
 #include "rpc/option_knobs.h"
 #include "rpc/server.h"
 
@@ -428,44 +427,6 @@ TEST_F(JakiroDbTest, InitFailsNamingAnAbsentServer) {
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("/nonexistent/jakiro.sock"), std::string::npos)
       << s;
-}
-
-// A server of another rfrpc service answers every Jakiro call UNIMPLEMENTED:
-// a YCSB run against it counted each operation as Return=ERROR and exited
-// 0. Init fails instead, naming the server.
-class NotJakiro final : public echo::Echo::Service {
- public:
-  absl::Status Echo(ServerContext*, const echo::EchoRequest* req,
-                    echo::EchoResponse* resp) override {
-    resp->set_payload(req->payload());
-    return absl::OkStatus();
-  }
-};
-
-TEST(JakiroDbInitTest, FailsAgainstAServerOfAnotherService) {
-  NotJakiro service;
-  ServerOptions so;
-  so.workers = 2;
-  so.idle_spin_rounds = 100;
-  Server server(so);
-  ASSERT_TRUE(server.RegisterService(&service).ok());
-  ASSERT_TRUE(server.Start().ok());
-  absl::StatusOr<DriverFactory> f = FindDriver("jakiro");
-  ASSERT_TRUE(f.ok());
-  for (const char* shared : {"false", "true"}) {
-    SCOPED_TRACE(shared);
-    absl::StatusOr<std::unique_ptr<DB>> db =
-        (*f)(Props({{"jakiro.servers", server.address()},
-                    {"jakiro.shared_client", shared}}));
-    ASSERT_TRUE(db.ok()) << db.status();
-    absl::Status s = (*db)->Init();
-    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
-    EXPECT_NE(s.message().find(absl::StrCat("Jakiro server ", server.address(),
-                                            " does not serve the Jakiro "
-                                            "service")),
-              std::string::npos)
-        << s;
-  }
 }
 
 }  // namespace
