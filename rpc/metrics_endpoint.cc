@@ -4,6 +4,11 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <exception>
 #include <utility>
@@ -31,6 +36,33 @@ absl::Status MetricsEndpoint::CheckHost(absl::string_view host) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// Why an IPv4 `host` (a literal CheckHost accepted) and `port` cannot be
+// listened on, as the system says it ("Address already in use", "Cannot
+// assign requested address"); empty if a plain socket can bind there.
+// civetweb's own failure names no reason ("null context when constructing
+// CivetServer. Possible problem binding to port.").
+std::string BindError(const std::string& host, int port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  if (inet_pton(AF_INET, host.c_str(), &a.sin_addr) != 1) return "";
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return "";
+  const int one = 1;
+  // As civetweb binds: a port in TIME_WAIT is not "in use".
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  std::string error;
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof(a)) != 0) {
+    error = std::strerror(errno);
+  }
+  ::close(fd);
+  return error;
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
     absl::string_view host, int port,
     std::shared_ptr<prometheus::Collectable> collectable) {
@@ -53,8 +85,10 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
   try {
     exposer = std::make_unique<prometheus::Exposer>(bind, /*num_threads=*/2);
   } catch (const std::exception& e) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot serve metrics on ", bind, ": ", e.what()));
+    const std::string why = BindError(std::string(host), port);
+    return absl::UnavailableError(absl::StrCat(
+        "cannot serve metrics on ", bind, ": ",
+        why.empty() ? std::string(e.what()) : why));
   }
   const std::vector<int> ports = exposer->GetListeningPorts();
   if (ports.empty()) {

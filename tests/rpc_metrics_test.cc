@@ -13,8 +13,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -433,12 +435,21 @@ TEST_F(RpcMetricsTest, EndpointServesMetricsOverHttp) {
   EXPECT_EQ(Value(s, "rfrpc_server_calls_total",
                   {{"server", address_}, {"method", kEchoMethod}}),
             1);
-  // The port is taken: a second endpoint there cannot listen.
-  EXPECT_EQ(metrics::MetricsEndpoint::Start("127.0.0.1", (*endpoint)->port(),
-                                            (*metrics)->collectable())
-                .status()
-                .code(),
-            absl::StatusCode::kUnavailable);
+  // The port is taken: a second endpoint there cannot listen, and says why
+  // (civetweb's own words name no reason).
+  const absl::Status taken =
+      metrics::MetricsEndpoint::Start("127.0.0.1", (*endpoint)->port(),
+                                      (*metrics)->collectable())
+          .status();
+  EXPECT_EQ(taken.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(taken.message()), HasSubstr(std::strerror(EADDRINUSE)));
+  // An address of no interface of this host.
+  const absl::Status foreign =
+      metrics::MetricsEndpoint::Start("192.0.2.1", 0, (*metrics)->collectable())
+          .status();
+  EXPECT_EQ(foreign.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(foreign.message()),
+              HasSubstr(std::strerror(EADDRNOTAVAIL)));
   EXPECT_EQ(metrics::MetricsEndpoint::Start("127.0.0.1", 70000,
                                             (*metrics)->collectable())
                 .status()
