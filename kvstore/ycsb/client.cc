@@ -99,9 +99,18 @@ constexpr int kWaitSpinRounds = 64;
 // at ops_todo, at maxexecutiontime or on an error, and returns only after
 // every issued operation completed (no completion is lost or left to run
 // after the DB is cleaned up).
-// UNAVAILABLE once every operation `w` completed for `stop_ns` (> 0)
-// returned SERVICE_UNAVAILABLE: its database is unreachable.
-absl::Status Unreachable(const Worker& w, int64_t stop_ns) {
+// Why thread `w` stops its run early, if it does: UNAVAILABLE once every
+// operation it completed for `stop_ns` (> 0) returned SERVICE_UNAVAILABLE
+// (its database is unreachable); FAILED_PRECONDITION once one (not a SCAN)
+// returned NOT_IMPLEMENTED (the database does not serve it: every further
+// call would fail the same way, and the run would still exit 0).
+absl::Status EarlyStop(const Worker& w, int64_t stop_ns) {
+  if (w.measurements.unsupported()) {
+    return absl::FailedPreconditionError(
+        "an operation returned NOT_IMPLEMENTED: the database does not serve "
+        "it (is this the right server? its first such failure is printed "
+        "above)");
+  }
   const int64_t since = w.measurements.unavailable_since_ns();
   if (since == 0 || stop_ns <= 0) return absl::OkStatus();
   const int64_t for_ns = NowNanos() - since;
@@ -180,7 +189,7 @@ absl::Status RunPipelined(const CoreWorkload& workload, DB* db,
       }
     }
     // Stops issuing; what is in flight still completes.
-    if (error.ok()) error = Unreachable(*w, unavailable_stop_ns);
+    if (error.ok()) error = EarlyStop(*w, unavailable_stop_ns);
   }
   *done_out = done;
   return error;
@@ -230,7 +239,7 @@ void RunWorker(const CoreWorkload& workload, const ClientOptions& options,
          !shared->stop.load(std::memory_order_relaxed)) {
     error = options.load ? workload.DoInsert(db, state)
                          : workload.DoTransaction(db, state);
-    if (error.ok()) error = Unreachable(*w, options.unavailable_stop_ns);
+    if (error.ok()) error = EarlyStop(*w, options.unavailable_stop_ns);
     if (!error.ok()) break;
     ++done;
     w->ops_done.store(done, std::memory_order_relaxed);

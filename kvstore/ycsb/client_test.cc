@@ -257,6 +257,86 @@ TEST(ClientTest, AnUnreachableDatabaseStopsTheRunAndFailsIt) {
   }
 }
 
+// A server of another service: every call fails UNIMPLEMENTED (as an rfrpc
+// server answers a method it does not have), or only SCAN does (a driver
+// whose keys have no order). Async calls complete inline.
+class NotImplementedDb final : public DB {
+ public:
+  NotImplementedDb(bool async, bool scan_only)
+      : async_(async), scan_only_(scan_only) {}
+  absl::Status Read(absl::string_view, absl::string_view,
+                    const std::vector<std::string>*, Record*) override {
+    return Other();
+  }
+  absl::Status Scan(absl::string_view, absl::string_view, int64_t,
+                    const std::vector<std::string>*,
+                    std::vector<Record>*) override {
+    return absl::UnimplementedError("no method with id 0x1 on this server");
+  }
+  absl::Status Update(absl::string_view, absl::string_view,
+                      const Record&) override {
+    return Other();
+  }
+  absl::Status Insert(absl::string_view, absl::string_view,
+                      const Record&) override {
+    return Other();
+  }
+  absl::Status Delete(absl::string_view, absl::string_view) override {
+    return Other();
+  }
+  bool SupportsAsync() const override { return async_; }
+
+ private:
+  absl::Status Other() {
+    return scan_only_
+               ? absl::OkStatus()
+               : absl::UnimplementedError("no method with id 0x1 on this server");
+  }
+  const bool async_;
+  const bool scan_only_;
+};
+
+// A run against a database that does not serve its operations stops at the
+// first NOT_IMPLEMENTED and fails, sync and pipelined (it counted them to
+// the end and exited 0). A SCAN that is NOT_IMPLEMENTED (a driver whose keys
+// have no order, warned of before the run) is counted and the run goes on.
+TEST(ClientTest, ADatabaseThatDoesNotServeTheOperationsStopsTheRun) {
+  for (const bool async : {false, true}) {
+    for (const bool scan_only : {false, true}) {
+      ClientOptions options;
+      options.factory = [async, scan_only](const Properties&)
+          -> absl::StatusOr<std::unique_ptr<DB>> {
+        return std::make_unique<NotImplementedDb>(async, scan_only);
+      };
+      WorkloadSpec spec = IntegritySpec();
+      spec.dataintegrity = false;
+      spec.threadcount = 2;
+      spec.readproportion = 0.5;
+      spec.updateproportion = 0;
+      spec.readmodifywriteproportion = 0;
+      spec.insertproportion = 0;
+      spec.scanproportion = 0.5;
+      spec.operationcount = scan_only ? 400 : 0;  // 0: only a stop ends it...
+      spec.maxexecutiontime = 20;  // ...or this, which would fail the test.
+      spec.outstanding = async ? 8 : 1;
+      absl::StatusOr<RunResult> run = RunClient(spec, Properties(), options);
+      ASSERT_TRUE(run.ok()) << run.status();
+      EXPECT_FALSE(run->timed_out) << async << scan_only;
+      if (scan_only) {
+        EXPECT_TRUE(run->ok()) << async;
+        EXPECT_TRUE(run->thread_errors.empty()) << async;
+        continue;
+      }
+      EXPECT_FALSE(run->ok()) << async;
+      ASSERT_EQ(run->thread_errors.size(), 2u) << async;
+      EXPECT_THAT(run->thread_errors[0],
+                  HasSubstr("returned NOT_IMPLEMENTED: the database does not "
+                            "serve it"))
+          << async;
+    }
+  }
+}
+
 TEST(ClientTest, InitFailureIsReturned) {
   ClientOptions options;
   options.factory = [](const Properties&) -> absl::StatusOr<std::unique_ptr<DB>> {

@@ -121,6 +121,17 @@ class Measurements {
     unavailable_since_ns_.store(ns, std::memory_order_relaxed);
   }
 
+  // Set once a call other than a SCAN returned NOT_IMPLEMENTED: the
+  // database does not serve that operation at all (an rfrpc server of
+  // another service answers every Jakiro call so), and the client loop
+  // stops the run rather than count it to the end. (A SCAN of a driver
+  // whose keys have no order is NOT_IMPLEMENTED by design: CheckDriverCanRun
+  // warns of it.)
+  bool unsupported() const {
+    return unsupported_.load(std::memory_order_relaxed);
+  }
+  void set_unsupported() { unsupported_.store(true, std::memory_order_relaxed); }
+
   // Merges what was recorded since the last call into `*into` and starts a
   // new interval. `into` must not be null.
   void TakeInterval(MeasurementSnapshot* into) ABSL_LOCKS_EXCLUDED(mu_);
@@ -149,6 +160,7 @@ class Measurements {
   static constexpr int kRecent = 4;
   Op* recent_[kRecent] ABSL_GUARDED_BY(mu_) = {};
   std::atomic<int64_t> unavailable_since_ns_{0};
+  std::atomic<bool> unsupported_{false};
 };
 
 // Java's Double.toString(d): the shortest digits that read back as `d`, in

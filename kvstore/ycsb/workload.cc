@@ -54,6 +54,9 @@ void RecordCall(Measurements* measurements, absl::string_view op,
     const absl::string_view name = YcsbReturnName(status);
     measurements->Record(absl::StrCat(op, "-FAILED"), latency_ns, op, name);
     NoteFirstFailure(op, name, status);
+    if (name == "NOT_IMPLEMENTED" && op != "SCAN") {
+      measurements->set_unsupported();
+    }
     if (name != "SERVICE_UNAVAILABLE") {
       // The database answered (NOT_FOUND, BAD_REQUEST, ...).
       measurements->set_unavailable_since_ns(0);
