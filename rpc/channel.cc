@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/base/attributes.h"
+#include "absl/base/optimization.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -361,6 +362,12 @@ class ChannelImpl final : public Channel,
   }
 
   int server_workers() const override {
+    // The server has workers the channel could not connect to yet: try
+    // again every kReconnectInterval, from whoever routes by the count.
+    if (ABSL_PREDICT_FALSE(follow_workers_.load(std::memory_order_relaxed) !=
+                           0)) {
+      const_cast<ChannelImpl*>(this)->RetryFollow();
+    }
     return server_workers_.load(std::memory_order_acquire);
   }
   int connections() const override { return static_cast<int>(NumSlots()); }
@@ -621,6 +628,14 @@ class ChannelImpl final : public Channel,
                 << reached - 1;
       AppendSlotsLocked(std::move(more));
     }
+    // Workers not reached are tried again (RetryFollow): until then the
+    // keys of their partitions would all go to the workers reached, which
+    // own none of them, and no reconnect would come to try again.
+    follow_retry_ns_.store(
+        internal::UnixNanos() + absl::ToInt64Nanoseconds(kReconnectInterval),
+        std::memory_order_relaxed);
+    follow_workers_.store(reached < workers ? workers : 0,
+                          std::memory_order_relaxed);
     // Release: a caller that reads the new count (acquire) finds the slots
     // it may pick.
     const int previous = server_workers_.exchange(
@@ -629,6 +644,21 @@ class ChannelImpl final : public Channel,
       LOG(INFO) << "rfrpc channel to " << address_ << ": the server has "
                 << workers << " workers now (had " << previous << ")";
     }
+  }
+
+  // FollowServerWorkers again for the count it could not reach, once
+  // kReconnectInterval has passed since it tried; one caller at a time.
+  void RetryFollow() {
+    int64_t due = follow_retry_ns_.load(std::memory_order_relaxed);
+    const int64_t now = internal::UnixNanos();
+    if (now < due ||
+        !follow_retry_ns_.compare_exchange_strong(
+            due, now + absl::ToInt64Nanoseconds(kReconnectInterval),
+            std::memory_order_relaxed)) {
+      return;
+    }
+    const int workers = follow_workers_.load(std::memory_order_relaxed);
+    if (workers != 0) FollowServerWorkers(workers);
   }
 
   static std::shared_ptr<ClientConnection> Get(const ConnSlot* slot) {
@@ -1051,6 +1081,10 @@ class ChannelImpl final : public Channel,
   internal::ChannelCounters counters_;
   // The server's worker count, as the last (re)connect learned it.
   std::atomic<int> server_workers_{1};
+  // A count the last FollowServerWorkers could not connect to every worker
+  // of (0: none), and when RetryFollow may try it again.
+  std::atomic<int> follow_workers_{0};
+  std::atomic<int64_t> follow_retry_ns_{0};
   std::atomic<uint64_t> next_{0};
   // The runtime R and F, held once (SetFetchParams; new connections take
   // them from here), in one word so that no reader sees one's old value

@@ -33,7 +33,7 @@ namespace {
 // One Jakiro server with its own store.
 struct TestServer {
   explicit TestServer(int workers, size_t max_value_bytes = 4096,
-                      std::string address = "") {
+                      std::string address = "", int max_connections = 0) {
     JakiroServiceOptions o;
     o.workers = workers;
     o.memory_bytes_per_partition = size_t{4} << 20;
@@ -45,6 +45,7 @@ struct TestServer {
     so.workers = workers;
     so.address = std::move(address);
     so.idle_spin_rounds = 100;
+    if (max_connections > 0) so.max_connections = max_connections;
     server = std::make_unique<Server>(so);
     EXPECT_TRUE(server->RegisterService(service.get()).ok());
     absl::Status st = server->Start();
@@ -234,6 +235,55 @@ TEST(JakiroClientTest, FollowsAServerRestartedWithAnotherWorkerCount) {
           << w;
     }
   }
+}
+
+// A server restarted with more workers, but the connection to a new worker
+// is refused (the server is at max_connections): the client first routes
+// by the workers it reached, and keeps trying the others. Once the server
+// has room, the keys of the new worker's partition reach it. Before, the
+// channel tried only at its next reconnect, which never came: every such
+// key failed FAILED_PRECONDITION (worker 0 owns none of them).
+TEST(JakiroClientTest, ConnectsToANewWorkerItCouldNotReachAtFirst) {
+  auto server = std::make_unique<TestServer>(1);
+  const std::string address = server->server->address();
+  std::unique_ptr<JakiroClient> c = ConnectWithShortTimeout(address);
+  ASSERT_NE(c, nullptr);
+  ASSERT_TRUE(c->Put("before", "1").ok());
+  server.reset();
+  server = std::make_unique<TestServer>(2, 4096, address, /*max_connections=*/2);
+  // Another client takes one of the two connections first.
+  ChannelOptions blocker_options;
+  blocker_options.connections = 1;
+  absl::StatusOr<std::unique_ptr<Channel>> blocker =
+      Channel::Create(address, blocker_options);
+  ASSERT_TRUE(blocker.ok()) << blocker.status();
+  std::string key0, key1;  // Keys of partition 0 and 1 of 2.
+  for (int i = 0; key0.empty() || key1.empty(); ++i) {
+    const std::string k = absl::StrCat("k", i);
+    (PartitionOfHash(KeyHash(k), 2) == 0 ? key0 : key1) = k;
+  }
+  // The client reconnects to worker 0 (the last connection the server
+  // takes) and finds 2 workers; worker 1 refuses it.
+  absl::Status s = PutThroughRestart(c.get(), key0, "0");
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(c->channel(0).connections(), 1);
+  EXPECT_EQ(c->workers(0), 1);
+  // Room again: within a few reconnect intervals the client reaches
+  // worker 1, and key1 goes there.
+  blocker->reset();
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  do {
+    s = c->Put(key1, "1");
+    if (s.ok()) break;
+    absl::SleepFor(absl::Milliseconds(20));
+  } while (absl::Now() < give_up);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(c->workers(0), 2);
+  std::string v;
+  ASSERT_TRUE(c->Get(key1, &v).ok());
+  EXPECT_EQ(v, "1");
+  server->server->Shutdown();
+  EXPECT_EQ(server->service->partition_stats(1).items, 1u);
 }
 
 // Several threads calling across a restart to more workers: while one
