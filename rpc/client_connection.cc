@@ -13,11 +13,8 @@
 #include <type_traits>
 
 #include "absl/base/attributes.h"
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "absl/strings/strip.h"
 #include "base/clock.h"
 #include "base/mutex.h"
 #include "base/status_macros.h"
