@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # YCSB over kvstore_server with jakiro.batch=off|fixed|auto (issue 16): what a
-# synchronous YCSB client (1 and 4 threads, one shared client) sees when it
-# turns batching on. Workload kvstore/workloads/paper (95% GET, 16 B keys,
+# YCSB client sees when it turns batching on: synchronous (1 and 4 threads,
+# one shared client when batching) and pipelined (each thread keeps 4
+# operations in flight: where batching in hybrid mode, the default, ran 70x
+# slower until e3908c1). Workload kvstore/workloads/paper (95% GET, 16 B keys,
 # 32 B values), one server worker, fixed N = 16, auto at l_limit = 20 us,
-# library defaults otherwise (T = 5 ms). Runs the points interleaved, round
-# after round (the host's load drifts), and prints one row per run plus the
-# medians per point. Asserts nothing.
+# library defaults otherwise (hybrid mode, T = 5 ms). Runs the points
+# interleaved, round after round (the host's load drifts), and prints one row
+# per run plus the medians per point. Asserts nothing.
 #
 #   benchmarks/ycsb_batch.sh                       # bazel-built binaries
-#   benchmarks/ycsb_batch.sh --rounds=5 --secs=3 --threads="1 4"
+#   benchmarks/ycsb_batch.sh --rounds=5 --secs=3 --threads="1 4" --outstanding="1 4"
 #   benchmarks/ycsb_batch.sh --bin=/some/dir       # kvstore_server and ycsb there
 #   benchmarks/ycsb_batch.sh --extra="-p jakiro.mode=rf"
 set -euo pipefail
@@ -17,6 +19,7 @@ cd "$(dirname "$0")/.."
 ROUNDS=3
 SECS=3
 THREADS="1 4"
+OUTSTANDING="1 4"
 BIN=
 EXTRA=
 for a in "$@"; do
@@ -24,6 +27,7 @@ for a in "$@"; do
     --rounds=*) ROUNDS="${a#*=}" ;;
     --secs=*) SECS="${a#*=}" ;;
     --threads=*) THREADS="${a#*=}" ;;
+    --outstanding=*) OUTSTANDING="${a#*=}" ;;
     --bin=*) BIN="${a#*=}" ;;
     --extra=*) EXTRA="${a#*=}" ;;
     *) echo "ycsb_batch.sh: unknown argument $a" >&2; exit 2 ;;
@@ -57,34 +61,38 @@ BASE=(-db jakiro -P kvstore/workloads/paper -p jakiro.servers="$SOCK" -p jakiro.
 
 declare -A OPS AVG P95 CPB
 echo "# ycsb_batch provider=shm workload=paper server_workers=1 secs=$SECS rounds=$ROUNDS extra='$EXTRA' load=$(cut -d' ' -f1 /proc/loadavg)"
-printf "%-7s %-6s %5s %12s %9s %8s %8s\n" threads batch round ops/s avg_us p95_us c/batch
+printf "%-7s %-6s %5s %12s %9s %8s %8s\n" thr/out batch round ops/s avg_us p95_us c/batch
 POINTS=(off fixed auto)
+LOADS=()  # threads/outstanding
+for t in $THREADS; do for o in $OUTSTANDING; do LOADS+=("$t/$o"); done; done
 for r in $(seq 1 "$ROUNDS"); do
-  for t in $THREADS; do
+  for load in "${LOADS[@]}"; do
+    t="${load%/*}"
+    o="${load#*/}"
     for i in 0 1 2; do
       b="${POINTS[$(((i + r) % 3))]}"
       # shellcheck disable=SC2206
       args=(-p jakiro.batch="$b" -p jakiro.batch_size=16 -p jakiro.latency_limit_us=20
             -p jakiro.print_stats=true -p operationcount=0 -p maxexecutiontime="$SECS"
-            -p hdrhistogram.percentiles=50,95,99 $EXTRA)
+            -p hdrhistogram.percentiles=50,95,99 -p outstanding="$o" $EXTRA)
       if ! timeout -k 5 $((SECS + 60)) "$YCSB" -t "${BASE[@]}" "${args[@]}" -threads "$t" \
           >"$WORK/run.out" 2>"$WORK/run.err"; then
-        echo "ycsb failed ($t threads, $b):" >&2; tail -5 "$WORK/run.err" >&2; continue
+        echo "ycsb failed ($t threads, $o outstanding, $b):" >&2; tail -5 "$WORK/run.err" >&2; continue
       fi
       ops="$(sed -n 's/^\[OVERALL\], Throughput(ops\/sec), //p' "$WORK/run.out")"
       avg="$(sed -n 's/^\[READ\], AverageLatency(us), //p' "$WORK/run.out")"
       p95="$(sed -n 's/^\[READ\], 95thPercentileLatency(us), //p' "$WORK/run.out")"
       cpb="$(sed -n 's/.*calls\/batch=\([0-9.]*\).*/\1/p' "$WORK/run.err" | tail -1)"
-      printf "%-7s %-6s %5s %12.0f %9.2f %8s %8s\n" "$t" "$b" "$r" "$ops" "$avg" "$p95" "${cpb:-?}"
-      OPS[$t,$b]+="$ops "
-      AVG[$t,$b]+="$avg "
-      P95[$t,$b]+="$p95 "
+      printf "%-7s %-6s %5s %12.0f %9.2f %8s %8s\n" "$load" "$b" "$r" "$ops" "$avg" "$p95" "${cpb:-?}"
+      OPS[$load,$b]+="$ops "
+      AVG[$load,$b]+="$avg "
+      P95[$load,$b]+="$p95 "
     done
   done
 done
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END {if (NR) printf "%s [%s, %s]", v[int((NR+1)/2)], v[1], v[NR]; else printf "-"}'; }
-for t in $THREADS; do
+for load in "${LOADS[@]}"; do
   for b in "${POINTS[@]}"; do
-    echo "# threads=$t batch=$b: ops/s $(echo "${OPS[$t,$b]:-}" | median)  read avg us $(echo "${AVG[$t,$b]:-}" | median)  read p95 us $(echo "${P95[$t,$b]:-}" | median)  (median [min, max])"
+    echo "# threads/outstanding=$load batch=$b: ops/s $(echo "${OPS[$load,$b]:-}" | median)  read avg us $(echo "${AVG[$load,$b]:-}" | median)  read p95 us $(echo "${P95[$load,$b]:-}" | median)  (median [min, max])"
   done
 done
