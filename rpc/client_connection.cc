@@ -348,11 +348,11 @@ absl::Status ClientConnection::Enqueue(PendingCall* call) {
   return absl::OkStatus();
 }
 
-// Inline (its one caller is StartLocked): for an async call it is a load
-// and a branch, less than its call.
+// Inline (its one caller is StartLocked): for a call that joins an open
+// batch it is a load and a branch, less than its call.
 inline bool ClientConnection::SendAloneLocked(const PendingCall* call,
                                               size_t size) {
-  if (!batcher_.MayGoAlone(call->sync, open_ >= 0,
+  if (!batcher_.MayGoAlone(open_ >= 0,
                            [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
                              return outstanding_ < max_outstanding_ &&
                                     wire::EntryBytes(size) <=
@@ -361,7 +361,7 @@ inline bool ClientConnection::SendAloneLocked(const PendingCall* call,
     return false;  // AddToBatchLocked takes it (or reports why not).
   }
   int64_t now = 0;
-  return IdleLocked(/*entries=*/1, /*sync=*/true, /*first_ns=*/0, &now);
+  return IdleLocked(/*entries=*/1, call->sync, /*first_ns=*/0, &now);
 }
 
 absl::Status ClientConnection::StartLocked(
@@ -448,9 +448,10 @@ absl::Status ClientConnection::StartPlainLocked(
     // flight for the idle flush, as the batch it stands for.
     call->alone = true;
     slot.in_flight_counted = true;
-    // Its turnaround matters only to batches of sync calls waiting behind
-    // it (sync_combine): the clock is not read for it otherwise.
-    slot.timed = batcher_.sync_combine();
+    // Its turnaround matters to the batches that wait behind it: an async
+    // call's (Nagle's rule, MayGoAlone), and a sync call's only with
+    // sync_combine. The clock is not read for it otherwise.
+    slot.timed = !call->sync || batcher_.sync_combine();
     batcher_.Sent();
     NoteOutstandingLocked();
     counts_.batches_plain.Add(1);

@@ -96,17 +96,22 @@ class RequestBatcher {
     return a;
   }
 
-  // Whether a sync call about to open a batch goes alone, as the plain
-  // request it is, because the idle flush would send that batch of one at
-  // once (nothing to share framing with). Never in adaptive mode, whose
-  // slots carry batches only (entries may be in the server's slot before
-  // the batch is complete). `room()`: whether the call fits a plain request
-  // and the pipeline has room; the connection checks those, asked last, so
-  // an async call (every call of a pipelined client) pays nothing for it.
-  // Then Idle decides, as for a batch of one being opened.
+  // Whether a call about to open a batch (`batch_open` false) may go alone,
+  // as the plain request it is: Nagle's rule. Then Idle decides, as for a
+  // batch of one being opened: a sync call goes (its caller is about to
+  // wait and nobody else adds meanwhile), an async call goes if nothing is
+  // in flight to wait for and nobody is adding. Otherwise it opens a batch
+  // that later calls join while earlier batches are out. Without it a
+  // shallow pipeline ran stop-and-wait: its calls come back together, go
+  // out again in one batch, and client and server take turns (4 in flight
+  // batched: 0.62-0.66 of unbatched). Never in adaptive mode, whose slots
+  // carry batches only (entries may be in the server's slot before the
+  // batch is complete). `room()`: whether the call fits a plain request
+  // and the pipeline has room; the connection checks those, asked last,
+  // once per batch opened.
   template <typename Room>
-  bool MayGoAlone(bool sync, bool batch_open, Room room) const {
-    return sync && !batch_open && mode_ != BatchMode::kAdaptive && room();
+  bool MayGoAlone(bool batch_open, Room room) const {
+    return !batch_open && mode_ != BatchMode::kAdaptive && room();
   }
 
   // The idle flush (FlushPolicy::WhenIdle): whether an open batch of

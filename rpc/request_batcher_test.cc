@@ -126,22 +126,21 @@ TEST(RequestBatcherTest, BytesFlushFirstPastLOrTheSlot) {
             FlushReason::kBytes);
 }
 
-TEST(RequestBatcherTest, ALoneSyncCallGoesPlainOutsideAdaptive) {
+TEST(RequestBatcherTest, ACallOpeningABatchMayGoPlainOutsideAdaptive) {
   RequestBatcher f(Fixed(16));
   const auto room = [] { return true; };
   const auto no_room = [] { return false; };
-  EXPECT_TRUE(f.MayGoAlone(/*sync=*/true, /*batch_open=*/false, room));
-  EXPECT_FALSE(f.MayGoAlone(false, false, room));
-  EXPECT_FALSE(f.MayGoAlone(true, true, room));
-  EXPECT_FALSE(f.MayGoAlone(true, false, no_room));
-  // Room is not asked of an async call.
-  EXPECT_FALSE(f.MayGoAlone(false, false, [] {
-    ADD_FAILURE() << "room asked of an async call";
+  EXPECT_TRUE(f.MayGoAlone(/*batch_open=*/false, room));
+  EXPECT_FALSE(f.MayGoAlone(true, room));
+  EXPECT_FALSE(f.MayGoAlone(false, no_room));
+  // Room is not asked of a call that joins an open batch.
+  EXPECT_FALSE(f.MayGoAlone(true, [] {
+    ADD_FAILURE() << "room asked of a call joining an open batch";
     return true;
   }));
   BatchingOptions o = Fixed(16);
   o.mode = BatchMode::kAdaptive;
-  EXPECT_FALSE(RequestBatcher(o).MayGoAlone(true, false, room));
+  EXPECT_FALSE(RequestBatcher(o).MayGoAlone(false, room));
 
   EXPECT_TRUE(f.SendsPlain(1, /*live=*/true));
   EXPECT_FALSE(f.SendsPlain(1, /*live=*/false));

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -794,18 +795,21 @@ TEST_F(BatchMechanismTest, ServerCutsResultPartsAtTheClientsBatchSize) {
 
 // Each flush trigger, counted in one end-to-end run (fixed batching, N = 4,
 // L = 256 bytes; no progress thread, so the test decides when anyone
-// polls). Each step would be counted under another trigger (or not finish)
-// if its own were removed.
+// polls). N, L and T on a channel with the idle flush off (the paper's
+// rule), where nothing else sends a batch; the idle flush on another. Each
+// step would be counted under another trigger (or not finish) if its own
+// were removed.
 TEST_F(BatchMechanismTest, EveryFlushTriggerIsCounted) {
   ChannelOptions opts;
   opts.batching.mode = BatchMode::kFixed;
   opts.mode = RpcMode::kRemoteFetch;
   opts.batching.size = 4;
   opts.batching.bytes = 256;
-  opts.batching.timeout = absl::Hours(1);
+  opts.batching.timeout = absl::Milliseconds(20);
+  opts.batching.idle_in_flight = 0;
   opts.progress_thread = false;
-  std::unique_ptr<Channel> ch = Connect(opts);
-  ASSERT_NE(ch, nullptr);
+  std::unique_ptr<Channel> paper = Connect(opts);
+  ASSERT_NE(paper, nullptr);
   std::atomic<int> done{0};
   auto delta = [&](const ChannelStats& a, const ChannelStats& b) {
     return std::vector<uint64_t>{b.flushes_full - a.flushes_full,
@@ -816,28 +820,42 @@ TEST_F(BatchMechanismTest, EveryFlushTriggerIsCounted) {
   using V = std::vector<uint64_t>;  // {N, L, T, idle}.
 
   // N: four async calls fill the batch; nobody polls while they are added.
-  ChannelStats before = ch->stats();
-  for (int i = 0; i < 4; ++i) EchoAsync(ch.get(), 100 + i, 8, 0, &done);
-  EXPECT_EQ(delta(before, ch->stats()), (V{1, 0, 0, 0}));
-  ASSERT_TRUE(PollUntil(ch.get(), done, 4));
+  ChannelStats before = paper->stats();
+  for (int i = 0; i < 4; ++i) EchoAsync(paper.get(), 100 + i, 8, 0, &done);
+  EXPECT_EQ(delta(before, paper->stats()), (V{1, 0, 0, 0}));
+  ASSERT_TRUE(PollUntil(paper.get(), done, 4));
 
-  // L: the second 200-byte request would take the payload past 256 bytes;
-  // then it goes idle once the first batch is back.
-  before = ch->stats();
-  EchoAsync(ch.get(), 200, 200, 0, &done);
-  EchoAsync(ch.get(), 201, 200, 0, &done);
-  EXPECT_EQ(delta(before, ch->stats()), (V{0, 1, 0, 0}));
-  ASSERT_TRUE(PollUntil(ch.get(), done, 6));
-  EXPECT_EQ(delta(before, ch->stats()), (V{0, 1, 0, 1}));
+  // L: the second 200-byte request would take the payload past 256 bytes,
+  // so the first goes; the second, alone in its batch, waits for T (20 ms).
+  before = paper->stats();
+  EchoAsync(paper.get(), 200, 200, 0, &done);
+  EchoAsync(paper.get(), 201, 200, 0, &done);
+  EXPECT_EQ(delta(before, paper->stats()), (V{0, 1, 0, 0}));
+  ASSERT_TRUE(PollUntil(paper.get(), done, 6));
+  EXPECT_EQ(delta(before, paper->stats()), (V{0, 1, 1, 0}));
   // Each went alone, so each as a plain request (not served as a batch).
-  EXPECT_EQ(ch->stats().batches_plain - before.batches_plain, 2u);
+  EXPECT_EQ(paper->stats().batches_plain - before.batches_plain, 2u);
+
+  // The idle flush on (batch_idle_in_flight = 1, the default), T an hour.
+  opts.batching.idle_in_flight = 1;
+  opts.batching.timeout = absl::Hours(1);
+  std::unique_ptr<Channel> ch = Connect(opts);
+  ASSERT_NE(ch, nullptr);
+
+  // Idle, Nagle's rule: an async call that finds nothing open and nothing
+  // in flight goes at once, alone, before anyone polls.
+  before = ch->stats();
+  EchoAsync(ch.get(), 250, 8, 0, &done);
+  EXPECT_EQ(delta(before, ch->stats()), (V{0, 0, 0, 1}));
+  EXPECT_EQ(ch->stats().batches_plain - before.batches_plain, 1u);
+  ASSERT_TRUE(PollUntil(ch.get(), done, 7));
 
   // Idle, behind a late batch: X keeps the server 300 ms; Y, held behind
-  // it at first, goes as soon as X has been out two typical turnarounds
-  // (microseconds, learned above), not when X returns (nor at T, an hour).
+  // it at first (or sent alone if X is already late), goes as soon as X
+  // has been out two typical turnarounds (microseconds, learned above),
+  // not when X returns (nor at T, an hour).
   before = ch->stats();
   EchoAsync(ch.get(), 300, 8, 300, &done);
-  ch->Poll();  // Idle: nothing in flight.
   EXPECT_EQ(delta(before, ch->stats()), (V{0, 0, 0, 1}));
   EchoAsync(ch.get(), 301, 8, 0, &done);
   const absl::Time give_up = absl::Now() + absl::Milliseconds(100);
@@ -845,9 +863,9 @@ TEST_F(BatchMechanismTest, EveryFlushTriggerIsCounted) {
     if (!ch->Poll()) absl::SleepFor(absl::Microseconds(20));
   }
   EXPECT_EQ(ch->stats().batches - before.batches, 2u);
-  EXPECT_EQ(done.load(), 6);  // X is still being served.
+  EXPECT_EQ(done.load(), 7);  // X is still being served.
   EXPECT_EQ(delta(before, ch->stats()), (V{0, 0, 0, 2}));
-  ASSERT_TRUE(PollUntil(ch.get(), done, 8));
+  ASSERT_TRUE(PollUntil(ch.get(), done, 9));
 
   // Idle: a sync call goes as its caller starts to wait.
   before = ch->stats();
@@ -858,19 +876,47 @@ TEST_F(BatchMechanismTest, EveryFlushTriggerIsCounted) {
   EXPECT_EQ(resp.id(), 400u);
   EXPECT_EQ(delta(before, ch->stats()), (V{0, 0, 0, 1}));
   EXPECT_EQ(bad_.load(), 0);
+}
 
-  // T: with the idle flush off (batch_idle_in_flight = 0, the paper's
-  // rule) a lone async call waits for T (20 ms). With it on, T is only an
-  // upper bound, reached when it is shorter than a hold.
-  opts.batching.idle_in_flight = 0;
-  opts.batching.timeout = absl::Milliseconds(20);
-  std::unique_ptr<Channel> paper = Connect(opts);
-  ASSERT_NE(paper, nullptr);
-  std::atomic<int> paper_done{0};
-  EchoAsync(paper.get(), 500, 8, 0, &paper_done);
-  ASSERT_TRUE(PollUntil(paper.get(), paper_done, 1));
-  EXPECT_EQ(delta(ChannelStats(), paper->stats()), (V{0, 0, 1, 0}));
+// Nagle's rule sends an async call alone only while nothing in flight is
+// worth waiting for, and a call sent alone is timed as a batch is: its
+// turnaround is what tells later calls to wait. A pipeline of 32 calls
+// (each callback issues the next) therefore still fills batches. Untimed,
+// the connection never learned a turnaround, every call that found no batch
+// open went alone, and this pipeline ran at 1.00 calls a batch.
+TEST_F(BatchMechanismTest, ADeepAsyncPipelineStillBatchesUnderNaglesRule) {
+  ChannelOptions opts;
+  opts.batching.mode = BatchMode::kFixed;
+  opts.batching.size = 16;
+  opts.mode = RpcMode::kRemoteFetch;
+  opts.batching.timeout = absl::Hours(1);
+  opts.progress_thread = false;
+  std::unique_ptr<Channel> ch = Connect(opts);
+  ASSERT_NE(ch, nullptr);
+  constexpr int kDepth = 32;
+  constexpr int kCalls = 4000;
+  std::atomic<int> done{0};
+  int issued = 0;  // Callbacks run on this thread, in Poll.
+  std::function<void()> issue = [&] {
+    const uint64_t id = static_cast<uint64_t>(issued++);
+    auto req = std::make_shared<TestRequest>();
+    req->set_id(id);
+    auto resp = std::make_shared<TestResponse>();
+    ch->CallAsync(MethodId(kEchoMethod), *req, resp.get(), nullptr,
+                  [&, req, resp](absl::Status st) {
+                    if (!st.ok() || resp->id() != req->id()) bad_.fetch_add(1);
+                    done.fetch_add(1, std::memory_order_release);
+                    if (issued < kCalls) issue();
+                  });
+  };
+  for (int i = 0; i < kDepth; ++i) issue();
+  ASSERT_TRUE(PollUntil(ch.get(), done, kCalls));
   EXPECT_EQ(bad_.load(), 0);
+  const ChannelStats st = ch->stats();
+  const uint64_t in_batches = st.batched_calls - st.batches_plain;
+  EXPECT_GE(in_batches, static_cast<uint64_t>(kCalls / 2))
+      << st.batches << " batches, " << st.batches_plain << " of one";
+  EXPECT_GT(st.CallsPerBatch(), 4.0);
 }
 
 // batch_idle_in_flight = 0 is the paper's N, L, T: a lone sync call waits
