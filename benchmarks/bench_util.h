@@ -30,20 +30,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "base/integer_text.h"
 
 namespace rfrpc {
 namespace bench {
-
-// Whether `s` is written as a base-10 integer (a sign, then digits; space
-// around it is ignored, as absl::SimpleAtoi ignores it). A list entry that
-// is one but that SimpleAtoi refuses is out of range, not "not an integer".
-inline bool IsIntegerText(absl::string_view s) {
-  s = absl::StripAsciiWhitespace(s);
-  if (!s.empty() && (s[0] == '-' || s[0] == '+')) s.remove_prefix(1);
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return absl::ascii_isdigit(static_cast<unsigned char>(c));
-  });
-}
 
 // The list flag `flag` (e.g. "--sizes") with value "8,32,256" -> {8, 32,
 // 256}. An entry that is not an integer, or not one an int holds, ends the

@@ -101,7 +101,7 @@ class FlagCheck {
         if (error_.empty()) {
           error_ = absl::StrCat(
               flag, "=", value, ": \"", p, "\" ",
-              bench::IsIntegerText(p)
+              IsIntegerText(p)
                   ? absl::StrCat("is out of range: must be in [", min, ", ",
                                  max, "]")
                   : "is not an integer");

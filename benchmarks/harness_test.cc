@@ -116,11 +116,6 @@ TEST(FlagCheckDeathTest, ListEntriesOutOfRangeSaySo) {
               "\\[-2147483648, 2147483647\\] \\(in \"1,99999999999\"\\)");
   EXPECT_EXIT(ParseInts("--ms", "1,x"), ::testing::ExitedWithCode(2),
               "--ms: \"x\" is not an integer \\(in \"1,x\"\\)");
-  EXPECT_TRUE(IsIntegerText(" -12 "));
-  EXPECT_TRUE(IsIntegerText("+7"));
-  EXPECT_FALSE(IsIntegerText("-"));
-  EXPECT_FALSE(IsIntegerText("1.0"));
-  EXPECT_FALSE(IsIntegerText(""));
 }
 
 TEST(FlagCheckDeathTest, ServerConnectionsAreBoundedByMaxConnections) {

@@ -20,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/integer_text.h"
 #include "base/status_macros.h"
 
 namespace rfrpc {
@@ -279,15 +280,6 @@ absl::string_view DistributionName(Distribution d) {
 }
 
 namespace {
-
-// Whether `s` (already stripped) is written as a base-10 integer: a sign,
-// then digits. One that SimpleAtoi refuses is out of range, and says so.
-bool IsIntegerText(absl::string_view s) {
-  if (!s.empty() && (s[0] == '-' || s[0] == '+')) s.remove_prefix(1);
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return absl::ascii_isdigit(static_cast<unsigned char>(c));
-  });
-}
 
 // Reads typed values out of a Properties, with errors naming the origin.
 class SpecReader {
