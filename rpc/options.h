@@ -195,8 +195,11 @@ struct BatchingOptions {
   // flight on the connection (their callers come back and join), until the
   // oldest is late (two typical turnarounds), or for N, L or T. So a lone
   // sync caller never waits for T, and pipelined async load still fills its
-  // batches. 0 turns the idle flush off (N, L and T only, as in the paper).
-  // Default: 1.
+  // batches. An async call that would open a batch with fewer than this many
+  // in flight goes alone (Nagle's rule). 2 suits a shallow pipeline (a few
+  // calls in flight: two batches stay out instead of one), at the price of
+  // half-size batches in a deep one. 0 turns the idle flush off (N, L and T
+  // only, as in the paper). Default: 1.
   int idle_in_flight = 1;
   // Sync callers of many threads combine: a batch with a sync call waits
   // for company as a batch of async calls does, for callers in the middle
