@@ -847,7 +847,11 @@ class ChannelImpl final : public Channel,
     for (size_t i = 0; i < finished->size(); ++i) {
       PendingCall* call = (*finished)[i];
       CountFinished(*call);
-      if (timed && call->status.ok()) latencies.Before(call->start_ns);
+      // A call sent alone (Nagle's rule) owes nothing to N: not timed, as
+      // a sync one is not (RequestBatcher::Times).
+      if (timed && call->status.ok() && !call->alone) {
+        latencies.Before(call->start_ns);
+      }
       Deliver(call);
       if (on_driver && driving_channel != this) {
         // That callback destroyed the channel (see ~ChannelImpl): the

@@ -66,7 +66,8 @@ struct PendingCall {
   std::string queued_request;
   bool sync = false;
   // Batching: sent as a plain request without waiting in a batch (a lone
-  // sync call): its latency owes nothing to N, so the auto sizer skips it.
+  // sync call, or an async one under Nagle's rule): its latency owes nothing
+  // to N, so the auto sizer skips it.
   bool alone = false;
   // Counted in its connection's calls with a context (TrackContext).
   bool ctx_tracked = false;

@@ -919,6 +919,35 @@ TEST_F(BatchMechanismTest, ADeepAsyncPipelineStillBatchesUnderNaglesRule) {
   EXPECT_GT(st.CallsPerBatch(), 4.0);
 }
 
+// The auto sizer takes the latencies of calls that waited in a batch. An
+// async call sent alone (Nagle's rule: each call here finds nothing in
+// flight) tells nothing about N: timed, these fast calls would have grown N
+// after every window of 4.
+TEST_F(BatchMechanismTest, AutoSizerSkipsAsyncCallsSentAlone) {
+  ChannelOptions opts;
+  opts.batching.mode = BatchMode::kAuto;
+  opts.mode = RpcMode::kRemoteFetch;
+  opts.batching.size = 4;  // Starting size.
+  opts.batching.timeout = absl::Hours(1);
+  opts.batching.sizer.latency_limit = absl::Seconds(10);
+  opts.batching.sizer.window = 4;
+  opts.batching.sizer.min_window = absl::ZeroDuration();
+  opts.batching.sizer.max_window = absl::ZeroDuration();
+  opts.progress_thread = false;
+  std::unique_ptr<Channel> ch = Connect(opts);
+  ASSERT_NE(ch, nullptr);
+  std::atomic<int> done{0};
+  for (int i = 0; i < 20; ++i) {
+    EchoAsync(ch.get(), 600 + i, 8, 0, &done);
+    ASSERT_TRUE(PollUntil(ch.get(), done, i + 1));
+  }
+  EXPECT_EQ(bad_.load(), 0);
+  const ChannelStats st = ch->stats();
+  EXPECT_EQ(st.batches_plain, 20u);
+  EXPECT_EQ(st.sizer_adjustments, 0u);
+  EXPECT_EQ(ch->batch_size(), 4);
+}
+
 // batch_idle_in_flight = 0 is the paper's N, L, T: a lone sync call waits
 // for T. (The idle flush is what the sync tests below rely on.)
 TEST_F(BatchMechanismTest, IdleFlushOffWaitsForT) {
@@ -1087,10 +1116,11 @@ INSTANTIATE_TEST_SUITE_P(Combine, SyncCombineTest, ::testing::Bool(),
                          });
 
 // The auto sizer decides within a bounded time for a slow caller: 120
-// async calls, one a millisecond, each awaited (every one flushed idle,
-// alone in its batch), do not fill one 1000-call window, but a 50 ms window
-// ends anyway, and with every call far under l_limit N grows. Without the
-// max window time there would be no decision in the run.
+// ms of async calls, each awaited and waiting in its batch for T (1 ms; the
+// idle flush is off, else each would go alone by Nagle's rule and not be
+// timed), do not fill one 1000-call window, but a 50 ms window ends anyway,
+// and with every call far under l_limit N grows. Without the max window
+// time there would be no decision in the run.
 TEST_F(BatchMechanismTest, AutoSizerDecidesForASlowCaller) {
   ChannelOptions opts;
   opts.batching.mode = BatchMode::kAuto;
@@ -1099,6 +1129,8 @@ TEST_F(BatchMechanismTest, AutoSizerDecidesForASlowCaller) {
   opts.batching.sizer.window = 1000;
   opts.batching.sizer.min_window = absl::Milliseconds(10);
   opts.batching.sizer.max_window = absl::Milliseconds(50);
+  opts.batching.idle_in_flight = 0;
+  opts.batching.timeout = absl::Milliseconds(1);
   std::unique_ptr<Channel> ch = Connect(opts);
   ASSERT_NE(ch, nullptr);
   std::atomic<int> done{0};
@@ -1112,7 +1144,6 @@ TEST_F(BatchMechanismTest, AutoSizerDecidesForASlowCaller) {
     ++calls;
     ASSERT_TRUE(WaitForCount(done, calls, absl::Seconds(30)));
     if (calls == 1) first_done = absl::Now();
-    absl::SleepFor(absl::Milliseconds(1));
   }
   ASSERT_LT(calls, 1000);
   EXPECT_EQ(bad_.load(), 0);
