@@ -842,14 +842,11 @@ class ChannelImpl final : public Channel,
   ABSL_ATTRIBUTE_NOINLINE void RunFinished(
       ClientConnection* conn, std::vector<PendingCall*>* finished) {
     const bool on_driver = driving_channel == this;
-    const bool timed = conn != nullptr && conn->auto_sizing();
     internal::CallbackLatencies latencies(internal::UnixNanos);
     for (size_t i = 0; i < finished->size(); ++i) {
       PendingCall* call = (*finished)[i];
       CountFinished(*call);
-      // A call sent alone (Nagle's rule) owes nothing to N: not timed, as
-      // a sync one is not (RequestBatcher::Times).
-      if (timed && call->status.ok() && !call->alone) {
+      if (conn != nullptr && conn->TimesLatency(*call)) {
         latencies.Before(call->start_ns);
       }
       Deliver(call);

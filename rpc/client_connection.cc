@@ -360,8 +360,11 @@ inline bool ClientConnection::SendAloneLocked(const PendingCall* call,
                            })) {
     return false;  // AddToBatchLocked takes it (or reports why not).
   }
+  if (!call->sync) {
+    return batcher_.AsyncGoesAlone(adding_.load(std::memory_order_relaxed));
+  }
   int64_t now = 0;
-  return IdleLocked(/*entries=*/1, call->sync, /*first_ns=*/0, &now);
+  return IdleLocked(/*entries=*/1, /*sync=*/true, /*first_ns=*/0, &now);
 }
 
 absl::Status ClientConnection::StartLocked(

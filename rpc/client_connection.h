@@ -226,8 +226,11 @@ class alignas(64) ClientConnection {
   // that finished OK, measured from CallAsync to the start of their callback
   // (the channel measures them as it runs the callbacks Progress handed
   // out). Sync calls are measured when they finish, inside Progress.
-  // No-op unless ChannelOptions::batch is kAuto.
-  bool auto_sizing() const { return batch_mode_ == BatchMode::kAuto; }
+  // Whether the finished async `call` is timed (RequestBatcher::Times: auto
+  // mode, OK, and it waited in a batch); the mode is fixed, so no lock.
+  bool TimesLatency(const PendingCall& call) const {
+    return RequestBatcher::Times(batch_mode_, call.status.ok(), call.alone);
+  }
   // Feeds the auto sizer (if on) latencies of calls whose callbacks ran by
   // `now_ns` (UnixNanos, rpc/clock.h).
   void RecordLatencies(absl::Span<const int64_t> latencies_ns, int64_t now_ns);

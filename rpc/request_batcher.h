@@ -97,10 +97,10 @@ class RequestBatcher {
   }
 
   // Whether a call about to open a batch (`batch_open` false) may go alone,
-  // as the plain request it is: Nagle's rule. Then Idle decides, as for a
-  // batch of one being opened: a sync call goes (its caller is about to
-  // wait and nobody else adds meanwhile), an async call goes if nothing is
-  // in flight to wait for and nobody is adding. Otherwise it opens a batch
+  // as the plain request it is: Nagle's rule. Then a sync call goes as Idle
+  // decides for a batch of one being opened (its caller is about to wait
+  // and nobody else adds meanwhile), an async call as AsyncGoesAlone
+  // decides: if nothing is in flight to wait for and nobody is adding. Otherwise it opens a batch
   // that later calls join while earlier batches are out. Without it a
   // shallow pipeline ran stop-and-wait: its calls come back together, go
   // out again in one batch, and client and server take turns (4 in flight
@@ -112,6 +112,19 @@ class RequestBatcher {
   template <typename Room>
   bool MayGoAlone(bool batch_open, Room room) const {
     return !batch_open && mode_ != BatchMode::kAdaptive && room();
+  }
+  // For an async call that MayGoAlone: whether it goes, with `adders`
+  // callers waiting to add. Only while fewer than idle_in_flight batches
+  // are in flight, however late they are. A late batch sends an open batch
+  // (Idle), which then waits at the server beside it; but a call that went
+  // alone for it would leave nothing open, and each call of a burst behind
+  // that batch would go alone in turn (a loaded CI host, whose turnarounds
+  // learned idle looked short, sent 2 000 async calls in 1 496 batches).
+  // Opened instead, the batch collects the burst and the idle flush sends
+  // it at the next poll.
+  bool AsyncGoesAlone(int adders) const {
+    return flush_.idle_in_flight() > 0 && adders == 0 &&
+           in_flight_ < flush_.idle_in_flight();
   }
 
   // The idle flush (FlushPolicy::WhenIdle): whether an open batch of
@@ -214,9 +227,10 @@ class RequestBatcher {
   // delivering a batch's results one callback after another counts against
   // l_limit too. Only calls that finished OK and waited in a batch are
   // timed: a call sent alone tells nothing about N.
-  bool Times(bool ok, bool alone) const {
-    return mode_ == BatchMode::kAuto && ok && !alone;
+  static bool Times(BatchMode mode, bool ok, bool alone) {
+    return mode == BatchMode::kAuto && ok && !alone;
   }
+  bool Times(bool ok, bool alone) const { return Times(mode_, ok, alone); }
   struct Recorded {
     int adjustments = 0;  // Decisions that changed N.
     // N shrank to `open_entries` or less: the open batch is full now (the

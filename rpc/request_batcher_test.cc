@@ -195,6 +195,30 @@ TEST(RequestBatcherTest, AsyncBatchWaitsForBatchesInFlightWorthWaitingFor) {
       c.Idle(1, /*sync=*/true, /*adders=*/0, 1900, &now, NoClock, oldest));
 }
 
+// An async call goes alone only while fewer than idle_in_flight batches are
+// out and nobody is adding; a late batch in flight does not send it (it
+// opens a batch, which the idle flush sends).
+TEST(RequestBatcherTest, AnAsyncCallGoesAloneOnlyWithNothingInFlight) {
+  BatchingOptions o = Fixed(16);
+  o.idle_in_flight = 1;
+  RequestBatcher b(o);
+  EXPECT_TRUE(b.AsyncGoesAlone(/*adders=*/0));
+  EXPECT_FALSE(b.AsyncGoesAlone(/*adders=*/1));
+  b.Sent();
+  b.Turnaround(4000);
+  EXPECT_FALSE(b.AsyncGoesAlone(0));  // However long it has been out.
+  b.Retired();
+  EXPECT_TRUE(b.AsyncGoesAlone(0));
+  o.idle_in_flight = 2;
+  RequestBatcher two(o);
+  two.Sent();
+  EXPECT_TRUE(two.AsyncGoesAlone(0));
+  two.Sent();
+  EXPECT_FALSE(two.AsyncGoesAlone(0));
+  o.idle_in_flight = 0;  // The idle flush off: every call opens a batch.
+  EXPECT_FALSE(RequestBatcher(o).AsyncGoesAlone(0));
+}
+
 TEST(RequestBatcherTest, AddersHoldTheBatchOnlyBriefly) {
   RequestBatcher b(Fixed(16));
   int64_t now = 10'000;

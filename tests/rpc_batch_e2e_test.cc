@@ -851,9 +851,9 @@ TEST_F(BatchMechanismTest, EveryFlushTriggerIsCounted) {
   ASSERT_TRUE(PollUntil(ch.get(), done, 7));
 
   // Idle, behind a late batch: X keeps the server 300 ms; Y, held behind
-  // it at first (or sent alone if X is already late), goes as soon as X
-  // has been out two typical turnarounds (microseconds, learned above),
-  // not when X returns (nor at T, an hour).
+  // it in a batch of its own, goes as soon as X has been out two typical
+  // turnarounds (microseconds, learned above), not when X returns (nor at
+  // T, an hour).
   before = ch->stats();
   EchoAsync(ch.get(), 300, 8, 300, &done);
   EXPECT_EQ(delta(before, ch->stats()), (V{0, 0, 0, 1}));
@@ -917,6 +917,52 @@ TEST_F(BatchMechanismTest, ADeepAsyncPipelineStillBatchesUnderNaglesRule) {
   EXPECT_GE(in_batches, static_cast<uint64_t>(kCalls / 2))
       << st.batches << " batches, " << st.batches_plain << " of one";
   EXPECT_GT(st.CallsPerBatch(), 4.0);
+}
+
+// Nagle's rule sends an async call alone only while no batch is in flight,
+// however late that batch is. Here X keeps the server 200 ms; 20 ms on
+// (thousands of turnarounds), a burst of 8 async calls follows with nobody
+// polling. They share one batch, which the idle flush sends at the next
+// poll because X is late. When a late batch let calls go alone, each call of
+// the burst found X late and went alone: 8 plain requests. (A CI run on a
+// loaded host, where turnarounds learned idle looked short, sent 2 000
+// async calls in 1 496 batches that way.)
+TEST_F(BatchMechanismTest, ABurstBehindALateBatchSharesABatch) {
+  ChannelOptions opts;
+  opts.batching.mode = BatchMode::kFixed;
+  opts.batching.size = 16;
+  opts.mode = RpcMode::kRemoteFetch;
+  opts.batching.timeout = absl::Hours(1);
+  opts.progress_thread = false;
+  std::unique_ptr<Channel> ch = Connect(opts);
+  ASSERT_NE(ch, nullptr);
+  std::atomic<int> done{0};
+  // A few calls, each alone and awaited, teach the turnaround.
+  for (int i = 0; i < 4; ++i) {
+    EchoAsync(ch.get(), 700 + i, 8, 0, &done);
+    ASSERT_TRUE(PollUntil(ch.get(), done, i + 1));
+  }
+  const ChannelStats before = ch->stats();
+  EchoAsync(ch.get(), 710, 8, 200, &done);  // X: goes alone.
+  EXPECT_EQ(ch->stats().batches_plain - before.batches_plain, 1u);
+  absl::SleepFor(absl::Milliseconds(20));
+  for (int i = 0; i < 8; ++i) EchoAsync(ch.get(), 720 + i, 8, 0, &done);
+  ChannelStats st = ch->stats();
+  EXPECT_EQ(st.batches_plain - before.batches_plain, 1u)
+      << "the burst went alone";
+  EXPECT_EQ(st.batches - before.batches, 1u);  // X; the burst is open.
+  const absl::Time give_up = absl::Now() + absl::Milliseconds(100);
+  while (ch->stats().batches - before.batches < 2 && absl::Now() < give_up) {
+    if (!ch->Poll()) absl::SleepFor(absl::Microseconds(20));
+  }
+  st = ch->stats();
+  EXPECT_EQ(st.batches - before.batches, 2u);  // X, then the burst's batch.
+  EXPECT_EQ(done.load(), 4);                   // X is still being served.
+  ASSERT_TRUE(PollUntil(ch.get(), done, 13));
+  st = ch->stats();
+  EXPECT_EQ(st.batched_calls - before.batched_calls, 9u);
+  EXPECT_EQ(st.batches_plain - before.batches_plain, 1u);
+  EXPECT_EQ(bad_.load(), 0);
 }
 
 // The auto sizer takes the latencies of calls that waited in a batch. An
