@@ -17,6 +17,12 @@
 //               CPU; the time until the waker sees it run (a halted vCPU's
 //               wake-up is tens of microseconds in a VM; no RPC design
 //               avoids it once the server sleeps);
+//   every 5 ms  with --pin, the p50 of 21 sync calls each after a 5 ms
+//               pause (the worker has parked; the call wakes it), from a
+//               thread on the worker's CPU and from one on another: on the
+//               worker's CPU the woken worker preempts its caller, so this
+//               shows what a worker that keeps the CPU after serving costs
+//               a caller that shares it;
 //   first pass  after that, one sync call on each channel opened for this
 //               M that has had none: the mean time of a connection's
 //               first call (its pages and lines touched for the first
@@ -330,6 +336,27 @@ long RssKib(int pid) {
 }
 
 // Nanoseconds every thread of `pid` has run (schedstat's first field).
+// The p50 of 21 sync calls on `stub`, each after a 5 ms pause, from a
+// thread pinned to `cpu`.
+double SlowCallerP50Us(ping::Ping::Stub* stub, int cpu) {
+  std::vector<double> us;
+  std::thread t([&] {
+    bench::PinSelf(cpu);
+    const bench::TickClock& ticks = bench::ProcessTicks();
+    ping::Empty req, resp;
+    for (int i = 0; i < 21; ++i) {
+      absl::SleepFor(absl::Milliseconds(5));
+      const uint64_t t0 = ticks.Now();
+      absl::Status s = stub->Ping(nullptr, req, &resp);
+      us.push_back(ticks.NsBetween(t0, ticks.Now()) / 1000.0);
+      if (!s.ok()) std::fprintf(stderr, "slow caller: %s\n", s.ToString().c_str());
+    }
+  });
+  t.join();
+  std::sort(us.begin(), us.end());
+  return us[us.size() / 2];
+}
+
 // The platform floor of a first call after idle: a thread on `cpu` (-1:
 // unpinned) futex-waits for `idle`, is woken from this thread, and answers
 // by a store this thread spins on. Microseconds from the wake to the
@@ -544,6 +571,11 @@ struct Point {
   double server_rss_kib_per_conn = 0;
   double idle_core_share = 0;  // Per worker.
   double first_call_us = 0;
+  // --pin: the median of 21 calls, each after a 5 ms pause (the worker
+  // parks after 1 ms), from a thread on the worker's CPU (the kernel often
+  // runs a woken thread on its waker's CPU) and from one on the client's.
+  double slow_caller_same_cpu_us = 0;
+  double slow_caller_other_cpu_us = 0;
   double floor_us = 0;  // --floor: a bare futex wake after as long idle.
   double first_pass_us = 0;  // Mean first call of a new connection.
 
@@ -679,7 +711,8 @@ int ClientMain() {
                 "server_maps_per_conn,client_maps_per_conn,"
                 "paired_rr_calls_per_s,paired_ref_calls_per_s,"
                 "paired_ratio_median,paired_ratio_min,paired_ratio_max,"
-                "paired_blocks,first_pass_us\n");
+                "paired_blocks,first_pass_us,slow_caller_same_cpu_us,"
+                "slow_caller_other_cpu_us\n");
   }
   std::fflush(stdout);
 
@@ -737,6 +770,10 @@ int ClientMain() {
     if (FLAGS_floor) {
       p.floor_us = WakeFloorUs(FLAGS_pin ? 0 : -1,
                                absl::Seconds(FLAGS_idle_seconds));
+    }
+    if (FLAGS_pin) {
+      p.slow_caller_same_cpu_us = SlowCallerP50Us(stubs[0].get(), 0);
+      p.slow_caller_other_cpu_us = SlowCallerP50Us(stubs[0].get(), 1);
     }
     p.server_rss_kib_per_conn =
         static_cast<double>(RssKib(spid) - server_rss0) / m;
@@ -802,7 +839,7 @@ int ClientMain() {
     if (FLAGS_csv) {
       std::printf("%d,%.0f,%.2f,%.2f,%.1f,%.4f,%.1f,%.1f,%.0f,%.2f,%.2f,%.0f,"
                   "%.2f,%.0f,%.2f,%llu,%.2f,%.2f,%.2f,%.0f,%.0f,%.3f,%.3f,"
-                  "%.3f,%d,%.2f\n",
+                  "%.3f,%d,%.2f,%.1f,%.1f\n",
                   m, p.connects_per_s, p.server_fds_per_conn,
                   p.client_fds_per_conn, p.server_rss_kib_per_conn,
                   p.idle_core_share, p.first_call_us, p.floor_us,
@@ -812,20 +849,24 @@ int ClientMain() {
                   p.server_maps_per_conn, p.client_maps_per_conn,
                   p.paired.rr.calls_per_s, p.paired.ref.calls_per_s,
                   p.paired.ratio_median, p.paired.ratio_min,
-                  p.paired.ratio_max, p.paired.pairs, p.first_pass_us);
+                  p.paired.ratio_max, p.paired.pairs, p.first_pass_us,
+                  p.slow_caller_same_cpu_us, p.slow_caller_other_cpu_us);
     } else {
       std::printf(
           "M=%-6d connect %7.0f/s  fds/conn server %.2f client %.2f  maps/conn "
           "server %.2f client %.2f  rss/conn "
           "%7.1f KiB  idle %5.2f%% core, first call %7.1f us (floor %.1f)  "
-          "first pass %.1f us/call\n"
+          "a call every 5 ms: p50 %.1f us on the worker's CPU, %.1f on "
+          "another  first pass %.1f us/call\n"
           "         one active %9.0f calls/s p50 %6.2f p99 %8.2f us | round "
           "robin %9.0f calls/s p50 %6.2f p99 %8.2f | %d threads %9.0f calls/s "
           "p50 %6.2f p99 %8.2f  failed %llu load %.2f\n",
           m, p.connects_per_s, p.server_fds_per_conn, p.client_fds_per_conn,
           p.server_maps_per_conn, p.client_maps_per_conn,
           p.server_rss_kib_per_conn, 100 * p.idle_core_share, p.first_call_us,
-          p.floor_us, p.first_pass_us, p.one.calls_per_s, p.one.p50_us, p.one.p99_us, p.rr.calls_per_s,
+          p.floor_us, p.slow_caller_same_cpu_us, p.slow_caller_other_cpu_us,
+          p.first_pass_us,
+          p.one.calls_per_s, p.one.p50_us, p.one.p99_us, p.rr.calls_per_s,
           p.rr.p50_us, p.rr.p99_us, FLAGS_threads, p.shared.calls_per_s,
           p.shared.p50_us, p.shared.p99_us,
           static_cast<unsigned long long>(failed), bench::LoadAverage1());

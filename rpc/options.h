@@ -354,7 +354,9 @@ struct ServerOptions {
   // sleep until a client's notify, a new connection or every 100 ms. A
   // client whose previous call on the connection is older than half of
   // idle_park_after sends a notify with its doorbell, so the first call
-  // after a quiet spell pays one wake-up (tens of microseconds).
+  // after a quiet spell pays one wake-up (tens of microseconds). A worker
+  // whose park ended with work yields once at its first idle round after
+  // serving it (its caller may be waiting on the same CPU).
   // InfiniteDuration() never parks. Defaults: 2000, 1 ms.
   int idle_spin_rounds = 2000;
   absl::Duration idle_park_after = absl::Milliseconds(1);

@@ -265,6 +265,8 @@ void ServerWorker::Loop() {
                                  : absl::ToInt64Nanoseconds(options_.idle_park_after);
   int empty_rounds = 0;
   bool parked_idle = false;  // The last park ended with nothing to do.
+  // A park ended with work: the first idle round after it yields.
+  bool yield_after_wake = false;
   // Opened here: the file is the opening thread's.
   if (stall_warning_ns_ != INT64_MAX) run_delay_.Open();
   while (!stop_.load(std::memory_order_acquire)) {
@@ -360,7 +362,18 @@ void ServerWorker::Loop() {
         clock_stale_ = true;
         parked_idle = !finder_.AnyRung();
         if (!parked_idle) last_work = UnixNanos();
+        yield_after_wake = !parked_idle;
       }
+      continue;
+    }
+    if (yield_after_wake) {
+      // The client that woke this worker may share its CPU: the kernel
+      // often runs a futex's wakee on the waker's CPU, preempting the
+      // caller, which then waits for its result while this worker spins
+      // idle_spin_rounds (~45 us here). One yield hands it back; alone on
+      // a CPU it costs a system call per wake-up.
+      yield_after_wake = false;
+      sched_yield();
       continue;
     }
     if (++empty_rounds < options_.idle_spin_rounds) {
