@@ -152,6 +152,27 @@ absl::Status PutThroughRestart(JakiroClient* client, const std::string& key,
   return ThroughRestart([&] { return client->Put(key, value); });
 }
 
+// A client that made one call to a one-worker server, and that server
+// restarted at the same address with `workers` workers (and at most
+// `max_connections`; 0: the default). `client` is null if it could not
+// connect (ConnectWithShortTimeout said why).
+struct Restarted {
+  std::unique_ptr<JakiroClient> client;
+  std::unique_ptr<TestServer> server;
+};
+Restarted ConnectThenRestart(int workers, int max_connections = 0) {
+  Restarted r;
+  auto first = std::make_unique<TestServer>(1);
+  const std::string address = first->server->address();
+  r.client = ConnectWithShortTimeout(address);
+  if (r.client == nullptr) return r;
+  EXPECT_TRUE(r.client->Put("before", "1").ok());
+  first.reset();
+  r.server = std::make_unique<TestServer>(workers, 4096, address,
+                                          max_connections);
+  return r;
+}
+
 // A server restarted at the same address with another --workers: the
 // client follows it (connects to the new workers, routes by the new count)
 // instead of sending the keys of the moved partitions to workers that do
@@ -244,13 +265,11 @@ TEST(JakiroClientTest, FollowsAServerRestartedWithAnotherWorkerCount) {
 // channel tried only at its next reconnect, which never came: every such
 // key failed FAILED_PRECONDITION (worker 0 owns none of them).
 TEST(JakiroClientTest, ConnectsToANewWorkerItCouldNotReachAtFirst) {
-  auto server = std::make_unique<TestServer>(1);
+  Restarted r = ConnectThenRestart(2, /*max_connections=*/2);
+  ASSERT_NE(r.client, nullptr);
+  std::unique_ptr<JakiroClient>& c = r.client;
+  std::unique_ptr<TestServer>& server = r.server;
   const std::string address = server->server->address();
-  std::unique_ptr<JakiroClient> c = ConnectWithShortTimeout(address);
-  ASSERT_NE(c, nullptr);
-  ASSERT_TRUE(c->Put("before", "1").ok());
-  server.reset();
-  server = std::make_unique<TestServer>(2, 4096, address, /*max_connections=*/2);
   // Another client takes one of the two connections first.
   ChannelOptions blocker_options;
   blocker_options.connections = 1;
@@ -290,13 +309,10 @@ TEST(JakiroClientTest, ConnectsToANewWorkerItCouldNotReachAtFirst) {
 // reconnects and connects to the new workers, the others wait for it or
 // see the new count; none is answered FAILED_PRECONDITION.
 TEST(JakiroClientTest, ConcurrentCallersFollowARestartToMoreWorkers) {
-  auto server = std::make_unique<TestServer>(1);
-  const std::string address = server->server->address();
-  std::unique_ptr<JakiroClient> c = ConnectWithShortTimeout(address);
-  ASSERT_NE(c, nullptr);
-  ASSERT_TRUE(c->Put("before", "1").ok());
-  server.reset();
-  server = std::make_unique<TestServer>(3, 4096, address);
+  Restarted r = ConnectThenRestart(3);
+  ASSERT_NE(r.client, nullptr);
+  std::unique_ptr<JakiroClient>& c = r.client;
+  std::unique_ptr<TestServer>& server = r.server;
   constexpr int kThreads = 4, kKeys = 100;
   std::atomic<int> ok{0};
   std::vector<std::string> errors(kThreads);
@@ -326,13 +342,11 @@ TEST(JakiroClientTest, ConcurrentCallersFollowARestartToMoreWorkers) {
 // An async call routed by the old worker count, sent after the restart:
 // its callback sees the retried call's result, not FAILED_PRECONDITION.
 TEST(JakiroClientTest, AnAsyncCallMisroutedByARestartIsRetried) {
-  auto server = std::make_unique<TestServer>(1);
-  const std::string address = server->server->address();
-  std::unique_ptr<JakiroClient> c = ConnectWithShortTimeout(address);
-  ASSERT_NE(c, nullptr);
+  Restarted r = ConnectThenRestart(2);
+  ASSERT_NE(r.client, nullptr);
+  std::unique_ptr<JakiroClient>& c = r.client;
+  std::unique_ptr<TestServer>& server = r.server;
   JakiroClient& client = *c;
-  server.reset();
-  server = std::make_unique<TestServer>(2, 4096, address);
   // A key of worker 1 of 2, put asynchronously until the channel is back.
   std::string key;
   for (int i = 0;; ++i) {

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -195,36 +196,43 @@ class FailingDb final : public DB {
   bool fail_init_;
 };
 
-// A database that went away: every call fails UNAVAILABLE (as an rfrpc
-// channel's calls do once its server died). Async calls complete inline.
-class UnreachableDb final : public DB {
+// A database whose every operation returns one status, SCAN its own: one
+// that went away (UNAVAILABLE, as an rfrpc channel's calls once its server
+// died), a server of another service (UNIMPLEMENTED, as an rfrpc server
+// answers a method it does not have), or a driver whose keys have no order
+// (only SCAN is UNIMPLEMENTED). Async calls complete inline.
+class FixedStatusDb final : public DB {
  public:
-  explicit UnreachableDb(bool async) : async_(async) {}
+  FixedStatusDb(bool async, absl::Status others, absl::Status scan)
+      : async_(async), others_(std::move(others)), scan_(std::move(scan)) {}
+  FixedStatusDb(bool async, const absl::Status& all)
+      : FixedStatusDb(async, all, all) {}
   absl::Status Read(absl::string_view, absl::string_view,
                     const std::vector<std::string>*, Record*) override {
-    return Next();
+    return others_;
   }
   absl::Status Scan(absl::string_view, absl::string_view, int64_t,
                     const std::vector<std::string>*,
                     std::vector<Record>*) override {
-    return Next();
+    return scan_;
   }
   absl::Status Update(absl::string_view, absl::string_view,
                       const Record&) override {
-    return Next();
+    return others_;
   }
   absl::Status Insert(absl::string_view, absl::string_view,
                       const Record&) override {
-    return Next();
+    return others_;
   }
   absl::Status Delete(absl::string_view, absl::string_view) override {
-    return Next();
+    return others_;
   }
   bool SupportsAsync() const override { return async_; }
 
  private:
-  absl::Status Next() { return absl::UnavailableError("connection lost"); }
   const bool async_;
+  const absl::Status others_;
+  const absl::Status scan_;
 };
 
 // A run whose database is unreachable stops after unavailable_stop_ns and
@@ -235,7 +243,8 @@ TEST(ClientTest, AnUnreachableDatabaseStopsTheRunAndFailsIt) {
     options.unavailable_stop_ns = 50'000'000;  // 50 ms.
     options.factory =
         [async](const Properties&) -> absl::StatusOr<std::unique_ptr<DB>> {
-      return std::make_unique<UnreachableDb>(async);
+      return std::make_unique<FixedStatusDb>(
+          async, absl::UnavailableError("connection lost"));
     };
     WorkloadSpec spec = IntegritySpec();
     spec.dataintegrity = false;
@@ -257,45 +266,6 @@ TEST(ClientTest, AnUnreachableDatabaseStopsTheRunAndFailsIt) {
   }
 }
 
-// A server of another service: every call fails UNIMPLEMENTED (as an rfrpc
-// server answers a method it does not have), or only SCAN does (a driver
-// whose keys have no order). Async calls complete inline.
-class NotImplementedDb final : public DB {
- public:
-  NotImplementedDb(bool async, bool scan_only)
-      : async_(async), scan_only_(scan_only) {}
-  absl::Status Read(absl::string_view, absl::string_view,
-                    const std::vector<std::string>*, Record*) override {
-    return Other();
-  }
-  absl::Status Scan(absl::string_view, absl::string_view, int64_t,
-                    const std::vector<std::string>*,
-                    std::vector<Record>*) override {
-    return absl::UnimplementedError("no method with id 0x1 on this server");
-  }
-  absl::Status Update(absl::string_view, absl::string_view,
-                      const Record&) override {
-    return Other();
-  }
-  absl::Status Insert(absl::string_view, absl::string_view,
-                      const Record&) override {
-    return Other();
-  }
-  absl::Status Delete(absl::string_view, absl::string_view) override {
-    return Other();
-  }
-  bool SupportsAsync() const override { return async_; }
-
- private:
-  absl::Status Other() {
-    return scan_only_
-               ? absl::OkStatus()
-               : absl::UnimplementedError("no method with id 0x1 on this server");
-  }
-  const bool async_;
-  const bool scan_only_;
-};
-
 // A run against a database that does not serve its operations stops at the
 // first NOT_IMPLEMENTED and fails, sync and pipelined (it counted them to
 // the end and exited 0). A SCAN that is NOT_IMPLEMENTED (a driver whose keys
@@ -306,7 +276,11 @@ TEST(ClientTest, ADatabaseThatDoesNotServeTheOperationsStopsTheRun) {
       ClientOptions options;
       options.factory = [async, scan_only](const Properties&)
           -> absl::StatusOr<std::unique_ptr<DB>> {
-        return std::make_unique<NotImplementedDb>(async, scan_only);
+        const absl::Status unimplemented =
+            absl::UnimplementedError("no method with id 0x1 on this server");
+        return std::make_unique<FixedStatusDb>(
+            async, scan_only ? absl::OkStatus() : unimplemented,
+            unimplemented);
       };
       WorkloadSpec spec = IntegritySpec();
       spec.dataintegrity = false;
