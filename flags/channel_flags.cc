@@ -123,7 +123,8 @@ DEFINE_int32(rfrpc_sizer_shrink_windows,
              "batch=auto: consecutive windows over the bound before N "
              "shrinks.");
 DEFINE_bool(rfrpc_sizer_peak_guard, kDefaults.batching.sizer.peak_guard,
-            "batch=auto: undo a grow of N that lowered calls/s by over 3%, "
+            "batch=auto: undo a grow of N that lowered calls/s by over 3% "
+            "(or twice their measured noise between windows, up to 50%), "
             "and hold N there for 64 windows.");
 DEFINE_double(rfrpc_sizer_grow_to, kDefaults.batching.sizer.grow_to,
               "batch=auto: while between a tenth of alpha and alpha of "

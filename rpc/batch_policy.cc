@@ -185,6 +185,19 @@ bool AutoBatchSizer::EndWindowIfDue(int64_t now_ns) {
   const double rate =
       age > 0 ? static_cast<double>(calls) * 1e9 / static_cast<double>(age)
               : 0.0;
+  // This window and the last were at one size: their rates' difference is
+  // noise. (The last may be the hold-off window after a change, whose first
+  // calls went out under the old size: during a climb no other pair is at
+  // one size. Its share of the change only makes the noise look larger.)
+  if (++ends_since_change_ >= 2 && rate > 0 && last_rate_ > 0) {
+    const double move =
+        std::abs(rate - last_rate_) / std::max(rate, last_rate_);
+    rate_noise_ = noise_samples_ == 0
+                      ? move
+                      : rate_noise_ + kNoiseWeight * (move - rate_noise_);
+    ++noise_samples_;
+  }
+  last_rate_ = rate;
   last_k_ = static_cast<double>(above_) / calls;
   above_window_ = above_;
   in_window_ = 0;
@@ -210,7 +223,8 @@ bool AutoBatchSizer::EndWindowIfDue(int64_t now_ns) {
     probed_from_ = 0;
     guard_move = true;
   } else if (grown_from_ > 0 && last_k_ <= options_.alpha &&
-             rate < rate_before_ * (1.0 - kMaxGrowthLoss)) {
+             noise_samples_ >= kMinNoiseSamples &&
+             rate < rate_before_ * (1.0 - GrowthLossAllowed())) {
     // The grow cost calls per second (and latency does not call for a
     // shrink): back, and stay there a while.
     next = grown_from_;
@@ -271,6 +285,7 @@ bool AutoBatchSizer::EndWindowIfDue(int64_t now_ns) {
   std::fill(low_.begin(), low_.end(), 0);
   if (next == size_) return false;
   if (next < size_ && !guard_move) shrunk_ = true;
+  ends_since_change_ = 0;
   size_ = next;
   over_streak_ = 0;
   steady_windows_ = 0;

@@ -8,6 +8,7 @@
 #ifndef RFRPC_RPC_BATCH_POLICY_H_
 #define RFRPC_RPC_BATCH_POLICY_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -207,8 +208,15 @@ class FlushPolicy {
 // (the load may have changed). A grow whose rate stayed within the noise
 // is kept: an earlier rule that undid every grow short of a 3% gain undid
 // about half of them on a busy host, whose 10 ms windows differ by 10-15%,
-// and left auto below the best fixed N (benchmarks/RESULTS.md). Shrinks
-// are never held back.
+// and left auto below the best fixed N (benchmarks/RESULTS.md). The noise
+// is measured, not assumed: a loss counts only past kNoiseLosses times the
+// rate's usual move from window to window at one size (rate_noise()), and
+// not before kMinNoiseSamples pairs of windows have measured it. With
+// a fixed 3%, one window of a busy host's 20-30% dips after a grow from a
+// size that a stall had just shrunk N to undid it and held N there for
+// kReprobeWindows windows: batch_bench at l_limit 50-200 us ran whole
+// seconds at N = 4-8, p95 4-6 us, 57-73% of the best fixed N's calls/s
+// (benchmarks/RESULTS.md, 2026-12-07). Shrinks are never held back.
 // Grows that each stayed within the noise can still add up to a loss, and
 // at max_size, where latency asks for more, no grow is left to judge the
 // size. So there the guard also probes down: after kProbeAfterWindows
@@ -266,8 +274,16 @@ class AutoBatchSizer {
   };
 
   // A grow that lowers a window's calls per second by more than this
-  // fraction is undone.
+  // fraction, or by more than kNoiseLosses times the rate's noise
+  // (rate_noise()) if that is larger, up to kMaxNoiseLoss, is undone.
   static constexpr double kMaxGrowthLoss = 0.03;
+  static constexpr double kNoiseLosses = 2.0;
+  static constexpr double kMaxNoiseLoss = 0.5;
+  // Weight of the newest pair of windows in rate_noise(), and the pairs
+  // measured before a grow may be undone at all (with no measure of the
+  // noise, no loss can be told from it).
+  static constexpr double kNoiseWeight = 0.125;
+  static constexpr int kMinNoiseSamples = 2;
   // Windows for which growth stops at the size a grow was undone to (or a
   // down probe kept), and from one down probe to the next.
   static constexpr int kReprobeWindows = 64;
@@ -326,6 +342,10 @@ class AutoBatchSizer {
   uint64_t probes_undone() const { return probes_undone_; }
   // The size growth stops at (peak guard), or 0 if none.
   int growth_cap() const { return cap_windows_left_ > 0 ? growth_cap_ : 0; }
+  // How much calls per second move from one window to the next at one
+  // size: a moving average (kNoiseWeight) of |r1 - r0| / max(r0, r1) over
+  // pairs of windows at the same size (the first may be a hold-off window).
+  double rate_noise() const { return rate_noise_; }
 
  private:
   int Decide(int calls);
@@ -339,6 +359,11 @@ class AutoBatchSizer {
   bool EndWindowIfDue(int64_t now_ns);
   // The latency of the window's `rank`-th slowest call (rank >= 1).
   int64_t Slowest(int rank);
+  // The loss of calls per second a grow may cost before it is undone.
+  double GrowthLossAllowed() const {
+    return std::max(kMaxGrowthLoss,
+                    std::min(kMaxNoiseLoss, kNoiseLosses * rate_noise_));
+  }
 
   static constexpr int kLowBuckets = 1024;
 
@@ -366,6 +391,12 @@ class AutoBatchSizer {
   // growth_cap_ for cap_windows_left_ more windows.
   int grown_from_ = 0;
   double rate_before_ = 0;
+  // rate_noise(), the pairs of windows it is from, the last window's calls
+  // per second, and windows ended since the size last changed.
+  double rate_noise_ = 0;
+  int noise_samples_ = 0;
+  double last_rate_ = 0;
+  int ends_since_change_ = 0;
   int growth_cap_ = 0;
   int cap_windows_left_ = 0;
   uint64_t grows_undone_ = 0;

@@ -702,6 +702,88 @@ TEST_F(PeakGuardTest, AGrowWithinTheNoiseIsKept) {
   EXPECT_EQ(s.grows_undone(), 0u);
 }
 
+// The guard measures how much calls per second move from window to window
+// at one size, and undoes a grow only for a loss past twice that. Here N
+// first holds at 8 (latency in the band: 2 calls of 100 over l_limit, 5
+// more near it) while the rate cycles 1.2, 1.0, 0.8 M/s (a busy host's
+// 10 ms windows), then every call is fast and N grows, the rate cycling as
+// before: no grow costs anything, and none is undone. With the loss fixed
+// at 3% the first grow judged on a 0.8 window after a 1.2 one is undone
+// and N held there for kReprobeWindows windows.
+TEST_F(PeakGuardTest, ALossWithinTheMeasuredNoiseIsKept) {
+  AutoBatchSizer s(Guarded(true));
+  int w = 0;
+  auto window = [&](bool hold) {
+    const double rate = 1e6 * (w % 3 == 0 ? 1.2 : w % 3 == 1 ? 1.0 : 0.8);
+    ++w;
+    const int64_t gap = static_cast<int64_t>(1e9 / rate);
+    for (int i = 0; i < 100; ++i) {
+      now_ += gap;
+      absl::Duration latency = absl::Microseconds(1);
+      if (hold && i < 2) latency = absl::Microseconds(150);
+      if (hold && i >= 2 && i < 7) latency = absl::Microseconds(80);
+      s.Record(latency, now_);
+    }
+  };
+  for (int i = 0; i < 30; ++i) window(/*hold=*/true);
+  ASSERT_EQ(s.size(), 8);
+  EXPECT_GT(s.rate_noise(), 0.15);
+  int most = 0;
+  for (int i = 0; i < 30; ++i) {
+    window(/*hold=*/false);
+    most = std::max(most, s.size());
+  }
+  EXPECT_EQ(most, 128);
+  EXPECT_EQ(s.grows_undone(), 0u);
+}
+
+// Before two pairs of windows have measured the noise, no grow is undone:
+// a loss cannot be told from noise yet. Here the first window, at N = 8,
+// runs at 1.0 M calls/s and every later one at 0.9 M (a host that slowed
+// as the channel started); the first grow, judged on a 0.9 window, is
+// kept. With no such floor, the unmeasured noise (0) allowed 3%, and the
+// grow was undone and N held at 8 for kReprobeWindows windows.
+TEST_F(PeakGuardTest, AGrowBeforeTheNoiseIsMeasuredIsKept) {
+  AutoBatchSizer s(Guarded(true));
+  for (int w = 0; w < 10; ++w) {
+    const double rate = w == 0 ? 1e6 : 0.9e6;
+    const int64_t gap = static_cast<int64_t>(1e9 / rate);
+    for (int i = 0; i < 100; ++i) {
+      now_ += gap;
+      s.Record(absl::Microseconds(1), now_);
+    }
+  }
+  EXPECT_EQ(s.grows_undone(), 0u);
+  EXPECT_GE(s.size(), 64);
+}
+
+// A loss past the measured noise is still undone: 5% noise learned at
+// N = 8, then calls per second fall by 40% past N = 16.
+TEST_F(PeakGuardTest, ALossPastTheMeasuredNoiseIsUndone) {
+  AutoBatchSizer s(Guarded(true));
+  int w = 0;
+  auto window = [&](bool hold) {
+    const double noise = w++ % 2 == 0 ? 0.95 : 1.05;
+    const double rate = 1e6 * noise * (s.size() > 16 ? 0.6 : 1.0);
+    const int64_t gap = static_cast<int64_t>(1e9 / rate);
+    for (int i = 0; i < 100; ++i) {
+      now_ += gap;
+      absl::Duration latency = absl::Microseconds(1);
+      if (hold && i < 2) latency = absl::Microseconds(150);
+      if (hold && i >= 2 && i < 7) latency = absl::Microseconds(80);
+      s.Record(latency, now_);
+    }
+  };
+  for (int i = 0; i < 30; ++i) window(/*hold=*/true);
+  ASSERT_EQ(s.size(), 8);
+  EXPECT_GT(s.rate_noise(), 0.05);
+  EXPECT_LT(s.rate_noise(), 0.15);
+  for (int i = 0; i < 20; ++i) window(/*hold=*/false);
+  EXPECT_EQ(s.grows_undone(), 1u);
+  EXPECT_EQ(s.size(), 16);
+  EXPECT_EQ(s.growth_cap(), 16);
+}
+
 // Grows that each lost less than kMaxGrowthLoss add up: here calls/s fall
 // 2.5% per doubling past N = 32, so latency and the guard take N to 128
 // at 0.95 of the peak, and no later grow is there to judge it. The down

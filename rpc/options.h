@@ -153,9 +153,10 @@ struct SizerOptions {
   // before N shrinks (the paper: 1): one such window is most often a stall
   // of the host, not N. Default: 2.
   int shrink_windows = 2;
-  // A grow that lowered the window's calls per second by more than 3% is
-  // undone, and growth stops there for 64 windows (AutoBatchSizer's peak
-  // guard; the paper: off). Default: true.
+  // A grow that lowered the window's calls per second by more than 3% (or
+  // than twice their measured move from one window to the next, up to 50%)
+  // is undone, and growth stops there for 64 windows (AutoBatchSizer's
+  // peak guard; the paper: off). Default: true.
   bool peak_guard = true;
   // Where calls are late in the band the paper leaves N alone (between a
   // tenth of alpha and alpha of them above l_limit), N still grows while

@@ -100,15 +100,15 @@ class RequestBatcher {
   // as the plain request it is: Nagle's rule. Then a sync call goes as Idle
   // decides for a batch of one being opened (its caller is about to wait
   // and nobody else adds meanwhile), an async call as AsyncGoesAlone
-  // decides: if nothing is in flight to wait for and nobody is adding. Otherwise it opens a batch
-  // that later calls join while earlier batches are out. Without it a
-  // shallow pipeline ran stop-and-wait: its calls come back together, go
-  // out again in one batch, and client and server take turns (4 in flight
-  // batched: 0.62-0.66 of unbatched). Never in adaptive mode, whose slots
-  // carry batches only (entries may be in the server's slot before the
-  // batch is complete). `room()`: whether the call fits a plain request
-  // and the pipeline has room; the connection checks those, asked last,
-  // once per batch opened.
+  // decides (no batch in flight to wait behind, nobody adding). Otherwise
+  // it opens a batch that later calls join while earlier batches are out.
+  // Without it a shallow pipeline ran stop-and-wait: its calls come back
+  // together, go out again in one batch, and client and server take turns
+  // (4 in flight batched: 0.62-0.66 of unbatched). Never in adaptive mode,
+  // whose slots carry batches only (entries may be in the server's slot
+  // before the batch is complete). `room()`: whether the call fits a plain
+  // request and the pipeline has room; the connection checks those, asked
+  // last, once per batch opened.
   template <typename Room>
   bool MayGoAlone(bool batch_open, Room room) const {
     return !batch_open && mode_ != BatchMode::kAdaptive && room();
