@@ -637,6 +637,19 @@ class PeakGuardTest : public ::testing::Test {
     }
     return n;
   }
+  // One window of 100 calls at `rate` calls/s. `hold`: latencies that
+  // keep N where it is (2 calls of 100 over l_limit, 5 more near it: k in
+  // the band, Q(1 - alpha) past grow_to of the bound); else all 1 us.
+  void RateWindow(AutoBatchSizer* s, double rate, bool hold) {
+    const int64_t gap = static_cast<int64_t>(1e9 / rate);
+    for (int i = 0; i < 100; ++i) {
+      now_ += gap;
+      absl::Duration latency = absl::Microseconds(1);
+      if (hold && i < 2) latency = absl::Microseconds(150);
+      if (hold && i >= 2 && i < 7) latency = absl::Microseconds(80);
+      s->Record(latency, now_);
+    }
+  }
   static AutoBatchSizer::Options Guarded(bool on) {
     AutoBatchSizer::Options o = RefinedOptionsFrom(8);
     o.peak_guard = on;
@@ -714,16 +727,8 @@ TEST_F(PeakGuardTest, ALossWithinTheMeasuredNoiseIsKept) {
   AutoBatchSizer s(Guarded(true));
   int w = 0;
   auto window = [&](bool hold) {
-    const double rate = 1e6 * (w % 3 == 0 ? 1.2 : w % 3 == 1 ? 1.0 : 0.8);
+    RateWindow(&s, 1e6 * (w % 3 == 0 ? 1.2 : w % 3 == 1 ? 1.0 : 0.8), hold);
     ++w;
-    const int64_t gap = static_cast<int64_t>(1e9 / rate);
-    for (int i = 0; i < 100; ++i) {
-      now_ += gap;
-      absl::Duration latency = absl::Microseconds(1);
-      if (hold && i < 2) latency = absl::Microseconds(150);
-      if (hold && i >= 2 && i < 7) latency = absl::Microseconds(80);
-      s.Record(latency, now_);
-    }
   };
   for (int i = 0; i < 30; ++i) window(/*hold=*/true);
   ASSERT_EQ(s.size(), 8);
@@ -745,14 +750,7 @@ TEST_F(PeakGuardTest, ALossWithinTheMeasuredNoiseIsKept) {
 // grow was undone and N held at 8 for kReprobeWindows windows.
 TEST_F(PeakGuardTest, AGrowBeforeTheNoiseIsMeasuredIsKept) {
   AutoBatchSizer s(Guarded(true));
-  for (int w = 0; w < 10; ++w) {
-    const double rate = w == 0 ? 1e6 : 0.9e6;
-    const int64_t gap = static_cast<int64_t>(1e9 / rate);
-    for (int i = 0; i < 100; ++i) {
-      now_ += gap;
-      s.Record(absl::Microseconds(1), now_);
-    }
-  }
+  for (int w = 0; w < 10; ++w) RateWindow(&s, w == 0 ? 1e6 : 0.9e6, false);
   EXPECT_EQ(s.grows_undone(), 0u);
   EXPECT_GE(s.size(), 64);
 }
@@ -764,15 +762,7 @@ TEST_F(PeakGuardTest, ALossPastTheMeasuredNoiseIsUndone) {
   int w = 0;
   auto window = [&](bool hold) {
     const double noise = w++ % 2 == 0 ? 0.95 : 1.05;
-    const double rate = 1e6 * noise * (s.size() > 16 ? 0.6 : 1.0);
-    const int64_t gap = static_cast<int64_t>(1e9 / rate);
-    for (int i = 0; i < 100; ++i) {
-      now_ += gap;
-      absl::Duration latency = absl::Microseconds(1);
-      if (hold && i < 2) latency = absl::Microseconds(150);
-      if (hold && i >= 2 && i < 7) latency = absl::Microseconds(80);
-      s.Record(latency, now_);
-    }
+    RateWindow(&s, 1e6 * noise * (s.size() > 16 ? 0.6 : 1.0), hold);
   };
   for (int i = 0; i < 30; ++i) window(/*hold=*/true);
   ASSERT_EQ(s.size(), 8);

@@ -689,6 +689,14 @@ class BatchMechanismTest : public ::testing::Test {
     opts.batching.idle_in_flight = 0;
     return opts;
   }
+  // The same with the idle flush on (the default) and no progress thread:
+  // this thread's Poll drives the channel and runs its callbacks.
+  static ChannelOptions PolledBatches(int n) {
+    ChannelOptions opts = ExactBatches(n);
+    opts.batching.idle_in_flight = ChannelOptions().batching.idle_in_flight;
+    opts.progress_thread = false;
+    return opts;
+  }
 
   // `rounds` rounds of n async echoes of `bytes` each, every round awaited;
   // returns the channel's stats from before round `measure_from`.
@@ -885,13 +893,7 @@ TEST_F(BatchMechanismTest, EveryFlushTriggerIsCounted) {
 // the connection never learned a turnaround, every call that found no batch
 // open went alone, and this pipeline ran at 1.00 calls a batch.
 TEST_F(BatchMechanismTest, ADeepAsyncPipelineStillBatchesUnderNaglesRule) {
-  ChannelOptions opts;
-  opts.batching.mode = BatchMode::kFixed;
-  opts.batching.size = 16;
-  opts.mode = RpcMode::kRemoteFetch;
-  opts.batching.timeout = absl::Hours(1);
-  opts.progress_thread = false;
-  std::unique_ptr<Channel> ch = Connect(opts);
+  std::unique_ptr<Channel> ch = Connect(PolledBatches(16));
   ASSERT_NE(ch, nullptr);
   constexpr int kDepth = 32;
   constexpr int kCalls = 4000;
@@ -928,13 +930,7 @@ TEST_F(BatchMechanismTest, ADeepAsyncPipelineStillBatchesUnderNaglesRule) {
 // loaded host, where turnarounds learned idle looked short, sent 2 000
 // async calls in 1 496 batches that way.)
 TEST_F(BatchMechanismTest, ABurstBehindALateBatchSharesABatch) {
-  ChannelOptions opts;
-  opts.batching.mode = BatchMode::kFixed;
-  opts.batching.size = 16;
-  opts.mode = RpcMode::kRemoteFetch;
-  opts.batching.timeout = absl::Hours(1);
-  opts.progress_thread = false;
-  std::unique_ptr<Channel> ch = Connect(opts);
+  std::unique_ptr<Channel> ch = Connect(PolledBatches(16));
   ASSERT_NE(ch, nullptr);
   std::atomic<int> done{0};
   // A few calls, each alone and awaited, teach the turnaround.
