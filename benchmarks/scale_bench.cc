@@ -335,7 +335,6 @@ long RssKib(int pid) {
   return kib;
 }
 
-// Nanoseconds every thread of `pid` has run (schedstat's first field).
 // The p50 of 21 sync calls on `stub`, each after a 5 ms pause, from a
 // thread pinned to `cpu`.
 double SlowCallerP50Us(ping::Ping::Stub* stub, int cpu) {
@@ -349,7 +348,9 @@ double SlowCallerP50Us(ping::Ping::Stub* stub, int cpu) {
       const uint64_t t0 = ticks.Now();
       absl::Status s = stub->Ping(nullptr, req, &resp);
       us.push_back(ticks.NsBetween(t0, ticks.Now()) / 1000.0);
-      if (!s.ok()) std::fprintf(stderr, "slow caller: %s\n", s.ToString().c_str());
+      if (!s.ok()) {
+        std::fprintf(stderr, "slow caller: %s\n", s.ToString().c_str());
+      }
     }
   });
   t.join();
@@ -389,6 +390,7 @@ double WakeFloorUs(int cpu, absl::Duration idle) {
   return us;
 }
 
+// Nanoseconds every thread of `pid` has run (schedstat's first field).
 uint64_t CpuNs(int pid) {
   uint64_t total = 0;
   const std::string dir = absl::StrCat("/proc/", pid, "/task");
