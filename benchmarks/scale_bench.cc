@@ -68,6 +68,7 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -112,6 +113,8 @@ DEFINE_bool(pin, true, "Pin the server to CPU 0 and client threads to CPU 1.");
 DEFINE_bool(progress_thread, true,
             "ChannelOptions::progress_thread of every channel (the default "
             "true; the calls here are sync).");
+DEFINE_int32(async_window, 32,
+             "async: calls in flight at once, from one thread.");
 DEFINE_bool(csv, false, "CSV rows instead of a table.");
 DEFINE_int32(hot_window_us, -1,
              "ServerOptions::hot_window in microseconds; -1 keeps the "
@@ -481,6 +484,76 @@ LoadResult RunLoad(const std::vector<std::unique_ptr<ping::Ping::Stub>>& stubs,
   return Summarize(&all, total / secs, failed.load());
 }
 
+// Async Pings from one thread for FLAGS_seconds, round robin over
+// `channels`, --async_window of them in flight at once: each callback
+// records its call's latency and frees its place in the window. Where the
+// callbacks run (a progress thread per channel, or this thread's Poll() of
+// each channel with --progress_thread=false) is the channels' option.
+LoadResult RunAsync(const std::vector<std::unique_ptr<Channel>>& chans,
+                    const std::vector<std::unique_ptr<ping::Ping::Stub>>& stubs,
+                    size_t channels) {
+  const bench::TickClock& ticks = bench::ProcessTicks();
+  if (FLAGS_pin) bench::PinSelf(1);
+  struct Slot {
+    ping::Empty req, resp;
+    uint64_t t0 = 0;
+    std::atomic<bool> busy{false};
+  };
+  std::vector<Slot> window(static_cast<size_t>(FLAGS_async_window));
+  std::mutex mu;
+  std::vector<double> lat;
+  lat.reserve(1 << 20);
+  std::atomic<uint64_t> calls{0}, failed{0};
+  const absl::Time start = absl::Now();
+  const absl::Time end = start + absl::Seconds(FLAGS_seconds);
+  size_t i = 0;
+  uint64_t issued = 0;
+  while (absl::Now() < end) {
+    bool any = false;
+    for (Slot& w : window) {
+      if (w.busy.load(std::memory_order_acquire)) continue;
+      any = true;
+      w.busy.store(true, std::memory_order_relaxed);
+      w.t0 = ticks.Now();
+      stubs[i]->PingAsync(nullptr, w.req, &w.resp, [&, sp = &w](absl::Status s) {
+        const double us = ticks.NsBetween(sp->t0, ticks.Now()) / 1000.0;
+        if (!s.ok()) {
+          if (failed.fetch_add(1) < 3) {
+            std::fprintf(stderr, "scale_bench: async call: %s\n",
+                         s.ToString().c_str());
+          }
+        } else {
+          std::lock_guard<std::mutex> l(mu);
+          if (lat.size() < (1u << 22)) lat.push_back(us);
+        }
+        calls.fetch_add(1, std::memory_order_relaxed);
+        sp->busy.store(false, std::memory_order_release);
+      });
+      ++issued;
+      if (++i >= channels) i = 0;
+    }
+    if (!FLAGS_progress_thread) {
+      for (size_t k = 0; k < channels; ++k) chans[k]->Poll();
+    } else if (!any) {
+      std::this_thread::yield();
+    }
+  }
+  // Drain: every call in the window finishes before the slots go.
+  for (;;) {
+    bool busy = false;
+    for (Slot& w : window) busy |= w.busy.load(std::memory_order_acquire);
+    if (!busy) break;
+    if (!FLAGS_progress_thread) {
+      for (size_t k = 0; k < channels; ++k) chans[k]->Poll();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  const double secs = absl::ToDoubleSeconds(absl::Now() - start);
+  std::lock_guard<std::mutex> l(mu);
+  return Summarize(&lat, calls.load() / secs, failed.load());
+}
+
 // The paired phase: both sides' calls/s and latencies over the counted
 // part of their blocks, and the per-block-pair ratios (round robin over
 // the block's calls/s against the reference's in the block after it).
@@ -581,7 +654,7 @@ struct Point {
   double floor_us = 0;  // --floor: a bare futex wake after as long idle.
   double first_pass_us = 0;  // Mean first call of a new connection.
 
-  LoadResult one, rr, shared;
+  LoadResult one, rr, shared, async;
   PairedResult paired;
 };
 
@@ -602,7 +675,7 @@ absl::Status CheckFlags() {
   }
   for (const std::string& phase : bench::ParseList(FLAGS_phases)) {
     if (phase != "one" && phase != "rr" && phase != "shared" &&
-        phase != "paired") {
+        phase != "paired" && phase != "async") {
       return absl::InvalidArgumentError(absl::StrCat(
           "--phases: unknown phase \"", phase,
           "\" (one, rr, shared, paired)"));
@@ -803,6 +876,16 @@ int ClientMain() {
     }
     if (phases.find(",shared,") != std::string::npos) {
       p.shared = RunLoad(stubs, channels.size(), FLAGS_threads);
+    }
+    if (phases.find(",async,") != std::string::npos) {
+      std::thread t([&] { p.async = RunAsync(channels, stubs, channels.size()); });
+      t.join();
+      std::printf("#   M=%d async round robin, %d in flight: %.0f calls/s p50 "
+                  "%.2f p99 %.2f us failed %llu (progress_thread=%d)\n",
+                  m, FLAGS_async_window, p.async.calls_per_s, p.async.p50_us,
+                  p.async.p99_us,
+                  static_cast<unsigned long long>(p.async.failed),
+                  FLAGS_progress_thread ? 1 : 0);
     }
     if (phases.find(",paired,") != std::string::npos) {
       // On a thread of its own, as RunLoad's: it pins itself to the client

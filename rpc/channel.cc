@@ -5,6 +5,8 @@
 
 #include "rpc/channel.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <memory>
@@ -131,6 +133,51 @@ void RecycleAsyncCall(PendingCall* call) {
   recycled_calls.calls.push_back(call);
 }
 
+class ChannelImpl;
+
+// The process's progress thread: one thread advances the async calls of
+// every channel that has a progress thread (ChannelOptions::progress_thread)
+// and runs their callbacks. A thread per channel cost a core's worth of
+// wake-ups once thousands of channels had made an async call (each idle
+// one woke every 5 ms), and thousands of spinning threads when their calls
+// were in flight: round robin over 1 024 channels, 32 calls in flight,
+// went at 212 calls/s (benchmarks/RESULTS.md, 2026-12-07 21:10).
+//
+// A channel is on the active list while it has calls to advance
+// (ChannelImpl::engine_queued_): a pass drives only those, so its cost
+// follows the channels in use, not the channels open. Created on first use
+// and never destroyed (a channel may outlive static destructors).
+class ProgressEngine {
+ public:
+  static ProgressEngine& Get() {
+    static ProgressEngine* const engine = new ProgressEngine;
+    return *engine;
+  }
+  // `ch` has calls to advance: on the active list until a pass finds it
+  // has none. Called by the one that set ch->engine_queued_.
+  void Activate(ChannelImpl* ch);
+  // Off the active list, once no pass drives it (not waited for on the
+  // engine's own thread, where a callback is destroying its channel).
+  void Detach(ChannelImpl* ch, bool on_engine);
+  // A call started: the engine's wait starts again from spinning.
+  void Poke() { pokes_.fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  ProgressEngine() {
+    std::thread([this] { Loop(); }).detach();
+  }
+  void Loop();
+
+  Mutex mu_;
+  std::condition_variable wake_cv_;  // Loop's sleep with nothing active.
+  std::condition_variable done_cv_;  // Detach's wait for current_.
+  std::vector<ChannelImpl*> active_ ABSL_GUARDED_BY(mu_);
+  ChannelImpl* current_ ABSL_GUARDED_BY(mu_) = nullptr;
+  uint64_t activations_ ABSL_GUARDED_BY(mu_) = 0;
+  int detaching_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<uint64_t> pokes_{0};
+};
+
 class ChannelImpl final : public Channel,
                           public internal::ChannelStatsSource {
  public:
@@ -144,10 +191,9 @@ class ChannelImpl final : public Channel,
     for (auto& h : hot_lines_) h.store(this, std::memory_order_relaxed);
   }
 
-  // May run on the channel's own progress thread, from a callback that
-  // dropped the last reference: that thread cannot join itself, so it is
-  // detached, and driving_channel (reset at the end) tells RunCallbacks and
-  // DriverLoop, below that callback on the stack, that `this` is gone.
+  // May run on the progress engine's thread, from a callback that dropped
+  // the last reference: driving_channel (reset here) tells RunCallbacks
+  // and the engine, below that callback on the stack, that `this` is gone.
   ~ChannelImpl() override {
     const bool on_driver = driving_channel == this;
     // A CallAsync whose call finished (and whose callback is running this)
@@ -157,21 +203,15 @@ class ChannelImpl final : public Channel,
     }
     {
       MutexLock lock(&driver_mu_);
-      // Set under driver_mu_, so the driver cannot miss it between its
-      // check and its wait.
+      // Set under driver_mu_, so the engine cannot miss it between its
+      // check and a sleep on a connection's queue.
       stopping_.store(true, std::memory_order_release);
-      // Nor sleep on a connection's queue until its timeout.
       if (driver_push_sleep_ != nullptr) {
         driver_push_sleep_->InterruptPushSleep();
       }
     }
-    driver_cv_.notify_all();
-    if (driver_.joinable()) {
-      if (on_driver) {
-        driver_.detach();
-      } else {
-        driver_.join();
-      }
+    if (driver_running_.load(std::memory_order_acquire)) {
+      ProgressEngine::Get().Detach(this, on_driver);
     }
     // Fail what is still outstanding so no callback is lost.
     std::vector<PendingCall*> finished;
@@ -331,15 +371,11 @@ class ChannelImpl final : public Channel,
       (void)Fail(call, s);
       finished_here.push_back(call);
     } else if (options_.progress_thread) {
-      // Started with the first async call: a channel used only for sync
-      // calls (its callers drive their own connections) never has one, so a
-      // process may hold thousands of channels without thousands of threads.
-      // The flag first: std::call_once costs a pthread_once call every time.
-      if (!driver_running_.load(std::memory_order_acquire)) {
-        std::call_once(driver_started_, [this] {
-          driver_ = std::thread([this] { DriverLoop(); });
-          driver_running_.store(true, std::memory_order_release);
-        });
+      // The process's progress engine drives the channel from its first
+      // async call: a channel used only for sync calls (its callers drive
+      // their own connections) is never on its lists.
+      if (!driver_running_.load(std::memory_order_relaxed)) {
+        driver_running_.store(true, std::memory_order_release);
       }
       WakeDriver();
     }
@@ -889,20 +925,24 @@ class ChannelImpl final : public Channel,
   }
 
   void WakeDriver() {
-    // A call started by the driver itself (from a callback it runs) needs
-    // no wake-up: the driver looks at every connection again right after.
+    // A call started by the engine itself (from a callback of this
+    // channel) needs no wake-up: the engine looks at the channel's
+    // connections again right after.
     if (driving_channel == this) return;
+    ProgressEngine& engine = ProgressEngine::Get();
+    engine.Poke();
     driver_wakes_.fetch_add(1, std::memory_order_relaxed);
     {
       MutexLock lock(&driver_mu_);
-      ++wakeups_;
-      // The driver may be asleep on a connection's queue until a push
+      // The engine may be asleep on a connection's queue until a push
       // (DriverPushSleeper): the new call needs it now.
       if (driver_push_sleep_ != nullptr) {
         driver_push_sleep_->InterruptPushSleep();
       }
     }
-    driver_cv_.notify_one();
+    if (!engine_queued_.exchange(true, std::memory_order_acq_rel)) {
+      engine.Activate(this);
+    }
   }
 
   // The connections as of now. Keeps each alive while the copy lives.
@@ -940,7 +980,10 @@ class ChannelImpl final : public Channel,
         // from now on finds driver_push_sleep_ and interrupts the sleep
         // (WakeDriver counts, then takes the lock).
         MutexLock lock(&ch_->driver_mu_);
-        if (ch_->driver_wakes_.load(std::memory_order_relaxed) != seen_) return;
+        if (ch_->driver_wakes_.load(std::memory_order_relaxed) != seen_ ||
+            ch_->stopping_.load(std::memory_order_relaxed)) {
+          return;
+        }
         ch_->driver_push_sleep_ = conn_;
       }
       const int64_t left = deadline_ns_ == INT64_MAX
@@ -963,89 +1006,76 @@ class ChannelImpl final : public Channel,
     std::vector<PendingCall*>* finished_ = nullptr;
   };
 
-  // Advances async calls and abandoned slots; sleeps when there are none.
-  // Works on a snapshot of the connections, taken again only when Route
-  // has replaced one (generation_), so a round takes no lock but the
-  // connections' own.
-  void DriverLoop() {
-    std::vector<PendingCall*> finished;
-    std::vector<std::shared_ptr<ClientConnection>>& conns = driver_conns_;
-    uint64_t generation = ~uint64_t{0};
-    Waiter waiter(busy_wait_);
-    DriverPushSleeper push_sleeper(this);
-    uint64_t last_wakes = 0;
-    driving_channel = this;
-    while (!stopping_.load(std::memory_order_acquire)) {
-      const uint64_t g = generation_.load(std::memory_order_acquire);
-      if (g != generation) {
-        generation = g;
-        conns = Snapshot();
-      }
-      const uint64_t wakes = driver_wakes_.load(std::memory_order_relaxed);
-      if (wakes != last_wakes) {
-        // A call started: its wait starts now (spin first), whatever long
-        // wait the others are in.
-        last_wakes = wakes;
-        waiter.Restart();
-      }
-      int any = 0;
-      ClientConnection* driven = nullptr;
-      bool progressed = false;
-      bool completed = false;
-      for (const auto& c : conns) {
-        if (!c->NeedsDriver()) continue;
-        ++any;
-        driven = c.get();
-        progressed |= c->Progress(&finished);
-        completed |= !finished.empty();
-        RunCallbacks(c.get(), &finished);
-        // A callback destroyed the channel (~ChannelImpl detached this
-        // thread): `this` and `conns` are gone.
-        if (driving_channel != this) return;
-      }
-      if (completed) {
-        waiter.Restart();
-        continue;
-      }
-      if (progressed) {
-        waiter.Reset();
-        continue;
-      }
-      if (any > 0) {
-        // One connection, whose calls all wait for notifying pushes: sleep
-        // on its queue. Asked only once the wait is long (the waiter calls
-        // a sleeper only then); finished calls are delivered next round.
-        int64_t deadline_ns = INT64_MAX;
-        if (any == 1 && waiter.sleeping() &&
-            driven->WaitsOnlyForPushes(&deadline_ns)) {
-          push_sleeper.set(driven, wakes, deadline_ns, &finished);
-          waiter.Wait(&push_sleeper);
-          RunCallbacks(driven, &finished);
-          if (driving_channel != this) return;
-        } else {
-          waiter.Wait();
-        }
-        continue;
-      }
-      // Nothing to drive: sleep until a call starts (WakeDriver), for at
-      // most 5 ms. The check under driver_mu_ pairs with WakeDriver's
-      // increment, so a call that started after it wakes us.
-      MutexLock lock(&driver_mu_);
-      if (stopping_.load(std::memory_order_acquire)) return;
-      if (generation_.load(std::memory_order_acquire) != generation) continue;
-      bool needed = false;
-      for (const auto& c : conns) needed |= c->NeedsDriver();
-      if (needed) continue;
-      const uint64_t seen = wakeups_;
-      driver_mu_.AwaitWithTimeout(
-          &driver_cv_, absl::Milliseconds(5),
-          [this, seen]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-            return stopping_.load(std::memory_order_acquire) ||
-                   wakeups_ != seen;
-          });
-      waiter.Restart();
+  // What one of the engine's passes did on a channel.
+  struct DriveResult {
+    int driven = 0;  // Connections that needed driving.
+    ClientConnection* last = nullptr;
+    bool progressed = false;
+    bool completed = false;
+    bool gone = false;  // A callback destroyed the channel.
+    uint64_t wakes = 0;  // driver_wakes_ before the pass.
+  };
+
+  // The engine's pass over this channel: advances the async calls and
+  // abandoned slots of each connection that has any, and runs their
+  // callbacks. Works on a snapshot of the connections, taken again only
+  // when Route has replaced one (generation_), so it takes no lock but the
+  // connections' own. Engine thread only.
+  DriveResult DriveRound(std::vector<PendingCall*>* finished) {
+    const uint64_t g = generation_.load(std::memory_order_acquire);
+    if (g != driver_generation_) {
+      driver_generation_ = g;
+      driver_conns_ = Snapshot();
     }
+    DriveResult r;
+    r.wakes = driver_wakes_.load(std::memory_order_relaxed);
+    for (const auto& c : driver_conns_) {
+      if (!c->NeedsDriver()) continue;
+      ++r.driven;
+      r.last = c.get();
+      r.progressed |= c->Progress(finished);
+      r.completed |= !finished->empty();
+      RunCallbacks(c.get(), finished);
+      // A callback destroyed the channel: `this` is gone.
+      if (driving_channel != this) {
+        r.gone = true;
+        return r;
+      }
+    }
+    return r;
   }
+
+  // Whether any connection has calls or slots to advance. Engine thread
+  // only, after DriveRound.
+  bool NeedsDriving() const {
+    if (stopping_.load(std::memory_order_acquire)) return false;
+    for (const auto& c : driver_conns_) {
+      if (c->NeedsDriver()) return true;
+    }
+    return generation_.load(std::memory_order_acquire) != driver_generation_;
+  }
+
+  // The engine's long wait when all it drives is `conn`'s calls, each
+  // waiting for a notifying push: a sleep on that connection's queue
+  // (ClientConnection::SleepForPush) instead of a timer, so their callbacks
+  // run when the results land. A new async call ends it (WakeDriver).
+  // Returns false if a callback destroyed the channel.
+  bool WaitForPushes(Waiter* waiter, const DriveResult& r,
+                     std::vector<PendingCall*>* finished) {
+    ClientConnection* const conn = r.last;
+    int64_t deadline_ns = INT64_MAX;
+    if (!waiter->sleeping() || !conn->WaitsOnlyForPushes(&deadline_ns)) {
+      waiter->Wait();
+      return true;
+    }
+    DriverPushSleeper sleeper(this);
+    sleeper.set(conn, r.wakes, deadline_ns, finished);
+    waiter->Wait(&sleeper);
+    RunCallbacks(conn, finished);
+    return driving_channel == this;
+  }
+
+  friend class ProgressEngine;
 
   // What every call reads, first: on the object's first line, with the
   // vtable pointer (a client calling round robin over thousands of
@@ -1098,12 +1128,10 @@ class ChannelImpl final : public Channel,
   std::atomic<uint64_t> fetch_params_;
 
   Mutex driver_mu_;
-  std::condition_variable driver_cv_;
   // Set once, under driver_mu_ (see the destructor); read with or without it.
   std::atomic<bool> stopping_{false};
   // Bumped after Route replaces a connection: the driver's snapshot is old.
   std::atomic<uint64_t> generation_{0};
-  uint64_t wakeups_ ABSL_GUARDED_BY(driver_mu_) = 0;
   // WakeDriver's count, read without the lock at the start of each driver
   // round, and the connection the driver sleeps on until a push (null if
   // none): DriverPushSleeper.
@@ -1111,16 +1139,135 @@ class ChannelImpl final : public Channel,
   ClientConnection* driver_push_sleep_ ABSL_GUARDED_BY(driver_mu_) = nullptr;
   // CallAsyncs past Prepare and not yet returned (see the destructor).
   std::atomic<int> async_entries_{0};
-  std::once_flag driver_started_;
-  // Set (release) once driver_ runs, inside the call_once: true means no
-  // CallAsync needs to ask driver_started_ again.
+  // Set (release) by the first async call: the progress engine has the
+  // channel on its lists from then on (Detach when it goes).
   std::atomic<bool> driver_running_{false};
-  std::thread driver_;
-  // DriverLoop's snapshot of the connections; only the driver touches it.
-  // A member so that a channel destroyed by one of its callbacks (on the
-  // driver) drops it with conns_, before counters_ goes.
+  // On the engine's active list (WakeDriver sets it; a pass that finds
+  // nothing to advance clears it, ProgressEngine::Loop).
+  std::atomic<bool> engine_queued_{false};
+  // DriveRound's snapshot of the connections and the generation_ it was
+  // taken at; only the engine touches them. A member so that a channel
+  // destroyed by one of its callbacks (on the engine) drops it with conns_,
+  // before counters_ goes.
   std::vector<std::shared_ptr<ClientConnection>> driver_conns_;
+  uint64_t driver_generation_ = ~uint64_t{0};
 };
+
+
+void ProgressEngine::Activate(ChannelImpl* ch) {
+  MutexLock lock(&mu_);
+  active_.push_back(ch);
+  ++activations_;
+  wake_cv_.notify_one();
+}
+
+void ProgressEngine::Detach(ChannelImpl* ch, bool on_engine) {
+  MutexLock lock(&mu_);
+  if (!on_engine) {
+    ++detaching_;
+    mu_.Await(&done_cv_, [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      return current_ != ch;
+    });
+    --detaching_;
+  }
+  active_.erase(std::remove(active_.begin(), active_.end(), ch),
+                active_.end());
+}
+
+void ProgressEngine::Loop() {
+  // Named for top -H and debuggers (15 characters at most).
+  pthread_setname_np(pthread_self(), "rfrpc-progress");
+  std::vector<PendingCall*> finished;
+  // A channel with busy_wait has its calls' waits spin and yield however
+  // long they last: while one is active, the engine's do.
+  Waiter timed(/*busy=*/false);
+  Waiter spinning(/*busy=*/true);
+  uint64_t last_pokes = 0;
+  bool busy = false;
+  for (;;) {
+    const uint64_t pokes = pokes_.load(std::memory_order_relaxed);
+    if (pokes != last_pokes) {
+      // A call started: its wait starts now (spin first), whatever long
+      // wait the others are in.
+      last_pokes = pokes;
+      timed.Restart();
+      spinning.Restart();
+    }
+    Waiter& waiter = busy ? spinning : timed;
+    bool progressed = false;
+    bool completed = false;
+    bool any_busy = false;
+    bool waited = false;
+    size_t active = 0;
+    for (size_t i = 0;;) {
+      ChannelImpl* ch;
+      {
+        MutexLock lock(&mu_);
+        active = active_.size();
+        if (i >= active) break;
+        ch = active_[i];
+        current_ = ch;
+      }
+      driving_channel = ch;
+      ChannelImpl::DriveResult r = ch->DriveRound(&finished);
+      bool keep = !r.gone;
+      if (keep) {
+        any_busy |= ch->busy_wait_;
+        progressed |= r.progressed;
+        completed |= r.completed;
+        if (active == 1 && r.driven == 1 && !r.progressed && !r.completed) {
+          // All the engine drives is one connection: it may sleep on its
+          // queue until a push (WaitForPushes), still current_.
+          keep = ch->WaitForPushes(&waiter, r, &finished);
+          waited = true;
+        }
+      }
+      if (keep && !ch->NeedsDriving()) {
+        // Nothing left to advance: off the list, unless a call started
+        // since the check (its WakeDriver saw engine_queued_ still set and
+        // did not activate the channel: the engine keeps it).
+        ch->engine_queued_.store(false, std::memory_order_seq_cst);
+        keep = ch->NeedsDriving() &&
+               !ch->engine_queued_.exchange(true, std::memory_order_acq_rel);
+      }
+      driving_channel = nullptr;
+      MutexLock lock(&mu_);
+      current_ = nullptr;
+      if (detaching_ > 0) done_cv_.notify_all();
+      // Another channel's Detach may have moved it: only the entry at i is
+      // this pass's to drop or pass.
+      if (i < active_.size() && active_[i] == ch) {
+        if (keep) {
+          ++i;
+        } else {
+          active_.erase(active_.begin() + static_cast<ptrdiff_t>(i));
+        }
+      }
+    }
+    busy = any_busy;
+    if (completed) {
+      waiter.Restart();
+      continue;
+    }
+    if (progressed) {
+      waiter.Reset();
+      continue;
+    }
+    if (active > 0) {
+      if (!waited) waiter.Wait();
+      continue;
+    }
+    // Nothing to drive: sleep until a channel is activated.
+    MutexLock lock(&mu_);
+    const uint64_t seen = activations_;
+    if (!active_.empty()) continue;
+    mu_.Await(&wake_cv_, [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      return activations_ != seen;
+    });
+    timed.Restart();
+    spinning.Restart();
+  }
+}
 
 }  // namespace
 

@@ -295,8 +295,10 @@ struct ChannelOptions {
   // calls, a core per waiting thread). Default: false.
   bool busy_wait = false;
 
-  // true: the channel starts a progress thread, with its first async call,
-  // that advances async calls (and runs their callbacks). false: no such thread; async calls advance
+  // true: from its first async call, the process's progress thread (one
+  // for all channels) advances the channel's async calls and runs their
+  // callbacks; a callback that blocks holds up every channel's. false: the
+  // channel is never on that thread; async calls advance
   // only while some thread calls Channel::Poll() or makes a sync call on the
   // same connection. For a client that keeps calls in flight from one thread
   // and polls itself, as eRPC's event loop: no second spinning thread on its

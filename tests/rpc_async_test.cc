@@ -20,6 +20,7 @@
 // Runs on shm; the Soft-RoCE VM suite runs it on verbs
 // (RFRPC_TEST_PROVIDER=verbs).
 
+#include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
 
@@ -29,6 +30,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -1362,6 +1364,84 @@ TEST_F(RpcAsyncTest, ACallbackMayDestroyItsChannel) {
   TestResponse resp;
   ASSERT_TRUE(stub.Later(nullptr, req, &resp).ok());
   ExpectAnswer(req, resp);
+}
+
+// The threads of this process (/proc/self/task).
+int ThreadCount() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] != '.') ++n;
+    }
+    closedir(d);
+  }
+  return n;
+}
+
+// Channels with progress threads share one: the process's progress engine
+// advances every channel's async calls and runs their callbacks. A thread
+// per channel put thousands of threads on a client of thousands of
+// channels (212 calls/s over 1 024 of them; benchmarks/RESULTS.md).
+TEST_F(RpcAsyncTest, ChannelsShareOneProgressThread) {
+  StartServer();
+  constexpr int kChannels = 48;
+  constexpr int kRounds = 3;
+  const int threads_before = ThreadCount();
+  std::vector<std::unique_ptr<Channel>> channels;
+  for (int c = 0; c < kChannels; ++c) {
+    channels.push_back(Connect(RpcMode::kRemoteFetch));
+    ASSERT_NE(channels.back(), nullptr);
+  }
+  std::mutex mu;
+  std::set<std::thread::id> callback_threads;
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<TestRequest> reqs;
+    std::vector<TestResponse> resps(kChannels);
+    std::vector<absl::Status> statuses(kChannels);
+    std::atomic<int> done{0};
+    for (int c = 0; c < kChannels; ++c) {
+      reqs.push_back(Request(1000 * round + c, kInline));
+    }
+    for (int c = 0; c < kChannels; ++c) {
+      Kinds::Stub stub(channels[c].get());
+      stub.FastAsync(nullptr, reqs[c], &resps[c], [&, c](absl::Status s) {
+        statuses[c] = s;
+        {
+          std::lock_guard<std::mutex> l(mu);
+          callback_threads.insert(std::this_thread::get_id());
+        }
+        done.fetch_add(1);
+      });
+    }
+    ASSERT_TRUE(Await(done, kChannels));
+    for (int c = 0; c < kChannels; ++c) {
+      ASSERT_TRUE(statuses[c].ok()) << c << ": " << statuses[c];
+      ExpectAnswer(reqs[c], resps[c]);
+    }
+  }
+  // One thread ran every callback of every channel, and the channels added
+  // at most that one (it is started once per process, maybe by an earlier
+  // test).
+  EXPECT_EQ(callback_threads.size(), 1u);
+  EXPECT_LE(ThreadCount() - threads_before, 1)
+      << "threads before " << threads_before << ", after " << ThreadCount();
+  // And a channel destroyed while others are driven leaves them served.
+  channels.erase(channels.begin(), channels.begin() + kChannels / 2);
+  std::atomic<int> done{0};
+  std::vector<TestResponse> resps(channels.size());
+  std::vector<TestRequest> reqs;
+  for (size_t c = 0; c < channels.size(); ++c) {
+    reqs.push_back(Request(9000 + c, kInline));
+  }
+  for (size_t c = 0; c < channels.size(); ++c) {
+    Kinds::Stub stub(channels[c].get());
+    stub.FastAsync(nullptr, reqs[c], &resps[c], [&](absl::Status s) {
+      EXPECT_TRUE(s.ok()) << s;
+      done.fetch_add(1);
+    });
+  }
+  ASSERT_TRUE(Await(done, static_cast<int>(channels.size())));
+  for (size_t c = 0; c < channels.size(); ++c) ExpectAnswer(reqs[c], resps[c]);
 }
 
 // Shuts its own server down from Fast (on the worker) or Slow (offloaded to
