@@ -150,8 +150,8 @@ class ChannelImpl;
 class ProgressEngine {
  public:
   static ProgressEngine& Get() {
-    static ProgressEngine* const engine = new ProgressEngine;
-    return *engine;
+    ProgressEngine* e = instance_.load(std::memory_order_acquire);
+    return e != nullptr ? *e : Create();
   }
   // `ch` has calls to advance: on the active list until a pass finds it
   // has none. Called by the one that set ch->engine_queued_.
@@ -167,6 +167,12 @@ class ProgressEngine {
     std::thread([this] { Loop(); }).detach();
   }
   void Loop();
+  static ProgressEngine& Create();
+
+  // The process's engine, created by the first async call. A child of
+  // fork() has none of its parent's threads: it starts its own (the
+  // parent's, its lock maybe held at the fork, is left alone).
+  static std::atomic<ProgressEngine*> instance_;
 
   Mutex mu_;
   std::condition_variable wake_cv_;  // Loop's sleep with nothing active.
@@ -1153,6 +1159,25 @@ class ChannelImpl final : public Channel,
   uint64_t driver_generation_ = ~uint64_t{0};
 };
 
+
+std::atomic<ProgressEngine*> ProgressEngine::instance_{nullptr};
+
+ProgressEngine& ProgressEngine::Create() {
+  static std::mutex create_mu;
+  std::lock_guard<std::mutex> lock(create_mu);
+  ProgressEngine* e = instance_.load(std::memory_order_acquire);
+  if (e == nullptr) {
+    static std::once_flag at_fork;
+    std::call_once(at_fork, [] {
+      pthread_atfork(nullptr, nullptr, [] {
+        instance_.store(nullptr, std::memory_order_release);
+      });
+    });
+    e = new ProgressEngine;
+    instance_.store(e, std::memory_order_release);
+  }
+  return *e;
+}
 
 void ProgressEngine::Activate(ChannelImpl* ch) {
   MutexLock lock(&mu_);

@@ -23,9 +23,12 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -1442,6 +1445,58 @@ TEST_F(RpcAsyncTest, ChannelsShareOneProgressThread) {
   }
   ASSERT_TRUE(Await(done, static_cast<int>(channels.size())));
   for (size_t c = 0; c < channels.size(); ++c) ExpectAnswer(reqs[c], resps[c]);
+}
+
+// A child of fork() has none of its parent's threads: its async calls get a
+// progress thread of their own (ProgressEngine::Create's fork handler).
+TEST_F(RpcAsyncTest, AForkedChildsAsyncCallsAreDriven) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "ThreadSanitizer does not support threads started after a "
+                  "multi-threaded fork";
+#endif
+  // A verbs child would need ibv_fork_init; the engine is the same code.
+  if (Provider() != "shm") GTEST_SKIP() << "shm only";
+  StartServer();
+  std::unique_ptr<Channel> ch = Connect(RpcMode::kRemoteFetch);
+  ASSERT_NE(ch, nullptr);
+  Kinds::Stub stub(ch.get());
+  auto one_async_call = [](Kinds::Stub* s, uint64_t id) {
+    TestRequest req = Request(id, kInline);
+    TestResponse resp;
+    std::promise<absl::Status> done;
+    std::future<absl::Status> result = done.get_future();
+    s->FastAsync(nullptr, req, &resp,
+                 [&](absl::Status st) { done.set_value(st); });
+    if (result.wait_for(std::chrono::seconds(30)) !=
+        std::future_status::ready) {
+      return 2;  // Never driven.
+    }
+    const absl::Status st = result.get();
+    return st.ok() && resp.id() == id ? 0 : 3;
+  };
+  // The parent's engine exists from here on.
+  ASSERT_EQ(one_async_call(&stub, 1), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // The child: a channel of its own (the parent's connections are the
+    // parent's), one async call.
+    ChannelOptions opts;
+    opts.provider = Provider();
+    absl::StatusOr<std::unique_ptr<Channel>> c =
+        Channel::Create(server_->address(), opts);
+    if (!c.ok()) _exit(4);
+    Kinds::Stub child_stub(c->get());
+    const int code = one_async_call(&child_stub, 2);
+    _exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "2: the child's async call was never driven; 3: wrong answer; "
+         "4: no channel";
+  ASSERT_EQ(one_async_call(&stub, 3), 0);
 }
 
 // Shuts its own server down from Fast (on the worker) or Slow (offloaded to
