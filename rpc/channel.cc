@@ -176,11 +176,19 @@ class ProgressEngine {
 
   Mutex mu_;
   std::condition_variable wake_cv_;  // Loop's sleep with nothing active.
-  std::condition_variable done_cv_;  // Detach's wait for current_.
   std::vector<ChannelImpl*> active_ ABSL_GUARDED_BY(mu_);
-  ChannelImpl* current_ ABSL_GUARDED_BY(mu_) = nullptr;
   uint64_t activations_ ABSL_GUARDED_BY(mu_) = 0;
-  int detaching_ ABSL_GUARDED_BY(mu_) = 0;
+  // Bumped (under mu_) by every change of active_: a pass takes a new copy
+  // of the list only when it moved, so a pass over an unchanged list takes
+  // no lock.
+  std::atomic<uint64_t> list_version_{0};
+  // The channel a pass is driving (a hazard pointer) and Detach's count:
+  // the engine publishes current_ and then reads detaches_, Detach bumps
+  // detaches_ and then reads current_ (both sequentially consistent), so
+  // either the engine sees the detach and checks the list under mu_, or
+  // Detach sees the channel driven and waits for the step to end.
+  std::atomic<ChannelImpl*> current_{nullptr};
+  std::atomic<uint64_t> detaches_{0};
   std::atomic<uint64_t> pokes_{0};
 };
 
@@ -1182,21 +1190,29 @@ ProgressEngine& ProgressEngine::Create() {
 void ProgressEngine::Activate(ChannelImpl* ch) {
   MutexLock lock(&mu_);
   active_.push_back(ch);
+  list_version_.fetch_add(1, std::memory_order_release);
   ++activations_;
   wake_cv_.notify_one();
 }
 
 void ProgressEngine::Detach(ChannelImpl* ch, bool on_engine) {
-  MutexLock lock(&mu_);
-  if (!on_engine) {
-    ++detaching_;
-    mu_.Await(&done_cv_, [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-      return current_ != ch;
-    });
-    --detaching_;
+  {
+    MutexLock lock(&mu_);
+    active_.erase(std::remove(active_.begin(), active_.end(), ch),
+                  active_.end());
+    list_version_.fetch_add(1, std::memory_order_release);
   }
-  active_.erase(std::remove(active_.begin(), active_.end(), ch),
-                active_.end());
+  detaches_.fetch_add(1, std::memory_order_seq_cst);
+  if (on_engine) return;  // The step driving it is below us on the stack.
+  // A step lasts one progress round and its callbacks (a sleep on a push
+  // was interrupted by the destructor).
+  for (int i = 0; current_.load(std::memory_order_seq_cst) == ch; ++i) {
+    if (i < 64) {
+      std::this_thread::yield();
+    } else {
+      absl::SleepFor(absl::Microseconds(50));
+    }
+  }
 }
 
 void ProgressEngine::Loop() {
@@ -1209,6 +1225,9 @@ void ProgressEngine::Loop() {
   Waiter spinning(/*busy=*/true);
   uint64_t last_pokes = 0;
   bool busy = false;
+  std::vector<ChannelImpl*> pass;  // A copy of active_ at list_version.
+  uint64_t version = ~uint64_t{0};
+  uint64_t detaches = 0;
   for (;;) {
     const uint64_t pokes = pokes_.load(std::memory_order_relaxed);
     if (pokes != last_pokes) {
@@ -1218,20 +1237,27 @@ void ProgressEngine::Loop() {
       timed.Restart();
       spinning.Restart();
     }
+    if (list_version_.load(std::memory_order_acquire) != version) {
+      MutexLock lock(&mu_);
+      version = list_version_.load(std::memory_order_relaxed);
+      pass = active_;
+      detaches = detaches_.load(std::memory_order_relaxed);
+    }
     Waiter& waiter = busy ? spinning : timed;
     bool progressed = false;
     bool completed = false;
     bool any_busy = false;
     bool waited = false;
-    size_t active = 0;
-    for (size_t i = 0;;) {
-      ChannelImpl* ch;
-      {
+    for (ChannelImpl* ch : pass) {
+      current_.store(ch, std::memory_order_seq_cst);
+      if (detaches_.load(std::memory_order_seq_cst) != detaches) {
+        // A channel went since the copy: drive `ch` only if it is still
+        // listed (it may be the one that went).
         MutexLock lock(&mu_);
-        active = active_.size();
-        if (i >= active) break;
-        ch = active_[i];
-        current_ = ch;
+        if (std::find(active_.begin(), active_.end(), ch) == active_.end()) {
+          current_.store(nullptr, std::memory_order_release);
+          continue;
+        }
       }
       driving_channel = ch;
       ChannelImpl::DriveResult r = ch->DriveRound(&finished);
@@ -1240,34 +1266,33 @@ void ProgressEngine::Loop() {
         any_busy |= ch->busy_wait_;
         progressed |= r.progressed;
         completed |= r.completed;
-        if (active == 1 && r.driven == 1 && !r.progressed && !r.completed) {
+        if (pass.size() == 1 && r.driven == 1 && !r.progressed &&
+            !r.completed) {
           // All the engine drives is one connection: it may sleep on its
           // queue until a push (WaitForPushes), still current_.
           keep = ch->WaitForPushes(&waiter, r, &finished);
           waited = true;
         }
       }
-      if (keep && !ch->NeedsDriving()) {
+      if (keep && (pass.size() > 1 || waiter.sleeping()) &&
+          !ch->NeedsDriving()) {
         // Nothing left to advance: off the list, unless a call started
         // since the check (its WakeDriver saw engine_queued_ still set and
         // did not activate the channel: the engine keeps it).
         ch->engine_queued_.store(false, std::memory_order_seq_cst);
-        keep = ch->NeedsDriving() &&
-               !ch->engine_queued_.exchange(true, std::memory_order_acq_rel);
-      }
-      driving_channel = nullptr;
-      MutexLock lock(&mu_);
-      current_ = nullptr;
-      if (detaching_ > 0) done_cv_.notify_all();
-      // Another channel's Detach may have moved it: only the entry at i is
-      // this pass's to drop or pass.
-      if (i < active_.size() && active_[i] == ch) {
-        if (keep) {
-          ++i;
-        } else {
-          active_.erase(active_.begin() + static_cast<ptrdiff_t>(i));
+        if (!ch->NeedsDriving() ||
+            ch->engine_queued_.exchange(true, std::memory_order_acq_rel)) {
+          // Off the list, while still current_ (so not destroyed). A
+          // channel activated again since is listed twice, once by that
+          // Activate: the later entry stays.
+          MutexLock lock(&mu_);
+          auto it = std::find(active_.begin(), active_.end(), ch);
+          if (it != active_.end()) active_.erase(it);
+          list_version_.fetch_add(1, std::memory_order_release);
         }
       }
+      driving_channel = nullptr;
+      current_.store(nullptr, std::memory_order_release);
     }
     busy = any_busy;
     if (completed) {
@@ -1278,7 +1303,7 @@ void ProgressEngine::Loop() {
       waiter.Reset();
       continue;
     }
-    if (active > 0) {
+    if (!pass.empty()) {
       if (!waited) waiter.Wait();
       continue;
     }
