@@ -1188,10 +1188,14 @@ ProgressEngine& ProgressEngine::Create() {
 }
 
 void ProgressEngine::Activate(ChannelImpl* ch) {
-  MutexLock lock(&mu_);
-  active_.push_back(ch);
-  list_version_.fetch_add(1, std::memory_order_release);
-  ++activations_;
+  {
+    MutexLock lock(&mu_);
+    active_.push_back(ch);
+    list_version_.fetch_add(1, std::memory_order_release);
+    ++activations_;
+  }
+  // After the unlock: the engine, woken, may preempt this thread on its
+  // CPU, and would then wait for the lock it still held.
   wake_cv_.notify_one();
 }
 
@@ -1274,8 +1278,7 @@ void ProgressEngine::Loop() {
           waited = true;
         }
       }
-      if (keep && (pass.size() > 1 || waiter.sleeping()) &&
-          !ch->NeedsDriving()) {
+      if (keep && !ch->NeedsDriving()) {
         // Nothing left to advance: off the list, unless a call started
         // since the check (its WakeDriver saw engine_queued_ still set and
         // did not activate the channel: the engine keeps it).
