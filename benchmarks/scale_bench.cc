@@ -99,10 +99,12 @@ DEFINE_string(ms, "1,8,16,128,1024,4096",
 DEFINE_double(seconds, 1.0, "Measured seconds per load point.");
 DEFINE_double(idle_seconds, 1.0, "Idle span over which server CPU is read.");
 DEFINE_int32(threads, 8, "Client threads of the shared-connections point.");
-DEFINE_string(phases, "one,rr,shared,paired",
+DEFINE_string(phases, "one,rr,shared,paired,async",
               "Load points to run per M: one (1 active, M - 1 idle), rr (round "
               "robin over all M from one thread), shared (--threads threads), "
-              "paired (rr interleaved with one channel to a second server).");
+              "paired (rr interleaved with one channel to a second server), "
+              "async (round robin over all M from one thread, "
+              "--async_window async calls in flight).");
 DEFINE_int32(block_ms, 50,
              "paired: the length of each block; the first 2 ms of a block "
              "are not counted (the idle server's worker wakes up then).");
@@ -507,7 +509,6 @@ LoadResult RunAsync(const std::vector<std::unique_ptr<Channel>>& chans,
   const absl::Time start = absl::Now();
   const absl::Time end = start + absl::Seconds(FLAGS_seconds);
   size_t i = 0;
-  uint64_t issued = 0;
   while (absl::Now() < end) {
     bool any = false;
     for (Slot& w : window) {
@@ -529,7 +530,6 @@ LoadResult RunAsync(const std::vector<std::unique_ptr<Channel>>& chans,
         calls.fetch_add(1, std::memory_order_relaxed);
         sp->busy.store(false, std::memory_order_release);
       });
-      ++issued;
       if (++i >= channels) i = 0;
     }
     if (!FLAGS_progress_thread) {
@@ -671,14 +671,14 @@ absl::Status CheckFlags() {
   }
   if (bench::ParseList(FLAGS_phases).empty()) {
     return absl::InvalidArgumentError(
-        "--phases is empty: nothing to run (one, rr, shared, paired)");
+        "--phases is empty: nothing to run (one, rr, shared, paired, async)");
   }
   for (const std::string& phase : bench::ParseList(FLAGS_phases)) {
     if (phase != "one" && phase != "rr" && phase != "shared" &&
         phase != "paired" && phase != "async") {
       return absl::InvalidArgumentError(absl::StrCat(
           "--phases: unknown phase \"", phase,
-          "\" (one, rr, shared, paired)"));
+          "\" (one, rr, shared, paired, async)"));
     }
   }
   if (FLAGS_block_ms < 5 || FLAGS_block_ms > 10000) {
@@ -688,6 +688,9 @@ absl::Status CheckFlags() {
   }
   if (FLAGS_threads < 1) {
     return absl::InvalidArgumentError("--threads must be >= 1");
+  }
+  if (FLAGS_async_window < 1 || FLAGS_async_window > 4096) {
+    return absl::InvalidArgumentError("--async_window must be in [1, 4096]");
   }
   if (!(FLAGS_seconds > 0 && FLAGS_seconds <= bench::kMaxSeconds) ||
       !(FLAGS_idle_seconds > 0 && FLAGS_idle_seconds <= bench::kMaxSeconds)) {
@@ -787,7 +790,8 @@ int ClientMain() {
                 "paired_rr_calls_per_s,paired_ref_calls_per_s,"
                 "paired_ratio_median,paired_ratio_min,paired_ratio_max,"
                 "paired_blocks,first_pass_us,slow_caller_same_cpu_us,"
-                "slow_caller_other_cpu_us\n");
+                "slow_caller_other_cpu_us,async_calls_per_s,async_p50_us,"
+                "async_p99_us\n");
   }
   std::fflush(stdout);
 
@@ -878,14 +882,9 @@ int ClientMain() {
       p.shared = RunLoad(stubs, channels.size(), FLAGS_threads);
     }
     if (phases.find(",async,") != std::string::npos) {
+      // On a thread of its own (pinned with --pin), as RunLoad's.
       std::thread t([&] { p.async = RunAsync(channels, stubs, channels.size()); });
       t.join();
-      std::printf("#   M=%d async round robin, %d in flight: %.0f calls/s p50 "
-                  "%.2f p99 %.2f us failed %llu (progress_thread=%d)\n",
-                  m, FLAGS_async_window, p.async.calls_per_s, p.async.p50_us,
-                  p.async.p99_us,
-                  static_cast<unsigned long long>(p.async.failed),
-                  FLAGS_progress_thread ? 1 : 0);
     }
     if (phases.find(",paired,") != std::string::npos) {
       // On a thread of its own, as RunLoad's: it pins itself to the client
@@ -897,7 +896,8 @@ int ClientMain() {
     }
     points.push_back(p);
     const uint64_t failed = p.one.failed + p.rr.failed + p.shared.failed +
-                            p.paired.rr.failed + p.paired.ref.failed;
+                            p.paired.rr.failed + p.paired.ref.failed +
+                            p.async.failed;
     {
       // How calls found the worker: doorbell rings, re-rings of unanswered
       // calls (a lost doorbell: should stay 0), notifies, hot posts, and
@@ -924,7 +924,7 @@ int ClientMain() {
     if (FLAGS_csv) {
       std::printf("%d,%.0f,%.2f,%.2f,%.1f,%.4f,%.1f,%.1f,%.0f,%.2f,%.2f,%.0f,"
                   "%.2f,%.0f,%.2f,%llu,%.2f,%.2f,%.2f,%.0f,%.0f,%.3f,%.3f,"
-                  "%.3f,%d,%.2f,%.1f,%.1f\n",
+                  "%.3f,%d,%.2f,%.1f,%.1f,%.0f,%.2f,%.2f\n",
                   m, p.connects_per_s, p.server_fds_per_conn,
                   p.client_fds_per_conn, p.server_rss_kib_per_conn,
                   p.idle_core_share, p.first_call_us, p.floor_us,
@@ -935,7 +935,8 @@ int ClientMain() {
                   p.paired.rr.calls_per_s, p.paired.ref.calls_per_s,
                   p.paired.ratio_median, p.paired.ratio_min,
                   p.paired.ratio_max, p.paired.pairs, p.first_pass_us,
-                  p.slow_caller_same_cpu_us, p.slow_caller_other_cpu_us);
+                  p.slow_caller_same_cpu_us, p.slow_caller_other_cpu_us,
+                  p.async.calls_per_s, p.async.p50_us, p.async.p99_us);
     } else {
       std::printf(
           "M=%-6d connect %7.0f/s  fds/conn server %.2f client %.2f  maps/conn "
@@ -964,6 +965,13 @@ int ClientMain() {
             p.paired.ref.calls_per_s, p.paired.ref.p50_us,
             p.paired.ratio_median, p.paired.pairs, FLAGS_block_ms,
             p.paired.ratio_min, p.paired.ratio_max);
+      }
+      if (p.async.calls_per_s > 0) {
+        std::printf(
+            "         async round robin, %d in flight from one thread "
+            "(progress_thread=%d): %9.0f calls/s p50 %6.2f p99 %8.2f us\n",
+            FLAGS_async_window, FLAGS_progress_thread ? 1 : 0,
+            p.async.calls_per_s, p.async.p50_us, p.async.p99_us);
       }
     }
     std::fflush(stdout);

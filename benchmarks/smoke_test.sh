@@ -155,6 +155,7 @@ bad_flag transport_bench --iters=0
 bad_flag scale_bench --ms=-5
 bad_flag scale_bench --phases=bogus
 bad_flag scale_bench --block_ms=1
+bad_flag scale_bench --async_window=0
 bad_flag rpc_bench --seconds=inf
 bad_flag batch_bench --warmup_seconds=1e300
 bad_flag batch_bench --issuer_refill=nan
