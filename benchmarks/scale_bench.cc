@@ -645,6 +645,7 @@ struct Point {
   double server_maps_per_conn = 0, client_maps_per_conn = 0;
   double server_rss_kib_per_conn = 0;
   double idle_core_share = 0;  // Per worker.
+  double client_idle_core_share = 0;  // The whole client process.
   double first_call_us = 0;
   // --pin: the median of 21 calls, each after a 5 ms pause (the worker
   // parks after 1 ms), from a thread on the worker's CPU (the kernel often
@@ -791,7 +792,7 @@ int ClientMain() {
                 "paired_ratio_median,paired_ratio_min,paired_ratio_max,"
                 "paired_blocks,first_pass_us,slow_caller_same_cpu_us,"
                 "slow_caller_other_cpu_us,async_calls_per_s,async_p50_us,"
-                "async_p99_us\n");
+                "async_p99_us,client_idle_core_share\n");
   }
   std::fflush(stdout);
 
@@ -833,11 +834,16 @@ int ClientMain() {
     // Idle: nobody calls.
     absl::SleepFor(absl::Milliseconds(50));
     const uint64_t cpu0 = CpuNs(spid);
+    const uint64_t client_cpu0 = CpuNs(getpid());
     const absl::Time i0 = absl::Now();
     absl::SleepFor(absl::Seconds(FLAGS_idle_seconds));
     const double idle_ns = absl::ToDoubleNanoseconds(absl::Now() - i0);
     p.idle_core_share =
         static_cast<double>(CpuNs(spid) - cpu0) / idle_ns / FLAGS_workers;
+    // The client's too: its channels (those of earlier M's async phase have
+    // made async calls) should cost nothing while nobody calls.
+    p.client_idle_core_share =
+        static_cast<double>(CpuNs(getpid()) - client_cpu0) / idle_ns;
     {
       // From this thread, unpinned, as a user's first call would be.
       const bench::TickClock& ticks = bench::ProcessTicks();
@@ -924,7 +930,7 @@ int ClientMain() {
     if (FLAGS_csv) {
       std::printf("%d,%.0f,%.2f,%.2f,%.1f,%.4f,%.1f,%.1f,%.0f,%.2f,%.2f,%.0f,"
                   "%.2f,%.0f,%.2f,%llu,%.2f,%.2f,%.2f,%.0f,%.0f,%.3f,%.3f,"
-                  "%.3f,%d,%.2f,%.1f,%.1f,%.0f,%.2f,%.2f\n",
+                  "%.3f,%d,%.2f,%.1f,%.1f,%.0f,%.2f,%.2f,%.4f\n",
                   m, p.connects_per_s, p.server_fds_per_conn,
                   p.client_fds_per_conn, p.server_rss_kib_per_conn,
                   p.idle_core_share, p.first_call_us, p.floor_us,
@@ -936,12 +942,14 @@ int ClientMain() {
                   p.paired.ratio_median, p.paired.ratio_min,
                   p.paired.ratio_max, p.paired.pairs, p.first_pass_us,
                   p.slow_caller_same_cpu_us, p.slow_caller_other_cpu_us,
-                  p.async.calls_per_s, p.async.p50_us, p.async.p99_us);
+                  p.async.calls_per_s, p.async.p50_us, p.async.p99_us,
+                  p.client_idle_core_share);
     } else {
       std::printf(
           "M=%-6d connect %7.0f/s  fds/conn server %.2f client %.2f  maps/conn "
           "server %.2f client %.2f  rss/conn "
-          "%7.1f KiB  idle %5.2f%% core, first call %7.1f us (floor %.1f)  "
+          "%7.1f KiB  idle %5.2f%% core (client %.2f%%), first call %7.1f us "
+          "(floor %.1f)  "
           "a call every 5 ms: p50 %.1f us on the worker's CPU, %.1f on "
           "another  first pass %.1f us/call\n"
           "         one active %9.0f calls/s p50 %6.2f p99 %8.2f us | round "
@@ -949,7 +957,8 @@ int ClientMain() {
           "p50 %6.2f p99 %8.2f  failed %llu load %.2f\n",
           m, p.connects_per_s, p.server_fds_per_conn, p.client_fds_per_conn,
           p.server_maps_per_conn, p.client_maps_per_conn,
-          p.server_rss_kib_per_conn, 100 * p.idle_core_share, p.first_call_us,
+          p.server_rss_kib_per_conn, 100 * p.idle_core_share,
+          100 * p.client_idle_core_share, p.first_call_us,
           p.floor_us, p.slow_caller_same_cpu_us, p.slow_caller_other_cpu_us,
           p.first_pass_us,
           p.one.calls_per_s, p.one.p50_us, p.one.p99_us, p.rr.calls_per_s,
