@@ -162,6 +162,26 @@ class ProgressEngine {
   // A call started: the engine's wait starts again from spinning.
   void Poke() { pokes_.fetch_add(1, std::memory_order_relaxed); }
 
+  // The engine's sleep on `conn`'s queue until a push
+  // (ChannelImpl::WaitForPushes): begins only if no channel was activated
+  // since the pass copied the list at `version`, and until it ends an
+  // Activate interrupts it (another channel's call must not wait for it).
+  bool BeginPushSleep(internal::ClientConnection* conn, uint64_t version);
+  void EndPushSleep();
+
+  // The engine's timed pauses in a long wait: ended by an Activate.
+  class Sleeper final : public internal::Waiter::Sleeper {
+   public:
+    explicit Sleeper(ProgressEngine* engine) : engine_(engine) {}
+    void set_version(uint64_t v) { version_ = v; }
+    uint64_t version() const { return version_; }
+    void Sleep(int64_t ns) override;
+
+   private:
+    ProgressEngine* const engine_;
+    uint64_t version_ = 0;
+  };
+
  private:
   ProgressEngine() {
     std::thread([this] { Loop(); }).detach();
@@ -178,6 +198,8 @@ class ProgressEngine {
   std::condition_variable wake_cv_;  // Loop's sleep with nothing active.
   std::vector<ChannelImpl*> active_ ABSL_GUARDED_BY(mu_);
   uint64_t activations_ ABSL_GUARDED_BY(mu_) = 0;
+  // The connection the engine sleeps on until a push (BeginPushSleep).
+  internal::ClientConnection* push_sleep_ ABSL_GUARDED_BY(mu_) = nullptr;
   // Bumped (under mu_) by every change of active_: a pass takes a new copy
   // of the list only when it moved, so a pass over an unchanged list takes
   // no lock.
@@ -329,6 +351,14 @@ class ChannelImpl final : public Channel,
       RunCallbacks(conn, &finished);
     }
     const void* counted = CountSyncFinish(call);
+    if (ABSL_PREDICT_FALSE(!call.status.ok()) &&
+        driver_running_.load(std::memory_order_relaxed) &&
+        conn->NeedsDriver()) {
+      // It left its slot abandoned (a deadline or a cancel before the
+      // answer): the progress engine frees it when the answer lands, as it
+      // does an async call's, rather than the connection's next call.
+      WakeDriver();
+    }
     if (cold) {
       // Hints for the next call, which will likely find the channel cold
       // too.
@@ -641,6 +671,10 @@ class ChannelImpl final : public Channel,
       owned_slots_.push_back(std::move(slot));
     }
     slots_.store(array.get(), std::memory_order_release);
+    // Before the count and after it: the progress engine, which drops a
+    // channel whose snapshot has nothing to advance, sees the change if a
+    // call could have found the new slots (ProgressEngine::Loop).
+    generation_.fetch_add(1, std::memory_order_seq_cst);
     num_slots_.store(owned_slots_.size(), std::memory_order_release);
     slot_arrays_.push_back(std::move(array));
     // The progress thread's snapshot of the connections is old.
@@ -852,6 +886,9 @@ class ChannelImpl final : public Channel,
       }
       old = std::move(slot->conn);
       slot->conn = std::move(*fresh);
+      // Before the new connection is seen, and after (below): see
+      // AppendSlotsLocked.
+      generation_.fetch_add(1, std::memory_order_seq_cst);
       slot->live.store(slot->conn.get(), std::memory_order_seq_cst);
       // Calls that read the old pointer may still use it (SlotUse).
       slot->retired.push_back(old);
@@ -942,7 +979,12 @@ class ChannelImpl final : public Channel,
     // A call started by the engine itself (from a callback of this
     // channel) needs no wake-up: the engine looks at the channel's
     // connections again right after.
-    if (driving_channel == this) return;
+    // Nor one on a channel being destroyed (a callback of its own aborted
+    // calls calling it again): it is off the engine's lists for good.
+    if (driving_channel == this ||
+        stopping_.load(std::memory_order_acquire)) {
+      return;
+    }
     ProgressEngine& engine = ProgressEngine::Get();
     engine.Poke();
     driver_wakes_.fetch_add(1, std::memory_order_relaxed);
@@ -954,7 +996,7 @@ class ChannelImpl final : public Channel,
         driver_push_sleep_->InterruptPushSleep();
       }
     }
-    if (!engine_queued_.exchange(true, std::memory_order_acq_rel)) {
+    if (!engine_queued_.exchange(true, std::memory_order_seq_cst)) {
       engine.Activate(this);
     }
   }
@@ -978,7 +1020,9 @@ class ChannelImpl final : public Channel,
   // sleep (WakeDriver).
   class DriverPushSleeper final : public Waiter::Sleeper {
    public:
-    explicit DriverPushSleeper(ChannelImpl* ch) : ch_(ch) {}
+    // `version`: the engine's list as its pass copied it (BeginPushSleep).
+    DriverPushSleeper(ChannelImpl* ch, uint64_t version)
+        : ch_(ch), version_(version) {}
     // `seen`: driver_wakes_ when the driver last looked at its connections;
     // the sleep ends by `deadline_ns` (Unix ns), the earliest call's.
     void set(ClientConnection* conn, uint64_t seen, int64_t deadline_ns,
@@ -1000,6 +1044,13 @@ class ChannelImpl final : public Channel,
         }
         ch_->driver_push_sleep_ = conn_;
       }
+      ProgressEngine& engine = ProgressEngine::Get();
+      if (!engine.BeginPushSleep(conn_, version_)) {
+        // Another channel was activated since the pass: drive it first.
+        MutexLock lock(&ch_->driver_mu_);
+        ch_->driver_push_sleep_ = nullptr;
+        return;
+      }
       const int64_t left = deadline_ns_ == INT64_MAX
                                ? INT64_MAX
                                : deadline_ns_ - internal::UnixNanos();
@@ -1008,12 +1059,14 @@ class ChannelImpl final : public Channel,
               std::min(ns * PushSleeper::kStretch, PushSleeper::kMaxPushSleepNs),
               1000, std::max<int64_t>(left, 1000)),
           finished_);
+      engine.EndPushSleep();
       MutexLock lock(&ch_->driver_mu_);
       ch_->driver_push_sleep_ = nullptr;
     }
 
    private:
     ChannelImpl* const ch_;
+    const uint64_t version_;
     ClientConnection* conn_ = nullptr;
     uint64_t seen_ = 0;
     int64_t deadline_ns_ = INT64_MAX;
@@ -1075,14 +1128,15 @@ class ChannelImpl final : public Channel,
   // run when the results land. A new async call ends it (WakeDriver).
   // Returns false if a callback destroyed the channel.
   bool WaitForPushes(Waiter* waiter, const DriveResult& r,
+                     ProgressEngine::Sleeper* timed,
                      std::vector<PendingCall*>* finished) {
     ClientConnection* const conn = r.last;
     int64_t deadline_ns = INT64_MAX;
     if (!waiter->sleeping() || !conn->WaitsOnlyForPushes(&deadline_ns)) {
-      waiter->Wait();
+      waiter->Wait(timed);
       return true;
     }
-    DriverPushSleeper sleeper(this);
+    DriverPushSleeper sleeper(this, timed->version());
     sleeper.set(conn, r.wakes, deadline_ns, finished);
     waiter->Wait(&sleeper);
     RunCallbacks(conn, finished);
@@ -1179,6 +1233,7 @@ ProgressEngine& ProgressEngine::Create() {
     std::call_once(at_fork, [] {
       pthread_atfork(nullptr, nullptr, [] {
         instance_.store(nullptr, std::memory_order_release);
+        driving_channel = nullptr;  // Forked from inside a callback.
       });
     });
     e = new ProgressEngine;
@@ -1193,10 +1248,36 @@ void ProgressEngine::Activate(ChannelImpl* ch) {
     active_.push_back(ch);
     list_version_.fetch_add(1, std::memory_order_release);
     ++activations_;
+    if (push_sleep_ != nullptr) push_sleep_->InterruptPushSleep();
   }
   // After the unlock: the engine, woken, may preempt this thread on its
   // CPU, and would then wait for the lock it still held.
   wake_cv_.notify_one();
+}
+
+bool ProgressEngine::BeginPushSleep(ClientConnection* conn, uint64_t version) {
+  MutexLock lock(&mu_);
+  if (list_version_.load(std::memory_order_relaxed) != version) return false;
+  push_sleep_ = conn;
+  return true;
+}
+
+void ProgressEngine::EndPushSleep() {
+  MutexLock lock(&mu_);
+  push_sleep_ = nullptr;
+}
+
+void ProgressEngine::Sleeper::Sleep(int64_t ns) {
+  MutexLock lock(&engine_->mu_);
+  if (engine_->list_version_.load(std::memory_order_relaxed) != version_) {
+    return;
+  }
+  const uint64_t seen = engine_->activations_;
+  engine_->mu_.AwaitWithTimeout(
+      &engine_->wake_cv_, absl::Nanoseconds(ns),
+      [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return engine_->activations_ != seen;
+      });
 }
 
 void ProgressEngine::Detach(ChannelImpl* ch, bool on_engine) {
@@ -1205,8 +1286,8 @@ void ProgressEngine::Detach(ChannelImpl* ch, bool on_engine) {
     active_.erase(std::remove(active_.begin(), active_.end(), ch),
                   active_.end());
     list_version_.fetch_add(1, std::memory_order_release);
+    detaches_.fetch_add(1, std::memory_order_seq_cst);
   }
-  detaches_.fetch_add(1, std::memory_order_seq_cst);
   if (on_engine) return;  // The step driving it is below us on the stack.
   // A step lasts one progress round and its callbacks (a sleep on a push
   // was interrupted by the destructor).
@@ -1231,6 +1312,7 @@ void ProgressEngine::Loop() {
   bool busy = false;
   std::vector<ChannelImpl*> pass;  // A copy of active_ at list_version.
   uint64_t version = ~uint64_t{0};
+  Sleeper sleeper(this);
   uint64_t detaches = 0;
   for (;;) {
     const uint64_t pokes = pokes_.load(std::memory_order_relaxed);
@@ -1246,6 +1328,7 @@ void ProgressEngine::Loop() {
       version = list_version_.load(std::memory_order_relaxed);
       pass = active_;
       detaches = detaches_.load(std::memory_order_relaxed);
+      sleeper.set_version(version);
     }
     Waiter& waiter = busy ? spinning : timed;
     bool progressed = false;
@@ -1274,7 +1357,7 @@ void ProgressEngine::Loop() {
             !r.completed) {
           // All the engine drives is one connection: it may sleep on its
           // queue until a push (WaitForPushes), still current_.
-          keep = ch->WaitForPushes(&waiter, r, &finished);
+          keep = ch->WaitForPushes(&waiter, r, &sleeper, &finished);
           waited = true;
         }
       }
@@ -1282,9 +1365,12 @@ void ProgressEngine::Loop() {
         // Nothing left to advance: off the list, unless a call started
         // since the check (its WakeDriver saw engine_queued_ still set and
         // did not activate the channel: the engine keeps it).
-        ch->engine_queued_.store(false, std::memory_order_seq_cst);
+        // An exchange, not a store: reading a WakeDriver's `true` orders
+        // what that caller saw (a new connection's generation_) before
+        // the check below.
+        ch->engine_queued_.exchange(false, std::memory_order_seq_cst);
         if (!ch->NeedsDriving() ||
-            ch->engine_queued_.exchange(true, std::memory_order_acq_rel)) {
+            ch->engine_queued_.exchange(true, std::memory_order_seq_cst)) {
           // Off the list, while still current_ (so not destroyed). A
           // channel activated again since is listed twice, once by that
           // Activate: the later entry stays.
@@ -1307,7 +1393,7 @@ void ProgressEngine::Loop() {
       continue;
     }
     if (!pass.empty()) {
-      if (!waited) waiter.Wait();
+      if (!waited) waiter.Wait(&sleeper);
       continue;
     }
     // Nothing to drive: sleep until a channel is activated.

@@ -1150,6 +1150,51 @@ TEST_F(RpcAsyncTest, TheProgressThreadFreesAnAbandonedSlot) {
   }
 }
 
+// The same for a cancelled sync call's slot on a channel that has made
+// async calls (so the progress engine drives it): its late answer frees the
+// slot with no later call. Fails without Call's WakeDriver on a failed call
+// (the channel is off the engine's list then).
+TEST_F(RpcAsyncTest, TheProgressThreadFreesASyncCallsAbandonedSlot) {
+  StartServer();
+  ChannelOptions opts;
+  opts.slots_per_connection = 1;
+  std::unique_ptr<Channel> ch = Connect(RpcMode::kRemoteFetch, opts);
+  ASSERT_NE(ch, nullptr);
+  Kinds::Stub stub(ch.get());
+  {
+    // One async call: the channel is the engine's from here on.
+    TestRequest req = Request(1, kInline);
+    TestResponse resp;
+    std::atomic<int> done{0};
+    stub.FastAsync(nullptr, req, &resp, [&](absl::Status s) {
+      EXPECT_TRUE(s.ok()) << s;
+      done.fetch_add(1);
+    });
+    ASSERT_TRUE(Await(done, 1));
+    ExpectAnswer(req, resp);
+  }
+  // Off the engine's list once it found nothing left to advance.
+  absl::SleepFor(absl::Milliseconds(20));
+  TestResponse resp;
+  ClientContext ctx;
+  // Cancelled from another thread once the handler holds it: the call ends
+  // at once on the client and its slot waits for the server's answer (a
+  // deadline could instead end it by the server's own answer).
+  std::thread canceller([&] {
+    if (service_.WaitHeld(1)) ctx.TryCancel();
+  });
+  const absl::Status st = stub.Later(&ctx, Request(2, kHold), &resp);
+  canceller.join();
+  EXPECT_EQ(st.code(), absl::StatusCode::kCancelled) << st;
+  std::vector<KindsService::Held> held = service_.TakeHeld();
+  ASSERT_EQ(held.size(), 1u);
+  held[0].done(
+      KindsService::Answer(held[0].ctx, *held[0].request, held[0].response));
+  EXPECT_TRUE(Eventually([&] { return ch->stats().slots_in_use == 0; }))
+      << "slots in use: " << ch->stats().slots_in_use;
+  EXPECT_EQ(resp.id(), 0u);  // The late answer reached nobody.
+}
+
 // With one slot: a cancelled call's slot is reused only after the server's
 // answer, so the next call gets its own result, and the first call's result,
 // finished late, reaches nobody.
