@@ -91,6 +91,21 @@ class RpcAsyncTest : public ::testing::Test {
     return Connect(RpcMode::kRemoteFetch, bo);
   }
 
+  // A channel of one slot per connection.
+  std::unique_ptr<Channel> ConnectOneSlot(RpcMode mode) {
+    ChannelOptions opts;
+    opts.slots_per_connection = 1;
+    return Connect(mode, opts);
+  }
+
+  // Answers the one call the service holds, as its handler would have.
+  void AnswerTheHeldCall() {
+    std::vector<KindsService::Held> held = service_.TakeHeld();
+    ASSERT_EQ(held.size(), 1u);
+    held[0].done(
+        KindsService::Answer(held[0].ctx, *held[0].request, held[0].response));
+  }
+
   void TearDown() override {
     if (server_) server_->Shutdown();
   }
@@ -1140,10 +1155,7 @@ TEST_F(RpcAsyncTest, TheProgressThreadFreesAnAbandonedSlot) {
     // The slot is abandoned now, until the server's answer: the server's
     // own (it sees the cancel word, or the deadline the request carried)
     // or the handler's, below, whichever lands first.
-    std::vector<KindsService::Held> held = service_.TakeHeld();
-    ASSERT_EQ(held.size(), 1u);
-    held[0].done(
-        KindsService::Answer(held[0].ctx, *held[0].request, held[0].response));
+    AnswerTheHeldCall();
     EXPECT_TRUE(Eventually([&] { return ch->stats().slots_in_use == 0; }))
         << "slots in use: " << ch->stats().slots_in_use;
     EXPECT_EQ(resp.id(), 0u);  // The late answer reached nobody.
@@ -1156,9 +1168,7 @@ TEST_F(RpcAsyncTest, TheProgressThreadFreesAnAbandonedSlot) {
 // (the channel is off the engine's list then).
 TEST_F(RpcAsyncTest, TheProgressThreadFreesASyncCallsAbandonedSlot) {
   StartServer();
-  ChannelOptions opts;
-  opts.slots_per_connection = 1;
-  std::unique_ptr<Channel> ch = Connect(RpcMode::kRemoteFetch, opts);
+  std::unique_ptr<Channel> ch = ConnectOneSlot(RpcMode::kRemoteFetch);
   ASSERT_NE(ch, nullptr);
   Kinds::Stub stub(ch.get());
   {
@@ -1186,10 +1196,7 @@ TEST_F(RpcAsyncTest, TheProgressThreadFreesASyncCallsAbandonedSlot) {
   const absl::Status st = stub.Later(&ctx, Request(2, kHold), &resp);
   canceller.join();
   EXPECT_EQ(st.code(), absl::StatusCode::kCancelled) << st;
-  std::vector<KindsService::Held> held = service_.TakeHeld();
-  ASSERT_EQ(held.size(), 1u);
-  held[0].done(
-      KindsService::Answer(held[0].ctx, *held[0].request, held[0].response));
+  AnswerTheHeldCall();
   EXPECT_TRUE(Eventually([&] { return ch->stats().slots_in_use == 0; }))
       << "slots in use: " << ch->stats().slots_in_use;
   EXPECT_EQ(resp.id(), 0u);  // The late answer reached nobody.
@@ -1223,10 +1230,7 @@ TEST_F(RpcAsyncTest, ALateResultNeverReachesTheSlotsNextCall) {
     TestResponse resp;
     ASSERT_TRUE(stub.Fast(nullptr, second, &resp).ok());
     ExpectAnswer(second, resp);
-    std::vector<KindsService::Held> held = service_.TakeHeld();
-    ASSERT_EQ(held.size(), 1u);
-    held[0].done(
-        KindsService::Answer(held[0].ctx, *held[0].request, held[0].response));
+    AnswerTheHeldCall();
     const TestRequest third = Request(3, kThread);
     ASSERT_TRUE(stub.Later(nullptr, third, &resp).ok());
     ExpectAnswer(third, resp);
@@ -1240,9 +1244,7 @@ TEST_F(RpcAsyncTest, ALateResultNeverReachesTheSlotsNextCall) {
 // after (it would otherwise wait 10 s), so the one slot comes back at once.
 TEST_F(RpcAsyncTest, HandlersOfEveryKindSeeTheClientsCancel) {
   StartServer();
-  ChannelOptions opts;
-  opts.slots_per_connection = 1;
-  std::unique_ptr<Channel> ch = Connect(RpcMode::kHybrid, opts);
+  std::unique_ptr<Channel> ch = ConnectOneSlot(RpcMode::kHybrid);
   ASSERT_NE(ch, nullptr);
   Kinds::Stub stub(ch.get());
   for (int kind = 0; kind < 3; ++kind) {
