@@ -141,7 +141,7 @@ class ChannelImpl;
 // wake-ups once thousands of channels had made an async call (each idle
 // one woke every 5 ms), and thousands of spinning threads when their calls
 // were in flight: round robin over 1 024 channels, 32 calls in flight,
-// went at 212 calls/s (benchmarks/RESULTS.md, 2026-12-07 21:10).
+// went at 212-490 calls/s (benchmarks/RESULTS.md, 2026-12-07 20:50).
 //
 // A channel is on the active list while it has calls to advance
 // (ChannelImpl::engine_queued_): a pass drives only those, so its cost
@@ -1220,7 +1220,6 @@ class ChannelImpl final : public Channel,
   std::vector<std::shared_ptr<ClientConnection>> driver_conns_;
   uint64_t driver_generation_ = ~uint64_t{0};
 };
-
 
 std::atomic<ProgressEngine*> ProgressEngine::instance_{nullptr};
 
