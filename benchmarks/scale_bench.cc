@@ -67,8 +67,8 @@
 #include <cstring>
 #include <iterator>
 #include <memory>
-#include <string>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -114,7 +114,8 @@ DEFINE_int32(kills, 0, "Client processes SIGKILLed after connecting.");
 DEFINE_bool(pin, true, "Pin the server to CPU 0 and client threads to CPU 1.");
 DEFINE_bool(progress_thread, true,
             "ChannelOptions::progress_thread of every channel (the default "
-            "true; the calls here are sync).");
+            "true). Only the async phase makes async calls; with false it "
+            "drives them by Poll() of every channel.");
 DEFINE_int32(async_window, 32,
              "async: calls in flight at once, from one thread.");
 DEFINE_bool(csv, false, "CSV rows instead of a table.");
@@ -489,7 +490,7 @@ LoadResult RunLoad(const std::vector<std::unique_ptr<ping::Ping::Stub>>& stubs,
 // Async Pings from one thread for FLAGS_seconds, round robin over
 // `channels`, --async_window of them in flight at once: each callback
 // records its call's latency and frees its place in the window. Where the
-// callbacks run (a progress thread per channel, or this thread's Poll() of
+// callbacks run (the process's progress thread, or this thread's Poll() of
 // each channel with --progress_thread=false) is the channels' option.
 LoadResult RunAsync(const std::vector<std::unique_ptr<Channel>>& chans,
                     const std::vector<std::unique_ptr<ping::Ping::Stub>>& stubs,
@@ -508,6 +509,15 @@ LoadResult RunAsync(const std::vector<std::unique_ptr<Channel>>& chans,
   std::atomic<uint64_t> calls{0}, failed{0};
   const absl::Time start = absl::Now();
   const absl::Time end = start + absl::Seconds(FLAGS_seconds);
+  // Advances the calls in flight: Poll() of every channel without a
+  // progress thread; with one, a yield if this thread has nothing to do.
+  auto help = [&](bool stalled) {
+    if (!FLAGS_progress_thread) {
+      for (size_t k = 0; k < channels; ++k) chans[k]->Poll();
+    } else if (stalled) {
+      std::this_thread::yield();
+    }
+  };
   size_t i = 0;
   while (absl::Now() < end) {
     bool any = false;
@@ -532,22 +542,14 @@ LoadResult RunAsync(const std::vector<std::unique_ptr<Channel>>& chans,
       });
       if (++i >= channels) i = 0;
     }
-    if (!FLAGS_progress_thread) {
-      for (size_t k = 0; k < channels; ++k) chans[k]->Poll();
-    } else if (!any) {
-      std::this_thread::yield();
-    }
+    help(/*stalled=*/!any);
   }
   // Drain: every call in the window finishes before the slots go.
   for (;;) {
     bool busy = false;
     for (Slot& w : window) busy |= w.busy.load(std::memory_order_acquire);
     if (!busy) break;
-    if (!FLAGS_progress_thread) {
-      for (size_t k = 0; k < channels; ++k) chans[k]->Poll();
-    } else {
-      std::this_thread::yield();
-    }
+    help(/*stalled=*/true);
   }
   const double secs = absl::ToDoubleSeconds(absl::Now() - start);
   std::lock_guard<std::mutex> l(mu);
