@@ -371,12 +371,7 @@ double SlowCallerP50Us(ping::Ping::Stub* stub, int cpu) {
 double WakeFloorUs(int cpu, absl::Duration idle) {
   std::atomic<uint32_t> word{0}, answered{0};
   std::thread sleeper([&] {
-    if (cpu >= 0) {
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      CPU_SET(cpu, &set);
-      (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-    }
+    if (cpu >= 0) bench::PinSelf(cpu);
     while (word.load(std::memory_order_acquire) == 0) {
       ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT, 0,
                 nullptr, nullptr, 0);

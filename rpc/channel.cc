@@ -26,6 +26,7 @@
 #include "base/clock.h"
 #include "base/status_macros.h"
 #include "rpc/method_counters.h"
+#include "rpc/progress_engine_testing.h"
 #include "rpc/stats_registry.h"
 #include "rpc/waiter.h"
 #include "rpc/wire_format.h"
@@ -135,6 +136,10 @@ void RecycleAsyncCall(PendingCall* call) {
 
 class ChannelImpl;
 
+// progress_engine_testing.h.
+std::atomic<int64_t> wake_delay_for_test{0};
+std::atomic<uint64_t> idle_sleeps_for_test{0};
+
 // The process's progress thread: one thread advances the async calls of
 // every channel that has a progress thread (ChannelOptions::progress_thread)
 // and runs their callbacks. A thread per channel cost a core's worth of
@@ -212,6 +217,19 @@ class ProgressEngine {
   std::atomic<ChannelImpl*> current_{nullptr};
   std::atomic<uint64_t> detaches_{0};
   std::atomic<uint64_t> pokes_{0};
+  // What waking the engine costs its caller: the least of the last
+  // kWakeCosts wakes (a wake that preempted its caller is no measure).
+  int64_t WakeCost() const;
+
+  // Loop sleeps on wake_cv_ with nothing to drive.
+  bool idle_sleep_ ABSL_GUARDED_BY(mu_) = false;
+  // What the last Activates that woke the engine from that sleep spent in
+  // the wake, and the bounds of Loop's linger.
+  static constexpr int kWakeCosts = 8;
+  std::atomic<int64_t> wake_costs_ns_[kWakeCosts] = {};
+  std::atomic<uint32_t> wake_costs_next_{0};
+  static constexpr int64_t kLingerWakeCostNs = 20'000;
+  static constexpr int64_t kMaxLingerNs = 250'000;
 };
 
 class ChannelImpl final : public Channel,
@@ -1242,16 +1260,38 @@ ProgressEngine& ProgressEngine::Create() {
 }
 
 void ProgressEngine::Activate(ChannelImpl* ch) {
+  bool asleep;
   {
     MutexLock lock(&mu_);
     active_.push_back(ch);
     list_version_.fetch_add(1, std::memory_order_release);
     ++activations_;
     if (push_sleep_ != nullptr) push_sleep_->InterruptPushSleep();
+    asleep = idle_sleep_;
   }
   // After the unlock: the engine, woken, may preempt this thread on its
   // CPU, and would then wait for the lock it still held.
+  if (!asleep) {
+    wake_cv_.notify_one();  // A timed pause (Sleeper) may wait on it.
+    return;
+  }
+  // The engine slept with nothing to drive: what waking it cost this
+  // caller decides whether the engine lingers next time (Loop).
+  const int64_t start = internal::UnixNanos();
   wake_cv_.notify_one();
+  const int64_t delay = wake_delay_for_test.load(std::memory_order_relaxed);
+  if (ABSL_PREDICT_FALSE(delay > 0)) absl::SleepFor(absl::Nanoseconds(delay));
+  const uint32_t i = wake_costs_next_.fetch_add(1, std::memory_order_relaxed);
+  wake_costs_ns_[i % kWakeCosts].store(internal::UnixNanos() - start,
+                                       std::memory_order_relaxed);
+}
+
+int64_t ProgressEngine::WakeCost() const {
+  int64_t least = INT64_MAX;
+  for (const std::atomic<int64_t>& c : wake_costs_ns_) {
+    least = std::min(least, c.load(std::memory_order_relaxed));
+  }
+  return least;
 }
 
 bool ProgressEngine::BeginPushSleep(ClientConnection* conn, uint64_t version) {
@@ -1313,6 +1353,8 @@ void ProgressEngine::Loop() {
   uint64_t version = ~uint64_t{0};
   Sleeper sleeper(this);
   uint64_t detaches = 0;
+  // How long the last sleep with nothing to drive lasted.
+  int64_t last_idle_ns = INT64_MAX;
   for (;;) {
     const uint64_t pokes = pokes_.load(std::memory_order_relaxed);
     if (pokes != last_pokes) {
@@ -1395,19 +1437,59 @@ void ProgressEngine::Loop() {
       if (!waited) waiter.Wait(&sleeper);
       continue;
     }
-    // Nothing to drive: sleep until a channel is activated.
-    MutexLock lock(&mu_);
-    const uint64_t seen = activations_;
-    if (!active_.empty()) continue;
-    mu_.Await(&wake_cv_, [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-      return activations_ != seen;
-    });
+    // Nothing to drive. Where waking the engine costs the caller more than
+    // a round trip may take (kLingerWakeCostNs: a futex wake under qemu
+    // TCG took ~120 us), and calls have come soon after it went idle, it
+    // lingers a while first, yielding: a call that comes meanwhile finds
+    // it awake and wakes no one. (Not where wakes are cheap: the yielding
+    // engine then only takes CPU from an issuer waiting on a condition
+    // variable.)
+    const int64_t wake_cost = WakeCost();
+    if (wake_cost > kLingerWakeCostNs && last_idle_ns < kMaxLingerNs) {
+      const int64_t limit = std::min(2 * wake_cost, kMaxLingerNs);
+      const int64_t start = internal::UnixNanos();
+      int64_t now = start;
+      while (list_version_.load(std::memory_order_acquire) == version &&
+             now - start < limit) {
+        std::this_thread::yield();
+        now = internal::UnixNanos();
+      }
+      if (list_version_.load(std::memory_order_acquire) != version) continue;
+    }
+    // Sleep until a channel is activated.
+    const int64_t sleep_start = internal::UnixNanos();
+    {
+      MutexLock lock(&mu_);
+      const uint64_t seen = activations_;
+      if (!active_.empty()) continue;
+      idle_sleep_ = true;
+      idle_sleeps_for_test.fetch_add(1, std::memory_order_relaxed);
+      mu_.Await(&wake_cv_, [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return activations_ != seen;
+      });
+      idle_sleep_ = false;
+    }
+    last_idle_ns = internal::UnixNanos() - sleep_start;
     timed.Restart();
     spinning.Restart();
   }
 }
 
 }  // namespace
+
+namespace internal {
+namespace testing {
+
+void SetEngineWakeDelay(int64_t ns) {
+  wake_delay_for_test.store(ns, std::memory_order_relaxed);
+}
+
+uint64_t EngineIdleSleeps() {
+  return idle_sleeps_for_test.load(std::memory_order_relaxed);
+}
+
+}  // namespace testing
+}  // namespace internal
 
 absl::StatusOr<std::unique_ptr<Channel>> Channel::Create(
     const std::string& address, const ChannelOptions& options) {

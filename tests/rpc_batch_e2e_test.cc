@@ -658,6 +658,16 @@ class BatchMechanismTest : public ::testing::Test {
     return true;
   }
 
+  // Polls `ch` (a channel without a progress thread) until it has sent
+  // `batches` batches in all, for at most `wait`.
+  static void PollUntilBatches(Channel* ch, uint64_t batches,
+                               absl::Duration wait) {
+    const absl::Time give_up = absl::Now() + wait;
+    while (ch->stats().batches < batches && absl::Now() < give_up) {
+      if (!ch->Poll()) absl::SleepFor(absl::Microseconds(20));
+    }
+  }
+
   // Starts one async Echo of id `id` (payload: ExpectedPayload(id, bytes))
   // whose callback checks the reply, counts `done` and records failures.
   void EchoAsync(Channel* ch, uint64_t id, size_t bytes, uint32_t sleep_ms,
@@ -866,10 +876,7 @@ TEST_F(BatchMechanismTest, EveryFlushTriggerIsCounted) {
   EchoAsync(ch.get(), 300, 8, 300, &done);
   EXPECT_EQ(delta(before, ch->stats()), (V{0, 0, 0, 1}));
   EchoAsync(ch.get(), 301, 8, 0, &done);
-  const absl::Time give_up = absl::Now() + absl::Milliseconds(100);
-  while (ch->stats().batches - before.batches < 2 && absl::Now() < give_up) {
-    if (!ch->Poll()) absl::SleepFor(absl::Microseconds(20));
-  }
+  PollUntilBatches(ch.get(), before.batches + 2, absl::Milliseconds(100));
   EXPECT_EQ(ch->stats().batches - before.batches, 2u);
   EXPECT_EQ(done.load(), 7);  // X is still being served.
   EXPECT_EQ(delta(before, ch->stats()), (V{0, 0, 0, 2}));
@@ -947,10 +954,7 @@ TEST_F(BatchMechanismTest, ABurstBehindALateBatchSharesABatch) {
   EXPECT_EQ(st.batches_plain - before.batches_plain, 1u)
       << "the burst went alone";
   EXPECT_EQ(st.batches - before.batches, 1u);  // X; the burst is open.
-  const absl::Time give_up = absl::Now() + absl::Milliseconds(100);
-  while (ch->stats().batches - before.batches < 2 && absl::Now() < give_up) {
-    if (!ch->Poll()) absl::SleepFor(absl::Microseconds(20));
-  }
+  PollUntilBatches(ch.get(), before.batches + 2, absl::Milliseconds(100));
   st = ch->stats();
   EXPECT_EQ(st.batches - before.batches, 2u);  // X, then the burst's batch.
   EXPECT_EQ(done.load(), 4);                   // X is still being served.

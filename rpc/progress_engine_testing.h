@@ -1,0 +1,26 @@
+// Copyright 2026 The rfrpc Authors.
+//
+// Test hooks of the process's progress engine (rpc/channel.cc), which
+// drives every channel's async calls. Tests only.
+
+#ifndef RFRPC_RPC_PROGRESS_ENGINE_TESTING_H_
+#define RFRPC_RPC_PROGRESS_ENGINE_TESTING_H_
+
+#include <cstdint>
+
+namespace rfrpc {
+namespace internal {
+namespace testing {
+
+// Each wake of the engine from its idle sleep then costs the waking caller
+// `ns` more, as a futex wake does under qemu TCG (0: nothing added).
+void SetEngineWakeDelay(int64_t ns);
+
+// How many times the engine has gone to sleep with nothing to drive.
+uint64_t EngineIdleSleeps();
+
+}  // namespace testing
+}  // namespace internal
+}  // namespace rfrpc
+
+#endif  // RFRPC_RPC_PROGRESS_ENGINE_TESTING_H_
