@@ -136,8 +136,8 @@ void RecycleAsyncCall(PendingCall* call) {
 
 class ChannelImpl;
 
-// progress_engine_testing.h.
-std::atomic<int64_t> wake_delay_for_test{0};
+// Test hooks (progress_engine_testing.h).
+std::atomic<int64_t> wake_cost_for_test{0};
 std::atomic<uint64_t> idle_sleeps_for_test{0};
 
 // The process's progress thread: one thread advances the async calls of
@@ -193,6 +193,9 @@ class ProgressEngine {
   }
   void Loop();
   static ProgressEngine& Create();
+  // What waking the engine costs its caller: the least of the last
+  // kWakeCosts wakes (a wake that preempted its caller is no measure).
+  int64_t WakeCost() const;
 
   // The process's engine, created by the first async call. A child of
   // fork() has none of its parent's threads: it starts its own (the
@@ -217,14 +220,11 @@ class ProgressEngine {
   std::atomic<ChannelImpl*> current_{nullptr};
   std::atomic<uint64_t> detaches_{0};
   std::atomic<uint64_t> pokes_{0};
-  // What waking the engine costs its caller: the least of the last
-  // kWakeCosts wakes (a wake that preempted its caller is no measure).
-  int64_t WakeCost() const;
-
-  // Loop sleeps on wake_cv_ with nothing to drive.
+  // Whether Loop sleeps on wake_cv_ with nothing to drive and no Activate
+  // has claimed its wake yet.
   bool idle_sleep_ ABSL_GUARDED_BY(mu_) = false;
   // What the last Activates that woke the engine from that sleep spent in
-  // the wake, and the bounds of Loop's linger.
+  // the wake (WakeCost), and the bounds of Loop's linger.
   static constexpr int kWakeCosts = 8;
   std::atomic<int64_t> wake_costs_ns_[kWakeCosts] = {};
   std::atomic<uint32_t> wake_costs_next_{0};
@@ -1267,7 +1267,10 @@ void ProgressEngine::Activate(ChannelImpl* ch) {
     list_version_.fetch_add(1, std::memory_order_release);
     ++activations_;
     if (push_sleep_ != nullptr) push_sleep_->InterruptPushSleep();
+    // Only the first Activate since the engine fell asleep wakes it: a
+    // later one's notify finds no sleeper and costs nothing.
     asleep = idle_sleep_;
+    idle_sleep_ = false;
   }
   // After the unlock: the engine, woken, may preempt this thread on its
   // CPU, and would then wait for the lock it still held.
@@ -1277,13 +1280,12 @@ void ProgressEngine::Activate(ChannelImpl* ch) {
   }
   // The engine slept with nothing to drive: what waking it cost this
   // caller decides whether the engine lingers next time (Loop).
-  const int64_t start = internal::UnixNanos();
+  const int64_t start = internal::ClockNanos(CLOCK_MONOTONIC);
   wake_cv_.notify_one();
-  const int64_t delay = wake_delay_for_test.load(std::memory_order_relaxed);
-  if (ABSL_PREDICT_FALSE(delay > 0)) absl::SleepFor(absl::Nanoseconds(delay));
+  const int64_t cost = internal::ClockNanos(CLOCK_MONOTONIC) - start +
+                       wake_cost_for_test.load(std::memory_order_relaxed);
   const uint32_t i = wake_costs_next_.fetch_add(1, std::memory_order_relaxed);
-  wake_costs_ns_[i % kWakeCosts].store(internal::UnixNanos() - start,
-                                       std::memory_order_relaxed);
+  wake_costs_ns_[i % kWakeCosts].store(cost, std::memory_order_relaxed);
 }
 
 int64_t ProgressEngine::WakeCost() const {
@@ -1447,17 +1449,17 @@ void ProgressEngine::Loop() {
     const int64_t wake_cost = WakeCost();
     if (wake_cost > kLingerWakeCostNs && last_idle_ns < kMaxLingerNs) {
       const int64_t limit = std::min(2 * wake_cost, kMaxLingerNs);
-      const int64_t start = internal::UnixNanos();
+      const int64_t start = internal::ClockNanos(CLOCK_MONOTONIC);
       int64_t now = start;
       while (list_version_.load(std::memory_order_acquire) == version &&
              now - start < limit) {
         std::this_thread::yield();
-        now = internal::UnixNanos();
+        now = internal::ClockNanos(CLOCK_MONOTONIC);
       }
       if (list_version_.load(std::memory_order_acquire) != version) continue;
     }
     // Sleep until a channel is activated.
-    const int64_t sleep_start = internal::UnixNanos();
+    const int64_t sleep_start = internal::ClockNanos(CLOCK_MONOTONIC);
     {
       MutexLock lock(&mu_);
       const uint64_t seen = activations_;
@@ -1469,7 +1471,7 @@ void ProgressEngine::Loop() {
       });
       idle_sleep_ = false;
     }
-    last_idle_ns = internal::UnixNanos() - sleep_start;
+    last_idle_ns = internal::ClockNanos(CLOCK_MONOTONIC) - sleep_start;
     timed.Restart();
     spinning.Restart();
   }
@@ -1480,8 +1482,8 @@ void ProgressEngine::Loop() {
 namespace internal {
 namespace testing {
 
-void SetEngineWakeDelay(int64_t ns) {
-  wake_delay_for_test.store(ns, std::memory_order_relaxed);
+void AddToEngineWakeCost(int64_t ns) {
+  wake_cost_for_test.store(ns, std::memory_order_relaxed);
 }
 
 uint64_t EngineIdleSleeps() {

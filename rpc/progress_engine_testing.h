@@ -12,9 +12,10 @@ namespace rfrpc {
 namespace internal {
 namespace testing {
 
-// Each wake of the engine from its idle sleep then costs the waking caller
-// `ns` more, as a futex wake does under qemu TCG (0: nothing added).
-void SetEngineWakeDelay(int64_t ns);
+// Each wake of the engine from its idle sleep then counts as costing the
+// waking caller `ns` more than it did, as a futex wake under qemu TCG costs
+// ~120 us (0: as measured).
+void AddToEngineWakeCost(int64_t ns);
 
 // How many times the engine has gone to sleep with nothing to drive.
 uint64_t EngineIdleSleeps();
